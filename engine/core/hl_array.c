@@ -1,0 +1,84 @@
+#include "hl_array.h"
+#include "hl_error.h"
+#include <math.h>
+#include <string.h>
+
+int64_t hl_shape_size(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= shape[i];
+  return n;
+}
+
+int hl_array_alloc(hl_array *out, hl_dtype dtype, int ndim, const int64_t *shape) {
+  memset(out, 0, sizeof *out);
+  out->dtype = dtype;
+  out->ndim = ndim;
+  int64_t n = 1;
+  for (int i = ndim - 1; i >= 0; i--) {
+    if (shape[i] < 0) return hl_error("negative extent %lld in a shape", (long long)shape[i]);
+    out->shape[i] = shape[i];
+    out->strides[i] = n;
+    if (shape[i] && n > INT64_MAX / 16 / shape[i]) return hl_error("shape is too large");
+    n *= shape[i];
+  }
+  out->storage = hl_storage_new((size_t)n * hl_dtype_size(dtype));
+  return out->storage ? 0 : -1;
+}
+
+void hl_array_release(hl_array *a) {
+  hl_storage_release(a->storage);
+  a->storage = NULL;
+}
+
+void hl_array_copy_ref(hl_array *dst, const hl_array *src) {
+  *dst = *src;
+  if (dst->storage) hl_storage_retain(dst->storage);
+}
+
+int hl_array_is_contiguous(const hl_array *a) {
+  int64_t n = 1;
+  for (int i = a->ndim - 1; i >= 0; i--) {
+    if (a->shape[i] != 1 && a->strides[i] != n) return 0;
+    n *= a->shape[i];
+  }
+  return 1;
+}
+
+int64_t hl_array_elem_offset(const hl_array *a, int64_t flat) {
+  int64_t off = 0;
+  for (int i = a->ndim - 1; i >= 0; i--) {
+    int64_t e = a->shape[i];
+    off += (flat % e) * a->strides[i];
+    flat /= e;
+  }
+  return off;
+}
+
+double hl_array_get(const hl_array *a, int64_t flat) {
+  const char *p = (const char *)hl_array_data(a) + hl_array_elem_offset(a, flat) * (int64_t)hl_dtype_size(a->dtype);
+  switch (a->dtype) {
+  case HL_BOOL: return *(const uint8_t *)p != 0;
+  case HL_UINT8: return *(const uint8_t *)p;
+  case HL_INT32: return *(const int32_t *)p;
+  case HL_INT64: return (double)*(const int64_t *)p;
+  case HL_FLOAT32: return *(const float *)p;
+  case HL_FLOAT64: return *(const double *)p;
+  default: return 0;
+  }
+}
+
+void hl_array_set(hl_array *a, int64_t flat, double v) {
+  char *p = (char *)hl_array_data(a) + hl_array_elem_offset(a, flat) * (int64_t)hl_dtype_size(a->dtype);
+  /* float -> int conversion of NaN/inf/out-of-range is undefined in C: pin it first */
+  if (a->dtype != HL_FLOAT32 && a->dtype != HL_FLOAT64 && a->dtype != HL_BOOL)
+    v = isfinite(v) ? fmax(fmin(v, 9.2233720368547748e18), -9.2233720368547758e18) : 0;
+  switch (a->dtype) {
+  case HL_BOOL: *(uint8_t *)p = v != 0; break;
+  case HL_UINT8: *(uint8_t *)p = (uint8_t)(int64_t)v; break;
+  case HL_INT32: *(int32_t *)p = (int32_t)(int64_t)v; break;
+  case HL_INT64: *(int64_t *)p = (int64_t)v; break;
+  case HL_FLOAT32: *(float *)p = (float)v; break;
+  case HL_FLOAT64: *(double *)p = v; break;
+  default: break;
+  }
+}

@@ -1,0 +1,39 @@
+/* Arrays: a strided view (shape, strides and offset in elements) of a refcounted storage, or a
+ * tracer: no storage, a node of a graph being traced. Arrays are values: no op changes one. */
+#ifndef HL_ARRAY_H
+#define HL_ARRAY_H
+#include "hl_dtype.h"
+#include "hl_storage.h"
+#include <stdint.h>
+
+#define HL_MAX_DIMS 8
+
+struct hl_graph;
+
+typedef struct hl_array {
+  hl_dtype dtype;
+  int ndim;
+  int64_t shape[HL_MAX_DIMS];
+  int64_t strides[HL_MAX_DIMS];  /* in elements; 0 along broadcast axes */
+  int64_t offset;                /* in elements */
+  hl_storage *storage;           /* NULL for a tracer */
+  struct hl_graph *graph;        /* tracer: the graph it belongs to */
+  int node;                      /* tracer: its node */
+  int weak;                      /* a traced Lua number: promotes like one */
+} hl_array;
+
+int64_t hl_shape_size(int ndim, const int64_t *shape);
+/* A new contiguous (row-major) array of zeros. */
+int hl_array_alloc(hl_array *out, hl_dtype dtype, int ndim, const int64_t *shape);
+void hl_array_release(hl_array *a);            /* drops the storage reference */
+void hl_array_copy_ref(hl_array *dst, const hl_array *src);   /* dst shares src's storage */
+static inline int hl_array_is_tracer(const hl_array *a) { return a->graph != NULL; }
+int hl_array_is_contiguous(const hl_array *a);
+static inline void *hl_array_data(const hl_array *a) {
+  return (char *)a->storage->data + a->offset * (int64_t)hl_dtype_size(a->dtype);
+}
+/* Element at a flat row-major index, as a double (bool/ints converted). */
+double hl_array_get(const hl_array *a, int64_t flat);
+void hl_array_set(hl_array *a, int64_t flat, double v);   /* contiguous arrays being built */
+int64_t hl_array_elem_offset(const hl_array *a, int64_t flat);
+#endif

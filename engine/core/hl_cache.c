@@ -1,0 +1,104 @@
+#include "hl_cache.h"
+#include "hl_backend.h"
+#include "hl_error.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct entry {
+  uint64_t hash;
+  unsigned char *key;
+  size_t len;
+  struct hl_kernel *kernel;
+  struct entry *next;
+} entry;
+
+enum { NBUCKETS = 4096 };
+static entry *buckets[NBUCKETS];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static hl_cache_stats stats;
+static int log_compiles = -1;
+static _Thread_local hl_key scratch;   /* reused: eager ops build a key per call */
+
+void hl_cache_set_log(int on) { log_compiles = on; }
+
+static entry *find(uint64_t h, const hl_key *k) {
+  for (entry *e = buckets[h % NBUCKETS]; e; e = e->next)
+    if (e->hash == h && e->len == k->len && memcmp(e->key, k->bytes, k->len) == 0) return e;
+  return NULL;
+}
+
+struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name, int *was_miss) {
+  if (log_compiles < 0) {
+    const char *v = getenv("HALUA_LOG_COMPILES");
+    log_compiles = v && *v && strcmp(v, "0") != 0;
+  }
+  hl_graph_key(g, &scratch);
+  pthread_mutex_lock(&lock);
+  entry *e = find(scratch.hash, &scratch);
+  if (e) {
+    stats.hits++;
+    pthread_mutex_unlock(&lock);
+    if (was_miss) *was_miss = 0;
+    return e->kernel;
+  }
+  pthread_mutex_unlock(&lock);
+  /* compile outside the lock: compiles take tens of milliseconds and other threads may hit */
+  struct hl_kernel *k = hl_kernel_compile(g, name);
+  if (!k) return NULL;
+  pthread_mutex_lock(&lock);
+  entry *again = find(scratch.hash, &scratch);
+  if (again) {   /* another thread compiled the same pipeline meanwhile: keep theirs */
+    pthread_mutex_unlock(&lock);
+    hl_kernel_free(k);
+    return again->kernel;
+  }
+  e = malloc(sizeof *e);
+  unsigned char *kb = malloc(scratch.len);
+  if (!e || !kb) {
+    pthread_mutex_unlock(&lock);
+    free(e);
+    free(kb);
+    hl_kernel_free(k);
+    hl_error("out of memory caching a kernel");
+    return NULL;
+  }
+  memcpy(kb, scratch.bytes, scratch.len);
+  *e = (entry){.hash = scratch.hash, .key = kb, .len = scratch.len, .kernel = k, .next = buckets[scratch.hash % NBUCKETS]};
+  buckets[scratch.hash % NBUCKETS] = e;
+  stats.entries++;
+  stats.misses++;
+  stats.compile_ms += hl_kernel_compile_ms(k);
+  pthread_mutex_unlock(&lock);
+  if (log_compiles)
+    fprintf(stderr, "halua: compiled %s in %.1f ms (%d nodes; cache miss: no pipeline with this %s)\n", name,
+            hl_kernel_compile_ms(k), g->nnodes, g->dynamic ? "primitive, dtype, rank and attributes" : "IR and input signature");
+  if (was_miss) *was_miss = 1;
+  return k;
+}
+
+hl_cache_stats hl_cache_info(void) {
+  pthread_mutex_lock(&lock);
+  hl_cache_stats s = stats;
+  pthread_mutex_unlock(&lock);
+  return s;
+}
+
+void hl_cache_clear(void) {
+  /* Kernels may still be referenced by jitted functions' entries: those hold the graph and
+   * recompile through here, so freeing is safe only for kernels nobody holds. We keep compiled
+   * code alive (it is small) and only forget the index. */
+  pthread_mutex_lock(&lock);
+  for (int b = 0; b < NBUCKETS; b++) {
+    for (entry *e = buckets[b]; e;) {
+      entry *n = e->next;
+      free(e->key);
+      free(e);
+      e = n;
+    }
+    buckets[b] = NULL;
+  }
+  stats = (hl_cache_stats){0};
+  pthread_mutex_unlock(&lock);
+}

@@ -1,0 +1,19 @@
+/* The process-wide cache of compiled kernels, keyed on the canonical IR bytes (+ target, which is
+ * fixed per process for now). Thread-safe: embedders run one lua_State per thread over it. */
+#ifndef HL_CACHE_H
+#define HL_CACHE_H
+#include "hl_ir.h"
+
+struct hl_kernel;
+typedef struct {
+  long entries, hits, misses;
+  double compile_ms;
+} hl_cache_stats;
+
+/* The kernel for g (compiled on a miss). `why` is filled with the reason on a miss when not NULL. */
+struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name, int *was_miss);
+hl_cache_stats hl_cache_info(void);
+void hl_cache_clear(void);
+/* HALUA_LOG_COMPILES=1: print each compile, its time and why the cache missed. */
+void hl_cache_set_log(int on);
+#endif

@@ -1,0 +1,24 @@
+/* Element types: names, sizes and the promotion lattice. */
+#ifndef HL_DTYPE_H
+#define HL_DTYPE_H
+#include <stddef.h>
+
+typedef enum {
+#define X(e, name, bytes, kind, rank) HL_##e,
+#include "hl_dtypes.def"
+#undef X
+  HL_NDTYPES
+} hl_dtype;
+
+const char *hl_dtype_name(hl_dtype t);
+size_t hl_dtype_size(hl_dtype t);
+char hl_dtype_kind(hl_dtype t);            /* 'b', 'u', 'i' or 'f' */
+int hl_dtype_from_name(const char *name);  /* -1 when unknown */
+hl_dtype hl_dtype_promote(hl_dtype a, hl_dtype b);
+/* The dtype of `t op <Lua number v>`: Lua numbers are weakly typed, so `t` wins unless the
+ * number cannot be represented in t's kind (a fraction with an int array gives float32, any
+ * number with a bool array gives int32 or float32). */
+hl_dtype hl_dtype_promote_weak(hl_dtype t, double v);
+static inline int hl_dtype_is_float(hl_dtype t) { return hl_dtype_kind(t) == 'f'; }
+static inline int hl_dtype_is_int(hl_dtype t) { char k = hl_dtype_kind(t); return k == 'i' || k == 'u'; }
+#endif

@@ -1,0 +1,359 @@
+#include "hl_eval.h"
+#include "hl_backend.h"
+#include "hl_cache.h"
+#include "hl_error.h"
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- tracing ---- */
+
+void hl_trace_init(hl_trace *t) { memset(t, 0, sizeof *t); }
+
+void hl_trace_free(hl_trace *t) {
+  for (int k = 0; k < t->ncaptures; k++) hl_array_release(&t->captures[k]);
+  free(t->captures);
+  free(t->capture_param);
+  hl_graph_free(&t->g);
+  memset(t, 0, sizeof *t);
+}
+
+int hl_trace_arg(hl_trace *t, hl_dtype dtype, int ndim, const int64_t *shape, hl_array *out) {
+  int id = hl_graph_add_param(&t->g, dtype, ndim, shape);
+  if (id < 0) return -1;
+  memset(out, 0, sizeof *out);
+  out->dtype = dtype;
+  out->ndim = ndim;
+  memcpy(out->shape, shape, sizeof(int64_t) * (size_t)ndim);
+  out->graph = &t->g;
+  out->node = id;
+  return 0;
+}
+
+static int same_view(const hl_array *a, const hl_array *b) {
+  return a->storage == b->storage && a->offset == b->offset && a->dtype == b->dtype && a->ndim == b->ndim &&
+         !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) &&
+         !memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim);
+}
+
+/* A concrete array used inside a trace becomes an extra input of the pipeline. */
+static int capture(hl_trace *t, const hl_array *a) {
+  for (int k = 0; k < t->ncaptures; k++)
+    if (same_view(&t->captures[k], a)) return t->capture_param[k];
+  if (t->ncaptures == t->cap_captures) {
+    int c = t->cap_captures ? 2 * t->cap_captures : 8;
+    hl_array *nc = realloc(t->captures, sizeof(hl_array) * (size_t)c);
+    if (nc) t->captures = nc;
+    int *np = realloc(t->capture_param, sizeof(int) * (size_t)c);
+    if (np) t->capture_param = np;
+    if (!nc || !np) return hl_error("out of memory capturing an array");
+    t->cap_captures = c;
+  }
+  int id = hl_graph_add_param(&t->g, a->dtype, a->ndim, a->shape);
+  if (id < 0) return -1;
+  hl_array_copy_ref(&t->captures[t->ncaptures], a);
+  t->capture_param[t->ncaptures++] = id;
+  return id;
+}
+
+static int trace_apply(hl_trace *t, int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out) {
+  const char *name = hl_prims[prim].name;
+  if (t->closed)
+    return hl_error("%s: this tracer escaped the hl.jit trace that made it; return it from the function instead", name);
+  int ids[64];
+  if (nin > 64) return hl_error("%s: too many operands", name);
+  for (int k = 0; k < nin; k++) {
+    if (in[k]->graph == &t->g) ids[k] = in[k]->node;
+    else if (in[k]->graph) return hl_error("%s: operands come from two different traces (nested hl.jit tracers mixed)", name);
+    else if ((ids[k] = capture(t, in[k])) < 0) return -1;
+  }
+  int id = hl_graph_add(&t->g, prim, nin, ids, attrs);
+  if (id < 0) return -1;
+  const hl_type *ty = &t->g.nodes[id].type;
+  memset(out, 0, sizeof *out);
+  out->dtype = ty->dtype;
+  out->ndim = ty->ndim;
+  memcpy(out->shape, ty->shape, sizeof ty->shape);
+  out->graph = &t->g;
+  out->node = id;
+  return 0;
+}
+
+/* ---- eager kernels ---- */
+
+static _Thread_local hl_graph eager_graph;
+
+static int stride_class(const hl_array *a) {
+  if (a->ndim == 0) return HL_STRIDE_UNIT;
+  int64_t s = a->strides[a->ndim - 1];
+  return s == 1 ? HL_STRIDE_UNIT : s == 0 ? HL_STRIDE_ZERO : HL_STRIDE_ANY;
+}
+
+/* Run prim on views `in` into the allocated view `out` through a cached shape-generic kernel. */
+static int run_single(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out) {
+  hl_graph *g = &eager_graph;
+  hl_graph_reset(g);
+  g->dynamic = 1;
+  int ids[64];
+  for (int k = 0; k < nin; k++) {
+    hl_attrs pa = {.dtype = in[k]->dtype, .nshape = in[k]->ndim};
+    pa.i[0] = k;
+    pa.i[1] = stride_class(in[k]);
+    memcpy(pa.shape, in[k]->shape, sizeof(int64_t) * (size_t)in[k]->ndim);
+    if ((ids[k] = hl_graph_add(g, HL_P_PARAM, 0, NULL, &pa)) < 0) return -1;
+    g->nparams++;
+  }
+  int id = hl_graph_add(g, prim, nin, ids, attrs);
+  if (id < 0 || hl_graph_set_outputs(g, 1, &id)) return -1;
+  struct hl_kernel *k = hl_cache_get(g, hl_prims[prim].name, NULL);
+  if (!k) return -1;
+  return hl_kernel_run(k, in, &out);
+}
+
+/* Elementwise over same-shaped views: merge axes that are contiguous in every operand (and drop
+ * the stride of extent-1 axes), so that most calls become rank-1 kernels over dense memory. */
+static int run_elemwise(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out) {
+  if (hl_shape_size(out->ndim, out->shape) == 0) return 0;
+  int nops = nin + 1;
+  hl_array v[65];
+  const hl_array *ops[65];
+  for (int k = 0; k < nin; k++) ops[k] = in[k];
+  ops[nin] = out;
+  int64_t st[65][HL_MAX_DIMS], shp[HL_MAX_DIMS];
+  int n = out->ndim, r = 0;
+  for (int k = 0; k < nops; k++) {
+    for (int a = n - 1; a >= 0; a--) {
+      int64_t s = ops[k]->strides[a];
+      if (out->shape[a] == 1) s = a == n - 1 ? 1 : st[k][a + 1] * out->shape[a + 1];
+      st[k][a] = s;
+    }
+  }
+  int64_t mst[65][HL_MAX_DIMS];
+  for (int a = 0; a < n; a++) {
+    int merge = r > 0;
+    for (int k = 0; merge && k < nops; k++) merge = mst[k][r - 1] == st[k][a] * out->shape[a];
+    if (merge) {
+      shp[r - 1] *= out->shape[a];
+      for (int k = 0; k < nops; k++) mst[k][r - 1] = st[k][a];
+    } else {
+      shp[r] = out->shape[a];
+      for (int k = 0; k < nops; k++) mst[k][r] = st[k][a];
+      r++;
+    }
+  }
+  for (int k = 0; k < nops; k++) {
+    v[k] = *ops[k];
+    v[k].ndim = r;
+    memcpy(v[k].shape, shp, sizeof(int64_t) * (size_t)r);
+    memcpy(v[k].strides, mst[k], sizeof(int64_t) * (size_t)r);
+    ops[k] = &v[k];
+  }
+  return run_single(prim, nin, ops, attrs, &v[nin]);
+}
+
+int hl_contiguous(const hl_array *a, hl_array *out) {
+  if (hl_array_is_contiguous(a)) {
+    hl_array_copy_ref(out, a);
+    return 0;
+  }
+  if (hl_array_alloc(out, a->dtype, a->ndim, a->shape)) return -1;
+  hl_attrs at = {.dtype = a->dtype};
+  if (run_elemwise(HL_P_CAST, 1, &a, &at, out)) {
+    hl_array_release(out);
+    return -1;
+  }
+  return 0;
+}
+
+static int eager_view(int prim, const hl_array *in, const hl_attrs *at, const hl_type *ty, hl_array *out) {
+  if (prim == HL_P_RESHAPE) {
+    if (hl_contiguous(in, out)) return -1;
+    out->ndim = ty->ndim;
+    int64_t n = 1;
+    for (int a = ty->ndim - 1; a >= 0; a--) {
+      out->shape[a] = ty->shape[a];
+      out->strides[a] = n;
+      n *= ty->shape[a];
+    }
+    return 0;
+  }
+  hl_array_copy_ref(out, in);
+  out->ndim = ty->ndim;
+  memcpy(out->shape, ty->shape, sizeof ty->shape);
+  switch (prim) {
+  case HL_P_TRANSPOSE:
+    for (int a = 0; a < ty->ndim; a++) out->strides[a] = in->strides[at->i[a]];
+    break;
+  case HL_P_BROADCAST: {
+    int off = ty->ndim - in->ndim;
+    for (int a = 0; a < ty->ndim; a++) {
+      int ia = a - off;
+      out->strides[a] = ia < 0 || (in->shape[ia] == 1 && ty->shape[a] != 1) ? 0 : in->strides[ia];
+    }
+    break;
+  }
+  case HL_P_SLICE:
+    for (int a = 0; a < ty->ndim; a++) {
+      if (ty->shape[a] > 0) out->offset += at->i[a] * in->strides[a];
+      out->strides[a] = in->strides[a] * at->i[HL_MAX_DIMS + a];
+    }
+    break;
+  }
+  return 0;
+}
+
+static int eager_concat(int nin, const hl_array *const *in, const hl_attrs *at, const hl_type *ty, hl_array *out) {
+  if (hl_array_alloc(out, ty->dtype, ty->ndim, ty->shape)) return -1;
+  int ax = (int)at->i[0];
+  int64_t start = 0;
+  hl_attrs cast = {.dtype = ty->dtype};
+  for (int k = 0; k < nin; k++) {
+    hl_array part = *out;
+    part.shape[ax] = in[k]->shape[ax];
+    part.offset = start * out->strides[ax];
+    start += in[k]->shape[ax];
+    if (run_elemwise(HL_P_CAST, 1, &in[k], &cast, &part)) {
+      hl_array_release(out);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int eager_matmul(const hl_array *const *in, const hl_type *ty, hl_array *out) {
+  if (hl_array_alloc(out, ty->dtype, ty->ndim, ty->shape)) return -1;
+  if (hl_shape_size(ty->ndim, ty->shape) == 0) return 0;
+  /* B is read in vectors along its rows: give it unit stride there */
+  hl_array b;
+  const hl_array *ops[2] = {in[0], in[1]};
+  int own_b = stride_class(in[1]) != HL_STRIDE_UNIT;
+  if (own_b) {
+    if (hl_array_alloc(&b, in[1]->dtype, in[1]->ndim, in[1]->shape)) goto fail;
+    hl_attrs cast = {.dtype = in[1]->dtype};
+    if (run_elemwise(HL_P_CAST, 1, &in[1], &cast, &b)) {
+      hl_array_release(&b);
+      goto fail;
+    }
+    ops[1] = &b;
+  }
+  int rc = run_single(HL_P_MATMUL, 2, ops, NULL, out);
+  if (own_b) hl_array_release(&b);
+  if (rc) goto fail;
+  return 0;
+fail:
+  hl_array_release(out);
+  return -1;
+}
+
+static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *at, hl_array *out) {
+  static const hl_attrs none;
+  if (!at) at = &none;
+  hl_type tin[64], ty;
+  if (nin > 64) return hl_error("%s: too many operands", hl_prims[prim].name);
+  for (int k = 0; k < nin; k++) {
+    tin[k].dtype = in[k]->dtype;
+    tin[k].ndim = in[k]->ndim;
+    memcpy(tin[k].shape, in[k]->shape, sizeof tin[k].shape);
+  }
+  if (hl_infer(prim, nin, tin, at, &ty)) return -1;
+  switch (hl_prims[prim].kind) {
+  case HL_K_VIEW: return eager_view(prim, in[0], at, &ty, out);
+  case HL_K_CONCAT: return eager_concat(nin, in, at, &ty, out);
+  case HL_K_MATMUL: return eager_matmul(in, &ty, out);
+  case HL_K_SOURCE:
+    if (prim == HL_P_PARAM) return hl_error("param: not an eager operation");
+    if (hl_array_alloc(out, ty.dtype, ty.ndim, ty.shape)) return -1;
+    if (prim == HL_P_CONST) {
+      hl_array_set(out, 0, at->f);
+      return 0;
+    }
+    break;
+  case HL_K_ELEMWISE:
+    if (prim == HL_P_CAST && at->dtype == in[0]->dtype) {
+      hl_array_copy_ref(out, in[0]);   /* arrays are immutable: no copy needed */
+      return 0;
+    }
+    if (hl_array_alloc(out, ty.dtype, ty.ndim, ty.shape)) return -1;
+    if (run_elemwise(prim, nin, in, at, out)) {
+      hl_array_release(out);
+      return -1;
+    }
+    return 0;
+  case HL_K_REDUCE:
+    if (hl_array_alloc(out, ty.dtype, ty.ndim, ty.shape)) return -1;
+    break;
+  }
+  if (hl_shape_size(ty.ndim, ty.shape) == 0) return 0;
+  if (run_single(prim, nin, in, at, out)) {
+    hl_array_release(out);
+    return -1;
+  }
+  return 0;
+}
+
+int hl_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out) {
+  for (int k = 0; k < nin; k++)
+    if (in[k]->graph) return trace_apply((hl_trace *)in[k]->graph, prim, nin, in, attrs, out);
+  return eager_apply(prim, nin, in, attrs, out);
+}
+
+/* ---- programs ---- */
+
+int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, const char *name, hl_program *p) {
+  memset(p, 0, sizeof *p);
+  int ids[256];
+  if (nout > 256) return hl_error("jit: too many outputs (%d, at most 256)", nout);
+  for (int k = 0; k < nout; k++) {
+    if (outputs[k]->graph != &t->g) return hl_error("jit: output %d is not a value of this trace", k + 1);
+    ids[k] = outputs[k]->node;
+  }
+  if (hl_graph_set_outputs(&t->g, nout, ids) || hl_graph_prune(&t->g, &p->g)) return -1;
+  p->nargs = t->g.nparams - t->ncaptures;
+  p->kernel = hl_cache_get(&p->g, name, NULL);
+  if (!p->kernel) {
+    hl_graph_free(&p->g);
+    return -1;
+  }
+  p->ncaptures = t->ncaptures;
+  p->captures = calloc((size_t)(t->ncaptures ? t->ncaptures : 1), sizeof(hl_array));
+  if (!p->captures) return hl_error("out of memory");
+  for (int k = 0; k < t->ncaptures; k++) hl_array_copy_ref(&p->captures[k], &t->captures[k]);
+  return 0;
+}
+
+int hl_program_run(hl_program *p, int nargs, const hl_array *const *args, hl_array *outs) {
+  enum { MAXA = 64 };
+  int nin = nargs + p->ncaptures;
+  if (nargs != p->nargs) return hl_error("jit: %d arguments for a program of %d", nargs, p->nargs);
+  if (nin > MAXA || p->g.noutputs > MAXA) return hl_error("jit: at most %d arrays in and out", MAXA);
+  hl_array tmp[MAXA];
+  const hl_array *in[MAXA];
+  hl_array *outp[MAXA];
+  int ntmp = 0, rc = -1, nout = 0;
+  for (int k = 0; k < nin; k++) {
+    const hl_array *a = k < nargs ? args[k] : &p->captures[k - nargs];
+    /* pipelines assume unit stride on the innermost axis */
+    if (a->ndim > 0 && a->shape[a->ndim - 1] > 1 && a->strides[a->ndim - 1] != 1) {
+      if (hl_contiguous(a, &tmp[ntmp])) goto done;
+      a = &tmp[ntmp++];
+    }
+    in[k] = a;
+  }
+  for (; nout < p->g.noutputs; nout++) {
+    const hl_type *ty = &p->g.nodes[p->g.outputs[nout]].type;
+    if (hl_array_alloc(&outs[nout], ty->dtype, ty->ndim, ty->shape)) goto done;
+    outp[nout] = &outs[nout];
+  }
+  rc = hl_kernel_run(p->kernel, in, outp);
+done:
+  for (int k = 0; k < ntmp; k++) hl_array_release(&tmp[k]);
+  if (rc)
+    for (int k = 0; k < nout; k++) hl_array_release(&outs[k]);
+  return rc;
+}
+
+void hl_program_free(hl_program *p) {
+  for (int k = 0; k < p->ncaptures; k++) hl_array_release(&p->captures[k]);
+  free(p->captures);
+  hl_graph_free(&p->g);
+  memset(p, 0, sizeof *p);
+}

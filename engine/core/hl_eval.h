@@ -1,0 +1,41 @@
+/* Applying a primitive to arrays: recorded into the trace when an input is a tracer, otherwise
+ * run now ("eager is jit of one op": a cached single-primitive kernel, or a view for shape-only
+ * primitives). Outputs are new array values owned by the caller. */
+#ifndef HL_EVAL_H
+#define HL_EVAL_H
+#include "hl_ir.h"
+
+typedef struct hl_trace {
+  hl_graph g;
+  hl_array *captures;   /* concrete arrays used by the traced code: extra pipeline inputs */
+  int *capture_param;   /* node of each capture */
+  int ncaptures, cap_captures;
+  int closed;           /* the trace finished: its tracers must not be used any more */
+} hl_trace;
+
+void hl_trace_init(hl_trace *t);
+void hl_trace_free(hl_trace *t);
+/* A new tracer standing for an argument of the traced function. */
+int hl_trace_arg(hl_trace *t, hl_dtype dtype, int ndim, const int64_t *shape, hl_array *out);
+
+/* out = prim(inputs...) with attrs; inputs follow the primitive's rules (see hl_frontend.h). */
+int hl_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out);
+
+/* A compiled trace: the pruned graph, its kernel, and which outputs share a node. */
+typedef struct hl_program {
+  hl_graph g;
+  struct hl_kernel *kernel;
+  hl_array *captures;
+  int ncaptures;
+  int nargs;
+} hl_program;
+
+/* Prune t's graph to `outputs` (tracers of t), compile it (through the cache) into p. */
+int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, const char *name, hl_program *p);
+/* Run with the argument arrays; fills nout new arrays. */
+int hl_program_run(hl_program *p, int nargs, const hl_array *const *args, hl_array *outs);
+void hl_program_free(hl_program *p);
+
+/* Make a contiguous copy (a kernel run) unless `a` already is; out shares or owns. */
+int hl_contiguous(const hl_array *a, hl_array *out);
+#endif

@@ -1,0 +1,202 @@
+#include "hl_frontend.h"
+#include "hl_error.h"
+#include <string.h>
+
+#define SHAPE(a) (hl_shape_str((a)->ndim, (const long long *)(a)->shape).s)
+
+int hl_op_cast(const hl_array *a, hl_dtype dtype, hl_array *out) {
+  hl_attrs at = {.dtype = dtype};
+  return hl_apply(HL_P_CAST, 1, &a, &at, out);
+}
+
+int hl_op_reshape(const hl_array *a, int ndim, const int64_t *shape, hl_array *out) {
+  hl_attrs at = {.nshape = ndim};
+  memcpy(at.shape, shape, sizeof(int64_t) * (size_t)ndim);
+  return hl_apply(HL_P_RESHAPE, 1, &a, &at, out);
+}
+
+int hl_broadcast_shapes(const char *op, int n, const hl_array *const *arrays, int *ndim, int64_t *shape) {
+  int r = 0;
+  for (int k = 0; k < n; k++) r = arrays[k]->ndim > r ? arrays[k]->ndim : r;
+  for (int a = 0; a < r; a++) shape[a] = 1;
+  for (int k = 0; k < n; k++) {
+    const hl_array *x = arrays[k];
+    for (int a = 0; a < x->ndim; a++) {
+      int64_t *s = &shape[a + r - x->ndim], e = x->shape[a];
+      if (*s == 1) *s = e;
+      else if (e != 1 && e != *s) {
+        if (n == 2) return hl_error("%s: cannot broadcast shapes %s and %s", op, SHAPE(arrays[0]), SHAPE(arrays[1]));
+        return hl_error("%s: cannot broadcast shape %s with the others", op, SHAPE(x));
+      }
+    }
+  }
+  *ndim = r;
+  return 0;
+}
+
+int hl_op_broadcast_to(const hl_array *a, int ndim, const int64_t *shape, hl_array *out) {
+  if (a->ndim == ndim && !memcmp(a->shape, shape, sizeof(int64_t) * (size_t)ndim)) {
+    hl_array_copy_ref(out, a);
+    return 0;
+  }
+  hl_attrs at = {.nshape = ndim};
+  memcpy(at.shape, shape, sizeof(int64_t) * (size_t)ndim);
+  return hl_apply(HL_P_BROADCAST, 1, &a, &at, out);
+}
+
+/* A Lua number as a 0-d array of dtype t: a CONST node in a trace, else a concrete array. */
+static int scalar(double v, hl_dtype t, const hl_array *like, hl_array *out) {
+  hl_attrs at = {.dtype = t, .f = v};
+  if (like && like->graph) {
+    /* record the constant into the same trace */
+    hl_trace *tr = (hl_trace *)like->graph;
+    int id = hl_graph_add(&tr->g, HL_P_CONST, 0, NULL, &at);
+    if (id < 0) return -1;
+    memset(out, 0, sizeof *out);
+    out->dtype = t;
+    out->graph = like->graph;
+    out->node = id;
+    return 0;
+  }
+  return hl_apply(HL_P_CONST, 0, NULL, &at, out);
+}
+
+static hl_dtype input_rule(int prim, hl_dtype t) {
+  switch (hl_prims[prim].in) {
+  case HL_IN_FLOAT: return hl_dtype_is_float(t) ? t : HL_FLOAT32;
+  case HL_IN_NUM: return t == HL_BOOL ? HL_INT32 : t;
+  case HL_IN_BOOL: return HL_BOOL;
+  default: return t;
+  }
+}
+
+int hl_op_elemwise(int prim, int nin, const hl_operand *ops, const hl_attrs *attrs, hl_array *out) {
+  enum { MAXO = 3 };
+  const char *name = hl_prims[prim].name;
+  if (nin > MAXO) return hl_error("%s: too many operands", name);
+  int first = prim == HL_P_SELECT ? 1 : 0;   /* where's condition takes no part in promotion */
+  /* the dtype all value operands share: arrays promote; Lua numbers are weak */
+  int have = 0;
+  hl_dtype t = HL_BOOL;
+  const hl_array *tracer = NULL;
+  for (int k = 0; k < nin; k++) {
+    if (ops[k].array && ops[k].array->graph) tracer = ops[k].array;
+    if (k < first || !ops[k].array) continue;
+    t = have ? hl_dtype_promote(t, ops[k].array->dtype) : ops[k].array->dtype;
+    have = 1;
+  }
+  for (int k = first; k < nin; k++) {
+    if (ops[k].array) continue;
+    if (ops[k].is_bool) t = have ? t : HL_BOOL;
+    else t = have ? hl_dtype_promote_weak(t, ops[k].number) : HL_FLOAT32;
+    if (!ops[k].is_bool) have = 1;
+  }
+  hl_dtype want = input_rule(prim, t);
+  hl_array tmp[2 * MAXO];
+  int ntmp = 0, rc = -1;
+  const hl_array *in[MAXO];
+  for (int k = 0; k < nin; k++) {
+    hl_dtype tk = k < first ? HL_BOOL : want;
+    if (!ops[k].array) {
+      if (scalar(ops[k].is_bool ? (ops[k].number != 0) : ops[k].number, tk, tracer, &tmp[ntmp])) goto done;
+      in[k] = &tmp[ntmp++];
+    } else if (ops[k].array->dtype != tk) {
+      if (hl_op_cast(ops[k].array, tk, &tmp[ntmp])) goto done;
+      in[k] = &tmp[ntmp++];
+    } else {
+      in[k] = ops[k].array;
+    }
+  }
+  int ndim;
+  int64_t shape[HL_MAX_DIMS];
+  if (hl_broadcast_shapes(name, nin, in, &ndim, shape)) goto done;
+  for (int k = 0; k < nin; k++) {
+    if (in[k]->ndim == ndim && !memcmp(in[k]->shape, shape, sizeof(int64_t) * (size_t)ndim)) continue;
+    if (hl_op_broadcast_to(in[k], ndim, shape, &tmp[ntmp])) goto done;
+    in[k] = &tmp[ntmp++];
+  }
+  rc = hl_apply(prim, nin, in, attrs, out);
+done:
+  for (int k = 0; k < ntmp; k++) hl_array_release(&tmp[k]);
+  return rc;
+}
+
+int hl_op_matmul(const hl_array *a, const hl_array *b, hl_array *out) {
+  if (a->ndim == 0 || b->ndim == 0)
+    return hl_error("matmul: operands must have at least one dimension, got %s and %s (use * for scalars)", SHAPE(a), SHAPE(b));
+  hl_array tmp[8];
+  int ntmp = 0, rc = -1;
+  const hl_array *x = a, *y = b;
+  int64_t shape[HL_MAX_DIMS];
+  /* 1-D operands gain an axis (a row for the left, a column for the right) dropped at the end */
+  if (a->ndim == 1) {
+    int64_t s[2] = {1, a->shape[0]};
+    if (hl_op_reshape(a, 2, s, &tmp[ntmp])) goto done;
+    x = &tmp[ntmp++];
+  }
+  if (b->ndim == 1) {
+    int64_t s[2] = {b->shape[0], 1};
+    if (hl_op_reshape(b, 2, s, &tmp[ntmp])) goto done;
+    y = &tmp[ntmp++];
+  }
+  if (x->shape[x->ndim - 1] != y->shape[y->ndim - 2]) {
+    hl_error("matmul: inner dimensions of %s and %s differ (%lld vs %lld)", SHAPE(a), SHAPE(b),
+             (long long)x->shape[x->ndim - 1], (long long)y->shape[y->ndim - 2]);
+    goto done;
+  }
+  hl_dtype t = hl_dtype_promote(a->dtype, b->dtype);
+  if (t == HL_BOOL) t = HL_INT32;
+  if (x->dtype != t) {
+    if (hl_op_cast(x, t, &tmp[ntmp])) goto done;
+    x = &tmp[ntmp++];
+  }
+  if (y->dtype != t) {
+    if (hl_op_cast(y, t, &tmp[ntmp])) goto done;
+    y = &tmp[ntmp++];
+  }
+  /* batch dimensions broadcast */
+  {
+    hl_array bx = *x, by = *y;
+    bx.ndim -= 2;
+    by.ndim -= 2;
+    const hl_array *bb[2] = {&bx, &by};
+    int nb;
+    if (hl_broadcast_shapes("matmul", 2, bb, &nb, shape)) {
+      hl_error("matmul: batch dimensions of %s and %s do not broadcast", SHAPE(a), SHAPE(b));
+      goto done;
+    }
+    int64_t sx[HL_MAX_DIMS], sy[HL_MAX_DIMS];
+    if (nb + 2 > HL_MAX_DIMS) {
+      hl_error("matmul: too many dimensions");
+      goto done;
+    }
+    memcpy(sx, shape, sizeof(int64_t) * (size_t)nb);
+    memcpy(sy, shape, sizeof(int64_t) * (size_t)nb);
+    sx[nb] = x->shape[x->ndim - 2];
+    sx[nb + 1] = x->shape[x->ndim - 1];
+    sy[nb] = y->shape[y->ndim - 2];
+    sy[nb + 1] = y->shape[y->ndim - 1];
+    if (hl_op_broadcast_to(x, nb + 2, sx, &tmp[ntmp])) goto done;
+    x = &tmp[ntmp++];
+    if (hl_op_broadcast_to(y, nb + 2, sy, &tmp[ntmp])) goto done;
+    y = &tmp[ntmp++];
+    hl_array r;
+    const hl_array *in[2] = {x, y};
+    if (hl_apply(HL_P_MATMUL, 2, in, NULL, &r)) goto done;
+    if (a->ndim == 1 || b->ndim == 1) {
+      int64_t os[HL_MAX_DIMS];
+      int on = 0;
+      for (int d = 0; d < nb; d++) os[on++] = shape[d];
+      if (a->ndim != 1) os[on++] = r.shape[nb];
+      if (b->ndim != 1) os[on++] = r.shape[nb + 1];
+      rc = hl_op_reshape(&r, on, os, out);
+      hl_array_release(&r);
+    } else {
+      *out = r;
+      rc = 0;
+    }
+  }
+done:
+  for (int k = 0; k < ntmp; k++) hl_array_release(&tmp[k]);
+  return rc;
+}

@@ -1,0 +1,388 @@
+#include "hl_ir.h"
+#include "hl_error.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const hl_prim_info hl_prims[HL_NPRIMS] = {
+#define X(e, name, kind, in, out, arity) {name, HL_K_##kind, HL_IN_##in, HL_OUT_##out, arity},
+#include "hl_prims.def"
+#undef X
+};
+
+int hl_prim_from_name(const char *name) {
+  for (int i = 0; i < HL_NPRIMS; i++)
+    if (strcmp(hl_prims[i].name, name) == 0) return i;
+  return -1;
+}
+
+char *hl_type_text(const hl_type *t, char *buf, size_t n) {
+  struct hl_shape_fmt s = hl_shape_str(t->ndim, (const long long *)t->shape);
+  snprintf(buf, n, "%s%s", hl_dtype_name(t->dtype), s.s);
+  return buf;
+}
+
+#define SHAPE(t) (hl_shape_str((t).ndim, (const long long *)(t).shape).s)
+
+static int infer_elemwise(int prim, int nin, const hl_type *in, const hl_attrs *a, hl_type *out) {
+  const hl_prim_info *p = &hl_prims[prim];
+  for (int k = 1; k < nin; k++) {
+    if (in[k].ndim != in[0].ndim || memcmp(in[k].shape, in[0].shape, sizeof(int64_t) * (size_t)in[0].ndim))
+      return hl_error("%s: operand shapes %s and %s differ", p->name, SHAPE(in[0]), SHAPE(in[k]));
+  }
+  int first = prim == HL_P_SELECT ? 1 : 0;
+  if (prim == HL_P_SELECT && in[0].dtype != HL_BOOL) return hl_error("where: the condition must be bool");
+  for (int k = first + 1; k < nin; k++)
+    if (in[k].dtype != in[first].dtype)
+      return hl_error("%s: operand dtypes %s and %s differ", p->name, hl_dtype_name(in[first].dtype), hl_dtype_name(in[k].dtype));
+  hl_dtype t = in[first].dtype;
+  if ((p->in == HL_IN_FLOAT && !hl_dtype_is_float(t)) || (p->in == HL_IN_NUM && t == HL_BOOL) ||
+      (p->in == HL_IN_BOOL && t != HL_BOOL))
+    return hl_error("%s: operands of dtype %s are not accepted here", p->name, hl_dtype_name(t));
+  *out = in[0];
+  out->dtype = p->out == HL_OUT_TOBOOL ? HL_BOOL : p->out == HL_OUT_ATTR ? a->dtype : t;
+  return 0;
+}
+
+static int infer_reduce(int prim, const hl_type *in, const hl_attrs *a, hl_type *out) {
+  const char *name = hl_prims[prim].name;
+  int64_t mask = a->i[0];
+  if (mask >> in->ndim) return hl_error("%s: axis out of range for shape %s", name, SHAPE(*in));
+  int arg = prim == HL_P_ARGMAX || prim == HL_P_ARGMIN;
+  if (arg && __builtin_popcountll((unsigned long long)mask) != 1) return hl_error("%s: needs exactly one axis", name);
+  out->ndim = 0;
+  for (int k = 0; k < in->ndim; k++) {
+    if (mask >> k & 1) {
+      if (in->shape[k] == 0 && (arg || prim == HL_P_MAX || prim == HL_P_MIN))
+        return hl_error("%s: zero-size axis %d of shape %s has no %s", name, k + 1, SHAPE(*in), arg ? "index" : "identity");
+    } else {
+      out->shape[out->ndim++] = in->shape[k];
+    }
+  }
+  switch (hl_prims[prim].out) {
+  case HL_OUT_INDEX: out->dtype = HL_INT64; break;
+  case HL_OUT_SUMLIKE: out->dtype = in->dtype == HL_BOOL || in->dtype == HL_UINT8 ? HL_INT32 : in->dtype; break;
+  default: out->dtype = in->dtype;
+  }
+  return 0;
+}
+
+static int infer_matmul(const hl_type *in, hl_type *out) {
+  const hl_type *a = &in[0], *b = &in[1];
+  if (a->ndim < 2 || a->ndim != b->ndim || a->dtype != b->dtype)
+    return hl_error("matmul: operands %s and %s need equal rank >= 2 and dtype", SHAPE(*a), SHAPE(*b));
+  int n = a->ndim;
+  if (memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)(n - 2)))
+    return hl_error("matmul: batch dimensions of %s and %s differ", SHAPE(*a), SHAPE(*b));
+  if (a->shape[n - 1] != b->shape[n - 2])
+    return hl_error("matmul: inner dimensions of %s and %s differ (%lld vs %lld)", SHAPE(*a), SHAPE(*b),
+                    (long long)a->shape[n - 1], (long long)b->shape[n - 2]);
+  if (a->dtype == HL_BOOL) return hl_error("matmul: bool operands are not supported; use x:astype(\"int32\")");
+  *out = *a;
+  out->shape[n - 1] = b->shape[n - 1];
+  return 0;
+}
+
+static int infer_view(int prim, const hl_type *in, const hl_attrs *a, hl_type *out) {
+  *out = *in;
+  switch (prim) {
+  case HL_P_RESHAPE:
+    if (hl_shape_size(a->nshape, a->shape) != hl_shape_size(in->ndim, in->shape))
+      return hl_error("reshape: cannot reshape %s (%lld elements) to %s", SHAPE(*in),
+                      (long long)hl_shape_size(in->ndim, in->shape), hl_shape_str(a->nshape, (const long long *)a->shape).s);
+    out->ndim = a->nshape;
+    memcpy(out->shape, a->shape, sizeof a->shape);
+    return 0;
+  case HL_P_BROADCAST: {
+    int off = a->nshape - in->ndim;
+    if (off < 0) return hl_error("broadcast_to: cannot broadcast %s to %s", SHAPE(*in), hl_shape_str(a->nshape, (const long long *)a->shape).s);
+    for (int k = 0; k < in->ndim; k++)
+      if (in->shape[k] != 1 && in->shape[k] != a->shape[k + off])
+        return hl_error("broadcast_to: cannot broadcast %s to %s", SHAPE(*in), hl_shape_str(a->nshape, (const long long *)a->shape).s);
+    out->ndim = a->nshape;
+    memcpy(out->shape, a->shape, sizeof a->shape);
+    return 0;
+  }
+  case HL_P_TRANSPOSE: {
+    int seen = 0;
+    for (int k = 0; k < in->ndim; k++) {
+      int64_t p = a->i[k];
+      if (p < 0 || p >= in->ndim || (seen >> p & 1)) return hl_error("transpose: invalid permutation for shape %s", SHAPE(*in));
+      seen |= 1 << p;
+      out->shape[k] = in->shape[p];
+    }
+    return 0;
+  }
+  case HL_P_SLICE:
+    if (a->nshape != in->ndim) return hl_error("slice: %d ranges for shape %s", a->nshape, SHAPE(*in));
+    for (int k = 0; k < in->ndim; k++) {
+      int64_t n = a->shape[k], s = a->i[k], st = a->i[HL_MAX_DIMS + k];
+      if (n < 0 || (n > 0 && (st == 0 || s < 0 || s >= in->shape[k] || s + (n - 1) * st < 0 || s + (n - 1) * st >= in->shape[k])))
+        return hl_error("slice: range out of bounds on axis %d of shape %s", k + 1, SHAPE(*in));
+      out->shape[k] = n;
+    }
+    return 0;
+  }
+  return hl_error("%s: not a view", hl_prims[prim].name);
+}
+
+static int infer_concat(int nin, const hl_type *in, const hl_attrs *a, hl_type *out) {
+  int ax = (int)a->i[0];
+  if (nin < 1) return hl_error("concatenate: needs at least one array");
+  if (ax < 0 || ax >= in[0].ndim) return hl_error("concatenate: axis out of range for shape %s", SHAPE(in[0]));
+  *out = in[0];
+  for (int k = 1; k < nin; k++) {
+    int ok = in[k].ndim == in[0].ndim && in[k].dtype == in[0].dtype;
+    for (int d = 0; ok && d < in[0].ndim; d++) ok = d == ax || in[k].shape[d] == in[0].shape[d];
+    if (!ok) return hl_error("concatenate: shapes %s and %s do not match off axis %d", SHAPE(in[0]), SHAPE(in[k]), ax + 1);
+    out->shape[ax] += in[k].shape[ax];
+  }
+  return 0;
+}
+
+int hl_infer(int prim, int nin, const hl_type *in, const hl_attrs *a, hl_type *out) {
+  const hl_prim_info *p = &hl_prims[prim];
+  if (p->arity >= 0 && nin != p->arity) return hl_error("%s: takes %d operands, got %d", p->name, p->arity, nin);
+  memset(out, 0, sizeof *out);
+  switch (p->kind) {
+  case HL_K_SOURCE:
+    out->dtype = a->dtype;
+    out->ndim = prim == HL_P_CONST ? 0 : a->nshape;
+    memcpy(out->shape, a->shape, sizeof a->shape);
+    if (prim == HL_P_IOTA && (a->i[0] < 0 || a->i[0] >= a->nshape)) return hl_error("iota: axis out of range");
+    return 0;
+  case HL_K_ELEMWISE: return infer_elemwise(prim, nin, in, a, out);
+  case HL_K_REDUCE: return infer_reduce(prim, in, a, out);
+  case HL_K_MATMUL: return infer_matmul(in, out);
+  case HL_K_VIEW: return infer_view(prim, in, a, out);
+  case HL_K_CONCAT: return infer_concat(nin, in, a, out);
+  }
+  return -1;
+}
+
+/* ---- graphs ---- */
+
+void hl_graph_init(hl_graph *g) { memset(g, 0, sizeof *g); }
+
+void hl_graph_free(hl_graph *g) {
+  free(g->nodes);
+  free(g->edges);
+  free(g->outputs);
+  memset(g, 0, sizeof *g);
+}
+
+void hl_graph_reset(hl_graph *g) {
+  g->nnodes = g->nedges = g->nparams = g->noutputs = 0;
+}
+
+static int grow(void **p, int *cap, int need, size_t elem) {
+  if (need <= *cap) return 0;
+  int c = *cap ? *cap : 16;
+  while (c < need) c *= 2;
+  void *q = realloc(*p, (size_t)c * elem);
+  if (!q) return hl_error("out of memory growing a graph");
+  *p = q;
+  *cap = c;
+  return 0;
+}
+
+int hl_graph_add(hl_graph *g, int prim, int nin, const int *inputs, const hl_attrs *attrs) {
+  static const hl_attrs none;
+  if (!attrs) attrs = &none;
+  hl_type in_types[64];
+  if (nin > 64) return hl_error("%s: too many operands (%d, at most 64)", hl_prims[prim].name, nin);
+  for (int k = 0; k < nin; k++) in_types[k] = g->nodes[inputs[k]].type;
+  hl_node n = {.prim = prim, .nin = nin, .in0 = g->nedges, .attrs = *attrs};
+  if (hl_infer(prim, nin, in_types, attrs, &n.type)) return -1;
+  if (grow((void **)&g->nodes, &g->cap_nodes, g->nnodes + 1, sizeof(hl_node)) ||
+      grow((void **)&g->edges, &g->cap_edges, g->nedges + nin, sizeof(int)))
+    return -1;
+  memcpy(g->edges + g->nedges, inputs, sizeof(int) * (size_t)nin);
+  g->nedges += nin;
+  g->nodes[g->nnodes] = n;
+  return g->nnodes++;
+}
+
+int hl_graph_add_param(hl_graph *g, hl_dtype dtype, int ndim, const int64_t *shape) {
+  hl_attrs a = {.dtype = dtype, .nshape = ndim};
+  a.i[0] = g->nparams;
+  memcpy(a.shape, shape, sizeof(int64_t) * (size_t)ndim);
+  int id = hl_graph_add(g, HL_P_PARAM, 0, NULL, &a);
+  if (id >= 0) g->nparams++;
+  return id;
+}
+
+int hl_graph_set_outputs(hl_graph *g, int n, const int *outputs) {
+  int *o = realloc(g->outputs, sizeof(int) * (size_t)(n ? n : 1));
+  if (!o) return hl_error("out of memory");
+  memcpy(o, outputs, sizeof(int) * (size_t)n);
+  g->outputs = o;
+  g->noutputs = n;
+  return 0;
+}
+
+int hl_graph_prune(const hl_graph *g, hl_graph *out) {
+  char *live = calloc((size_t)g->nnodes + 1, 1);
+  int *remap = malloc(sizeof(int) * ((size_t)g->nnodes + 1));
+  if (!live || !remap) {
+    free(live);
+    free(remap);
+    return hl_error("out of memory");
+  }
+  for (int k = 0; k < g->noutputs; k++) live[g->outputs[k]] = 1;
+  for (int i = g->nnodes - 1; i >= 0; i--) {
+    const hl_node *n = &g->nodes[i];
+    /* params stay: they are the pipeline's signature even when unused */
+    if (n->prim == HL_P_PARAM) live[i] = 1;
+    if (!live[i]) continue;
+    for (int k = 0; k < n->nin; k++) live[hl_node_inputs(g, n)[k]] = 1;
+  }
+  hl_graph_init(out);
+  out->dynamic = g->dynamic;
+  int rc = 0;
+  for (int i = 0; i < g->nnodes && !rc; i++) {
+    if (!live[i]) continue;
+    const hl_node *n = &g->nodes[i];
+    int ins[64];
+    for (int k = 0; k < n->nin; k++) ins[k] = remap[hl_node_inputs(g, n)[k]];
+    remap[i] = hl_graph_add(out, n->prim, n->nin, ins, &n->attrs);
+    if (remap[i] < 0) rc = -1;
+    if (n->prim == HL_P_PARAM) out->nparams++;
+  }
+  if (!rc) {
+    int outs[256];
+    int no = g->noutputs < 256 ? g->noutputs : 256;
+    for (int k = 0; k < no; k++) outs[k] = remap[g->outputs[k]];
+    rc = hl_graph_set_outputs(out, no, outs);
+  }
+  free(live);
+  free(remap);
+  return rc;
+}
+
+/* ---- canonical key ---- */
+
+static void key_put(hl_key *k, const void *p, size_t n) {
+  if (k->len + n > k->cap) {
+    size_t c = k->cap ? k->cap * 2 : 256;
+    while (c < k->len + n) c *= 2;
+    unsigned char *b = realloc(k->bytes, c);
+    if (!b) abort();   /* a key is a few hundred bytes: failing here means the process is lost */
+    k->bytes = b;
+    k->cap = c;
+  }
+  memcpy(k->bytes + k->len, p, n);
+  k->len += n;
+}
+
+static int attr_count(int prim, int ndim) {
+  switch (prim) {
+  case HL_P_PARAM: return 2;   /* index, innermost stride class */
+  case HL_P_IOTA: case HL_P_CONCAT: return 1;
+  case HL_P_SUM: case HL_P_PROD: case HL_P_MAX: case HL_P_MIN: case HL_P_ARGMAX: case HL_P_ARGMIN: return 1;
+  case HL_P_TRANSPOSE: return ndim;
+  case HL_P_SLICE: return 2 * HL_MAX_DIMS;
+  default: return 0;
+  }
+}
+
+void hl_graph_key(const hl_graph *g, hl_key *key) {
+  key->len = 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    const hl_node *n = &g->nodes[i];
+    int32_t head[4] = {n->prim, (int32_t)n->type.dtype, n->type.ndim, n->nin};
+    key_put(key, head, sizeof head);
+    /* eager kernels read extents from their buffers: the key holds ranks only */
+    if (!g->dynamic) key_put(key, n->type.shape, sizeof(int64_t) * (size_t)n->type.ndim);
+    key_put(key, hl_node_inputs(g, n), sizeof(int) * (size_t)n->nin);
+    key_put(key, n->attrs.i, sizeof(int64_t) * (size_t)attr_count(n->prim, n->type.ndim));
+    if (n->prim == HL_P_CONST) key_put(key, &n->attrs.f, sizeof(double));
+  }
+  key_put(key, &g->noutputs, sizeof(int));
+  key_put(key, g->outputs, sizeof(int) * (size_t)g->noutputs);
+  uint64_t h = 1469598103934665603ull;   /* FNV-1a */
+  for (size_t i = 0; i < key->len; i++) h = (h ^ key->bytes[i]) * 1099511628211ull;
+  key->hash = h;
+}
+
+void hl_key_free(hl_key *key) {
+  free(key->bytes);
+  memset(key, 0, sizeof *key);
+}
+
+/* ---- text ---- */
+
+typedef struct { char *s; size_t len, cap; } strbuf;
+
+static void sb_printf(strbuf *b, const char *fmt, ...) HL_PRINTF(2, 3);
+static void sb_printf(strbuf *b, const char *fmt, ...) {
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if (b->s && b->len + (size_t)n < b->cap) {
+      b->len += (size_t)n;
+      return;
+    }
+    size_t c = b->cap ? b->cap * 2 : 1024;
+    while (c < b->len + (size_t)n + 1) c *= 2;
+    char *s = realloc(b->s, c);
+    if (!s) return;
+    b->s = s;
+    b->cap = c;
+  }
+}
+
+static void attr_text(strbuf *b, const hl_node *n) {
+  const hl_attrs *a = &n->attrs;
+  switch (n->prim) {
+  case HL_P_CONST: sb_printf(b, " %.17g", a->f); break;
+  case HL_P_IOTA: case HL_P_CONCAT: sb_printf(b, " axis=%d", (int)a->i[0] + 1); break;
+  case HL_P_SUM: case HL_P_PROD: case HL_P_MAX: case HL_P_MIN: case HL_P_ARGMAX: case HL_P_ARGMIN:
+    sb_printf(b, " axes={");
+    for (int k = 0, first = 1; k < HL_MAX_DIMS; k++)
+      if (a->i[0] >> k & 1) {
+        sb_printf(b, first ? "%d" : ",%d", k + 1);
+        first = 0;
+      }
+    sb_printf(b, "}");
+    break;
+  case HL_P_TRANSPOSE:
+    sb_printf(b, " perm={");
+    for (int k = 0; k < n->type.ndim; k++) sb_printf(b, k ? ",%d" : "%d", (int)a->i[k] + 1);
+    sb_printf(b, "}");
+    break;
+  case HL_P_SLICE:
+    sb_printf(b, " start={");
+    for (int k = 0; k < n->type.ndim; k++) sb_printf(b, k ? ",%d" : "%d", (int)a->i[k] + 1);
+    sb_printf(b, "} step={");
+    for (int k = 0; k < n->type.ndim; k++) sb_printf(b, k ? ",%d" : "%d", (int)a->i[HL_MAX_DIMS + k]);
+    sb_printf(b, "}");
+    break;
+  default: break;
+  }
+}
+
+char *hl_graph_text(const hl_graph *g) {
+  strbuf b = {0};
+  char t[200];
+  sb_printf(&b, "{ lambda ");
+  for (int i = 0, np = 0; i < g->nnodes; i++)
+    if (g->nodes[i].prim == HL_P_PARAM) sb_printf(&b, np++ ? ", %%%d:%s" : "%%%d:%s", i, hl_type_text(&g->nodes[i].type, t, sizeof t));
+  sb_printf(&b, ". let\n");
+  for (int i = 0; i < g->nnodes; i++) {
+    const hl_node *n = &g->nodes[i];
+    if (n->prim == HL_P_PARAM) continue;
+    sb_printf(&b, "    %%%d:%s = %s", i, hl_type_text(&n->type, t, sizeof t), hl_prims[n->prim].name);
+    for (int k = 0; k < n->nin; k++) sb_printf(&b, " %%%d", hl_node_inputs(g, n)[k]);
+    attr_text(&b, n);
+    sb_printf(&b, "\n");
+  }
+  sb_printf(&b, "  in (");
+  for (int k = 0; k < g->noutputs; k++) sb_printf(&b, k ? ", %%%d" : "%%%d", g->outputs[k]);
+  sb_printf(&b, ") }");
+  return b.s;
+}

@@ -1,0 +1,94 @@
+/* The IR: a graph of primitive nodes in trace order, with dtype and shape on every node.
+ * A pipeline is a graph plus its outputs. Nodes refer to inputs by index; PARAM nodes are the
+ * pipeline's arguments in order. */
+#ifndef HL_IR_H
+#define HL_IR_H
+#include "hl_array.h"
+#include <stdint.h>
+
+typedef enum {
+#define X(e, name, kind, in, out, arity) HL_P_##e,
+#include "hl_prims.def"
+#undef X
+  HL_NPRIMS
+} hl_prim;
+
+typedef enum { HL_K_SOURCE, HL_K_ELEMWISE, HL_K_REDUCE, HL_K_MATMUL, HL_K_VIEW, HL_K_CONCAT } hl_prim_kind;
+typedef enum { HL_IN_ANY, HL_IN_NUM, HL_IN_FLOAT, HL_IN_BOOL } hl_in_rule;
+typedef enum { HL_OUT_SAME, HL_OUT_TOBOOL, HL_OUT_ATTR, HL_OUT_INDEX, HL_OUT_SUMLIKE } hl_out_rule;
+
+typedef struct {
+  const char *name;
+  hl_prim_kind kind;
+  hl_in_rule in;
+  hl_out_rule out;
+  int arity;
+} hl_prim_info;
+
+extern const hl_prim_info hl_prims[HL_NPRIMS];
+int hl_prim_from_name(const char *name);   /* -1 when unknown */
+
+/* Attributes, by primitive:
+ *  PARAM: i[0] = argument index          CONST: f = value
+ *  IOTA: i[0] = axis                      CAST: dtype (in `dtype`)
+ *  REDUCE: i[0] = bit mask of axes        TRANSPOSE: i[0..n) = perm (output axis k reads input axis i[k])
+ *  SLICE: i[k] = start, i[HL_MAX_DIMS+k] = step (0-based, step may be negative)
+ *  CONCAT: i[0] = axis                    RESHAPE, BROADCAST: the output shape */
+typedef struct {
+  int64_t i[2 * HL_MAX_DIMS];
+  double f;
+  hl_dtype dtype;    /* CAST, IOTA, CONST, PARAM: the output dtype */
+  int64_t shape[HL_MAX_DIMS];  /* RESHAPE, BROADCAST, IOTA: output shape; ndim in nshape */
+  int nshape;
+} hl_attrs;
+
+typedef struct {
+  hl_dtype dtype;
+  int ndim;
+  int64_t shape[HL_MAX_DIMS];
+} hl_type;
+
+typedef struct {
+  int prim;
+  hl_type type;
+  int nin;
+  int in0;            /* index of its first input in graph->edges */
+  hl_attrs attrs;
+} hl_node;
+
+typedef struct hl_graph {
+  hl_node *nodes;
+  int nnodes, cap_nodes;
+  int *edges;
+  int nedges, cap_edges;
+  int nparams;
+  int *outputs;
+  int noutputs;
+  int dynamic;        /* eager kernels: PARAM extents come from buffers at run time */
+} hl_graph;
+
+static inline const int *hl_node_inputs(const hl_graph *g, const hl_node *n) { return g->edges + n->in0; }
+
+/* Shape and dtype inference for one primitive. Inputs must already follow the prim's input rule
+ * (promotion, casts and broadcasts are the frontend's job). -1 + hl_error on bad input. */
+int hl_infer(int prim, int nin, const hl_type *in, const hl_attrs *attrs, hl_type *out);
+
+void hl_graph_init(hl_graph *g);
+void hl_graph_free(hl_graph *g);
+void hl_graph_reset(hl_graph *g);
+/* Append a node (inference included); returns its index or -1. */
+int hl_graph_add(hl_graph *g, int prim, int nin, const int *inputs, const hl_attrs *attrs);
+int hl_graph_add_param(hl_graph *g, hl_dtype dtype, int ndim, const int64_t *shape);
+int hl_graph_set_outputs(hl_graph *g, int n, const int *outputs);
+/* A copy of g with only the nodes that reach the outputs (dead code removed), in order. */
+int hl_graph_prune(const hl_graph *g, hl_graph *out);
+
+/* Canonical serialisation (the cache key): the same program gives the same bytes. */
+typedef struct { unsigned char *bytes; size_t len, cap; uint64_t hash; } hl_key;
+void hl_graph_key(const hl_graph *g, hl_key *key);
+void hl_key_free(hl_key *key);
+
+/* Readable text, like a jaxpr. Caller frees. */
+char *hl_graph_text(const hl_graph *g);
+char *hl_type_text(const hl_type *t, char *buf, size_t n);   /* "float32[3,4]" */
+#endif

@@ -1,0 +1,156 @@
+/* JIT compilation and the call path. A kernel is a JIT-compiled Halide pipeline called through
+ * its argv entry point with halide_buffer_t views of the engine's arrays (zero copy). */
+#include "hl_backend.h"
+#include "hl_lower.h"
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
+#include <fstream>
+#include <sstream>
+extern "C" {
+#include "hl_error.h"
+}
+
+using namespace Halide;
+
+struct hl_kernel {
+  Pipeline pipeline;
+  std::vector<Argument> args;
+  Target target;
+  Internal::JITModule module;
+  Internal::JITModule::argv_wrapper entry = nullptr;
+  int nparams = 0, noutputs = 0;
+  std::vector<int> param_ranks, output_ranks;
+  std::vector<hl_dtype> param_dtypes;
+  double compile_ms = 0;
+  std::string name;
+};
+
+namespace {
+
+/* The runtime reports failures here instead of calling abort(). */
+struct RunContext : JITUserContext {
+  std::string message;
+};
+
+void record_error(JITUserContext *c, const char *msg) { static_cast<RunContext *>(c)->message += msg; }
+
+Target host_target() {
+  static Target t = get_host_target()
+                        .with_feature(Target::JIT)
+                        .with_feature(Target::UserContext)
+                        .with_feature(Target::LargeBuffers);
+  return t;
+}
+
+int to_buffer(const hl_array *a, int rank, halide_buffer_t *b, halide_dimension_t *dims, const char *what) {
+  if (a->ndim != rank) return hl_error("%s: internal: rank %d passed where %d was compiled", what, a->ndim, rank);
+  *b = halide_buffer_t();
+  b->host = (uint8_t *)hl_array_data(a);
+  Type t = hl_halide_type(a->dtype);
+  b->type = t;
+  b->dimensions = rank;
+  b->dim = dims;
+  for (int j = 0; j < rank; j++) {
+    int axis = rank - 1 - j;
+    int64_t e = a->shape[axis], s = a->strides[axis];
+    if (e > INT32_MAX || s > INT32_MAX || s < INT32_MIN)
+      return hl_error("%s: axis %d of shape %s is too long for one pipeline (at most 2^31-1 elements per axis)",
+                      what, axis + 1, hl_shape_str(a->ndim, (const long long *)a->shape).s);
+    dims[j] = halide_dimension_t(0, (int32_t)e, (int32_t)s);
+  }
+  return 0;
+}
+
+}  // namespace
+
+extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name) {
+  auto t0 = std::chrono::steady_clock::now();
+  hl_kernel *k = new hl_kernel;
+  try {
+    hl_lowered L;
+    hl_lower_graph(g, L);
+    k->target = host_target();
+    hl_schedule_cpu(L, k->target);
+    k->name = name;
+    for (const ImageParam &p : L.params) k->args.push_back(p);
+    k->pipeline = Pipeline(L.outputs);
+    Module m = k->pipeline.compile_to_module(k->args, k->name, k->target);
+    k->module = Internal::JITModule(m, m.get_function_by_name(k->name));
+    k->entry = k->module.argv_function();
+    k->nparams = g->nparams;
+    k->noutputs = g->noutputs;
+    for (int i = 0; i < g->nnodes; i++)
+      if (g->nodes[i].prim == HL_P_PARAM) {
+        k->param_ranks.push_back(g->nodes[i].type.ndim);
+        k->param_dtypes.push_back(g->nodes[i].type.dtype);
+      }
+    for (int j = 0; j < g->noutputs; j++) k->output_ranks.push_back(g->nodes[g->outputs[j]].type.ndim);
+  } catch (const Halide::Error &e) {
+    hl_error("%s: compiling the pipeline failed: %s", name, e.what());
+    delete k;
+    return nullptr;
+  } catch (const std::exception &e) {
+    hl_error("%s: compiling the pipeline failed: %s", name, e.what());
+    delete k;
+    return nullptr;
+  }
+  k->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return k;
+}
+
+extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_array *const *outputs) {
+  enum { MAXB = 64 };
+  int nb = k->nparams + k->noutputs;
+  if (nb > MAXB) return hl_error("%s: too many arguments (%d)", k->name.c_str(), nb);
+  halide_buffer_t bufs[MAXB];
+  halide_dimension_t dims[MAXB][HL_MAX_DIMS];
+  const void *argv[MAXB + 1];
+  RunContext ctx;
+  ctx.handlers.custom_error = record_error;
+  JITUserContext *pctx = &ctx;
+  argv[0] = &pctx;
+  for (int j = 0; j < nb; j++) {
+    bool in = j < k->nparams;
+    const hl_array *a = in ? inputs[j] : outputs[j - k->nparams];
+    int rank = in ? k->param_ranks[j] : k->output_ranks[j - k->nparams];
+    if (to_buffer(a, rank, &bufs[j], dims[j], k->name.c_str())) return -1;
+    argv[j + 1] = &bufs[j];
+  }
+  int rc = k->entry(argv);
+  if (rc != 0) {
+    std::string m = ctx.message;
+    while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+    return hl_error("%s: the pipeline failed (%d): %s", k->name.c_str(), rc, m.c_str());
+  }
+  return 0;
+}
+
+extern "C" double hl_kernel_compile_ms(const hl_kernel *k) { return k->compile_ms; }
+
+extern "C" char *hl_kernel_stmt(hl_kernel *k) {
+  char path[] = "/tmp/halua-stmt-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) {
+    hl_error("lower: cannot create a temporary file for the loop nest");
+    return nullptr;
+  }
+  close(fd);
+  std::string text;
+  try {
+    k->pipeline.compile_to_lowered_stmt(path, k->args, Halide::Text, k->target.without_feature(Target::JIT));
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    text = ss.str();
+  } catch (const std::exception &e) {
+    remove(path);
+    hl_error("lower: printing the loop nest failed: %s", e.what());
+    return nullptr;
+  }
+  remove(path);
+  return strdup(text.c_str());
+}
+
+extern "C" void hl_kernel_free(hl_kernel *k) { delete k; }

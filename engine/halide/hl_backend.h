@@ -1,0 +1,27 @@
+/* The Halide backend behind a C ABI: compile a graph into a kernel, run it on arrays.
+ * Nothing here throws or aborts: failures return NULL/-1 after hl_error(). */
+#ifndef HL_BACKEND_H
+#define HL_BACKEND_H
+#ifdef __cplusplus
+extern "C" {
+#endif
+#include "hl_ir.h"
+
+typedef struct hl_kernel hl_kernel;
+
+/* Compile a pruned graph for the host CPU. In a dynamic graph the PARAM attribute i[1] tells
+ * the innermost stride of that input: 0 unit stride, 1 broadcast (stride 0), 2 any. */
+hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name);
+/* Run with one array per PARAM and one contiguous, allocated array per output. */
+int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_array *const *outputs);
+double hl_kernel_compile_ms(const hl_kernel *k);
+/* Halide's lowered loop nest as text (caller frees), or NULL + hl_error. */
+char *hl_kernel_stmt(hl_kernel *k);
+void hl_kernel_free(hl_kernel *k);
+
+enum { HL_STRIDE_UNIT = 0, HL_STRIDE_ZERO = 1, HL_STRIDE_ANY = 2 };
+
+#ifdef __cplusplus
+}
+#endif
+#endif

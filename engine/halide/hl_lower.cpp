@@ -1,0 +1,381 @@
+/* Lowering: one Halide Func per IR node, one case per primitive. Schedules live in
+ * hl_schedule.cpp; this file says only what is computed. Bools are stored as uint8 0/1. */
+#include "hl_lower.h"
+#include "hl_vmath.h"
+
+using namespace Halide;
+using Halide::Internal::make_zero;
+using Halide::Internal::make_one;
+using Halide::Internal::const_true;
+using Halide::Internal::const_false;
+
+Type hl_halide_type(hl_dtype t) {
+  switch (t) {
+  case HL_BOOL: return UInt(8);
+  case HL_UINT8: return UInt(8);
+  case HL_INT32: return Int(32);
+  case HL_INT64: return Int(64);
+  case HL_FLOAT32: return Float(32);
+  case HL_FLOAT64: return Float(64);
+  default: break;
+  }
+  throw CompileError("halua: no Halide type for dtype " + std::string(hl_dtype_name(t)));
+}
+
+const std::vector<Var> &hl_vars(int rank) {
+  static const std::vector<Var> all = {Var("x0"), Var("x1"), Var("x2"), Var("x3"),
+                                       Var("x4"), Var("x5"), Var("x6"), Var("x7")};
+  static std::vector<Var> by_rank[HL_MAX_DIMS + 1];
+  static bool ready = false;
+  if (!ready) {
+    for (int r = 0; r <= HL_MAX_DIMS; r++) by_rank[r].assign(all.begin(), all.begin() + r);
+    ready = true;
+  }
+  return by_rank[rank];
+}
+
+namespace {
+
+struct Lowerer {
+  const hl_graph *g;
+  hl_lowered &L;
+
+  const hl_node &node(int i) const { return g->nodes[i]; }
+  int input(const hl_node &n, int k) const { return hl_node_inputs(g, &n)[k]; }
+
+  /* Extent of numpy axis a of node i: a constant in a jit pipeline; in an eager kernel
+   * (dynamic graph) read from the input buffer, so one kernel serves every shape. */
+  Expr extent(int i, int a) const {
+    const hl_node &n = node(i);
+    if (!g->dynamic) return Expr((int)n.type.shape[a]);
+    if (n.prim != HL_P_PARAM) throw CompileError("halua: internal: dynamic extent of a non-parameter");
+    return L.params[n.attrs.i[0]].dim(n.type.ndim - 1 - a).extent();
+  }
+
+  static Expr as_bool(Expr e) { return e != make_zero(e.type()); }
+  static Expr from_bool(Expr c) { return cast(UInt(8), c); }
+
+  /* The Halide dims (innermost first) of a rank-r node, as Exprs. */
+  static std::vector<Expr> args_of(int r) {
+    std::vector<Expr> a;
+    for (const Var &v : hl_vars(r)) a.push_back(v);
+    return a;
+  }
+
+  Expr call(int i, const std::vector<Expr> &args) const { return L.funcs[i](args); }
+
+  Expr unary(int prim, Expr x, hl_dtype t) const {
+    bool f32 = t == HL_FLOAT32, fl = hl_dtype_is_float(t);
+    Type ty = x.type();
+    switch (prim) {
+    case HL_P_NEG: return t == HL_UINT8 ? cast(ty, 0 - cast(Int(32), x)) : -x;
+    case HL_P_ABS: return fl ? abs(x) : cast(ty, abs(x));
+    case HL_P_SIGN:
+      return select(x > make_zero(ty), make_one(ty), x < make_zero(ty), cast(ty, -1), fl ? x * make_zero(ty) + x : x);
+    case HL_P_SQUARE: return x * x;
+    case HL_P_FLOOR: return fl ? floor(x) : x;
+    case HL_P_CEIL: return fl ? ceil(x) : x;
+    case HL_P_ROUND: return fl ? round(x) : x;   /* Halide rounds half to even, like NumPy */
+    case HL_P_RECIPROCAL: return make_one(ty) / x;
+    case HL_P_EXP: return f32 ? hl_vmath_exp(x) : exp(x);
+    case HL_P_EXPM1: return f32 ? hl_vmath_expm1(x) : Internal::Call::make(ty, "expm1", {x}, Internal::Call::PureExtern);
+    case HL_P_LOG: return f32 ? hl_vmath_log(x) : log(x);
+    case HL_P_LOG1P: return f32 ? hl_vmath_log1p(x) : Internal::Call::make(ty, "log1p", {x}, Internal::Call::PureExtern);
+    case HL_P_SQRT: return sqrt(x);
+    case HL_P_RSQRT: return make_one(ty) / sqrt(x);
+    case HL_P_SIN: return f32 ? hl_vmath_sin(x) : sin(x);
+    case HL_P_COS: return f32 ? hl_vmath_cos(x) : cos(x);
+    case HL_P_TAN: return f32 ? hl_vmath_tan(x) : tan(x);
+    case HL_P_ASIN: return f32 ? hl_vmath_asin(x) : asin(x);
+    case HL_P_ACOS: return f32 ? hl_vmath_acos(x) : acos(x);
+    case HL_P_ATAN: return f32 ? hl_vmath_atan(x) : atan(x);
+    case HL_P_SINH: return f32 ? hl_vmath_sinh(x) : sinh(x);
+    case HL_P_COSH: return f32 ? hl_vmath_cosh(x) : cosh(x);
+    case HL_P_TANH: return f32 ? hl_vmath_tanh(x) : tanh(x);
+    case HL_P_ERF: return f32 ? hl_vmath_erf(x) : Internal::Call::make(ty, "erf", {x}, Internal::Call::PureExtern);
+    case HL_P_ISNAN: return from_bool(fl ? is_nan(x) : const_false());
+    case HL_P_ISINF: return from_bool(fl ? is_inf(x) : const_false());
+    case HL_P_ISFINITE: return from_bool(fl ? is_finite(x) : const_true());
+    case HL_P_LOGICAL_NOT: return from_bool(!as_bool(x));
+    }
+    throw CompileError(std::string("halua: internal: no lowering for ") + hl_prims[prim].name);
+  }
+
+  /* Python's conventions: the remainder takes the divisor's sign; division floors. */
+  static Expr int_floordiv(Expr a, Expr b) {
+    Expr q = div_round_to_zero(a, b), r = mod_round_to_zero(a, b);
+    Expr zero = make_zero(a.type());
+    return select(b == zero, zero, r != zero && ((r < zero) != (b < zero)), q - make_one(a.type()), q);
+  }
+  static Expr int_mod(Expr a, Expr b) {
+    Expr r = mod_round_to_zero(a, b), zero = make_zero(a.type());
+    return select(b == zero, zero, r != zero && ((r < zero) != (b < zero)), r + b, r);
+  }
+  static Expr float_mod(Expr a, Expr b) {
+    /* fmod in double keeps the remainder exact for float32; then move it to b's sign */
+    Expr ad = cast(Float(64), a), bd = cast(Float(64), b);
+    Expr r = Internal::Call::make(Float(64), "fmod", {ad, bd}, Internal::Call::PureExtern);
+    Expr z = make_zero(Float(64));
+    Expr fixed = select(r != z && ((r < z) != (bd < z)), r + bd, r);
+    return cast(a.type(), fixed);
+  }
+  static Expr int_pow(Expr a, Expr e) {
+    /* square-and-multiply over the exponent's low bits; negative exponents give 0 except for
+     * bases 1 and -1 (integers have no fractions), as JAX does */
+    Type t = a.type();
+    Expr result = make_one(t), base = a, k = e;
+    for (int bit = 0; bit < 7; bit++) {
+      result = select((k & make_one(t)) != make_zero(t), result * base, result);
+      base = base * base;
+      k = k >> 1;
+    }
+    Expr one = make_one(t);
+    if (t.is_uint()) return result;
+    return select(e >= make_zero(t), result, a == one, one, a == cast(t, -1), select((e & one) != make_zero(t), cast(t, -1), one), make_zero(t));
+  }
+
+  Expr binary(int prim, Expr a, Expr b, hl_dtype t) const {
+    bool fl = hl_dtype_is_float(t), boolean = t == HL_BOOL;
+    switch (prim) {
+    case HL_P_ADD: return boolean ? from_bool(as_bool(a) || as_bool(b)) : a + b;
+    case HL_P_SUB: return a - b;
+    case HL_P_MUL: return boolean ? from_bool(as_bool(a) && as_bool(b)) : a * b;
+    case HL_P_DIV: return a / b;
+    case HL_P_POW: return !fl ? int_pow(a, b) : t == HL_FLOAT32 ? hl_vmath_pow(a, b) : pow(a, b);
+    case HL_P_MOD: return fl ? float_mod(a, b) : int_mod(a, b);
+    case HL_P_FLOOR_DIVIDE: return fl ? floor(a / b) : int_floordiv(a, b);
+    case HL_P_MAXIMUM: return fl ? select(is_nan(a) || a > b, a, is_nan(b) || b >= a, b, a) : max(a, b);
+    case HL_P_MINIMUM: return fl ? select(is_nan(a) || a < b, a, is_nan(b) || b <= a, b, a) : min(a, b);
+    case HL_P_ATAN2: return t == HL_FLOAT32 ? hl_vmath_atan2(a, b) : atan2(a, b);
+    case HL_P_EQ: return from_bool(a == b);
+    case HL_P_NE: return from_bool(a != b);
+    case HL_P_LT: return from_bool(a < b);
+    case HL_P_LE: return from_bool(a <= b);
+    case HL_P_GT: return from_bool(a > b);
+    case HL_P_GE: return from_bool(a >= b);
+    case HL_P_LOGICAL_AND: return from_bool(as_bool(a) && as_bool(b));
+    case HL_P_LOGICAL_OR: return from_bool(as_bool(a) || as_bool(b));
+    case HL_P_LOGICAL_XOR: return from_bool(as_bool(a) != as_bool(b));
+    }
+    throw CompileError(std::string("halua: internal: no lowering for ") + hl_prims[prim].name);
+  }
+
+  static Expr convert(Expr x, hl_dtype from, hl_dtype to) {
+    if (to == HL_BOOL) return from_bool(as_bool(x));
+    (void)from;
+    return cast(hl_halide_type(to), x);
+  }
+
+  void elemwise(int i) {
+    const hl_node &n = node(i);
+    int r = n.type.ndim;
+    std::vector<Expr> args = args_of(r);
+    hl_dtype tin = node(input(n, n.prim == HL_P_SELECT ? 1 : 0)).type.dtype;
+    std::vector<Expr> x;
+    for (int k = 0; k < n.nin; k++) x.push_back(call(input(n, k), args));
+    Expr e;
+    if (n.prim == HL_P_CAST) e = convert(x[0], tin, n.attrs.dtype);
+    else if (n.prim == HL_P_SELECT) e = select(as_bool(x[0]), x[1], x[2]);
+    else if (n.nin == 1) e = unary(n.prim, x[0], tin);
+    else e = binary(n.prim, x[0], x[1], tin);
+    L.funcs[i](hl_vars(r)) = e;
+  }
+
+  void reduce(int i) {
+    const hl_node &n = node(i);
+    int src = input(n, 0);
+    const hl_node &in = node(src);
+    int rin = in.type.ndim, rout = n.type.ndim;
+    Region ranges;   /* reduced axes, innermost first */
+    for (int a = rin - 1; a >= 0; a--)
+      if (n.attrs.i[0] >> a & 1) ranges.push_back(Range(0, extent(src, a)));
+    RDom rd(ranges, "r" + std::to_string(i));
+    L.rdoms[i] = rd;
+    /* input coordinates: reduced axes take the RDom's variables, kept ones the output's vars */
+    std::vector<Expr> in_args(rin);
+    const std::vector<Var> &ov = hl_vars(rout);
+    int next_out = rout - 1, next_r = (int)ranges.size() - 1;
+    for (int a = 0; a < rin; a++) {
+      Expr v = (n.attrs.i[0] >> a & 1) ? Expr(rd[next_r--]) : Expr(ov[next_out--]);
+      in_args[rin - 1 - a] = v;
+    }
+    Expr x = call(src, in_args);
+    Type ty = hl_halide_type(n.type.dtype);
+    Func &f = L.funcs[i];
+    bool fl = hl_dtype_is_float(in.type.dtype);
+    switch (n.prim) {
+    case HL_P_SUM:
+      f(ov) = make_zero(ty);
+      f(ov) += cast(ty, x);
+      break;
+    case HL_P_PROD:
+      f(ov) = make_one(ty);
+      f(ov) *= cast(ty, x);
+      break;
+    case HL_P_MAX:
+    case HL_P_MIN: {
+      bool mx = n.prim == HL_P_MAX;
+      f(ov) = fl ? cast(ty, mx ? -INFINITY : INFINITY) : (mx ? ty.min() : ty.max());
+      Expr acc = f(ov);
+      /* NaN wins, as in NumPy */
+      f(ov) = fl ? select(is_nan(acc) || is_nan(x), acc + x, mx ? max(acc, x) : min(acc, x)) : (mx ? max(acc, x) : min(acc, x));
+      break;
+    }
+    case HL_P_ARGMAX:
+    case HL_P_ARGMIN: {
+      bool mx = n.prim == HL_P_ARGMAX;
+      Type it = in.type.dtype == HL_BOOL ? UInt(8) : hl_halide_type(in.type.dtype);
+      Func best("best" + std::to_string(i));
+      Expr init = fl ? cast(it, mx ? -INFINITY : INFINITY) : (mx ? it.min() : it.max());
+      best(ov) = Tuple(init, cast(Int(64), -1));
+      Expr bv = best(ov)[0], bi = best(ov)[1];
+      /* strictly better, so the first occurrence wins; the first NaN beats everything */
+      Expr better = mx ? x > bv : x < bv;
+      if (fl) better = (better && !is_nan(bv)) || (is_nan(x) && !is_nan(bv));
+      better = better || bi < 0;
+      best(ov) = Tuple(select(better, x, bv), select(better, cast(Int(64), rd[0]), bi));
+      L.helpers[i] = best;
+      f(ov) = best(ov)[1];
+      break;
+    }
+    }
+  }
+
+  void matmul(int i) {
+    const hl_node &n = node(i);
+    int a = input(n, 0), b = input(n, 1), r = n.type.ndim;
+    const std::vector<Var> &v = hl_vars(r);
+    RDom k(0, extent(a, r - 1), "k" + std::to_string(i));
+    L.rdoms[i] = k;
+    std::vector<Expr> aa = args_of(r), ba = args_of(r);
+    aa[0] = k;       /* A[..., m, k] */
+    ba[1] = k;       /* B[..., k, n] */
+    Type ty = hl_halide_type(n.type.dtype);
+    Func prod("prod" + std::to_string(i));
+    prod(v) = make_zero(ty);
+    prod(v) += call(a, aa) * call(b, ba);
+    L.helpers[i] = prod;
+    L.funcs[i](v) = prod(v);
+  }
+
+  void view(int i) {
+    const hl_node &n = node(i);
+    int src = input(n, 0);
+    const hl_node &in = node(src);
+    int r = n.type.ndim, rin = in.type.ndim;
+    const std::vector<Var> &v = hl_vars(r);
+    std::vector<Expr> ia(rin);
+    switch (n.prim) {
+    case HL_P_BROADCAST:
+      for (int a = 0; a < rin; a++) {
+        int oa = a + r - rin;
+        ia[rin - 1 - a] = in.type.shape[a] == 1 && n.type.shape[oa] != 1 ? Expr(0) : Expr(v[r - 1 - oa]);
+      }
+      break;
+    case HL_P_TRANSPOSE:
+      for (int a = 0; a < r; a++) ia[rin - 1 - (int)n.attrs.i[a]] = v[r - 1 - a];
+      break;
+    case HL_P_SLICE:
+      for (int a = 0; a < r; a++)
+        ia[rin - 1 - a] = (int)n.attrs.i[a] + (int)n.attrs.i[HL_MAX_DIMS + a] * Expr(v[r - 1 - a]);
+      break;
+    case HL_P_RESHAPE: {
+      /* through the flat row-major index; int64 would be needed past 2^31 elements, which the
+       * frontend refuses for pipelines */
+      Expr flat = 0;
+      for (int a = 0; a < r; a++) flat = flat * (int)n.type.shape[a] + Expr(v[r - 1 - a]);
+      int64_t inner = 1;
+      for (int a = rin - 1; a >= 0; a--) {
+        Expr c = inner == 1 ? flat : flat / (int)inner;
+        ia[rin - 1 - a] = a == 0 ? c : c % (int)in.type.shape[a];
+        inner *= in.type.shape[a];
+      }
+      break;
+    }
+    }
+    L.funcs[i](v) = call(src, ia);
+  }
+
+  void concat(int i) {
+    const hl_node &n = node(i);
+    int r = n.type.ndim, ax = (int)n.attrs.i[0], hd = r - 1 - ax;
+    const std::vector<Var> &v = hl_vars(r);
+    std::vector<Expr> args = args_of(r);
+    Expr e;
+    int64_t end = 0;
+    std::vector<std::pair<Expr, Expr>> pieces;
+    for (int k = 0; k < n.nin; k++) {
+      int s = input(n, k);
+      int64_t len = node(s).type.shape[ax];
+      if (len == 0) continue;
+      std::vector<Expr> a = args;
+      /* clamped so that every branch of the select reads in bounds */
+      a[hd] = clamp(Expr(v[hd]) - (int)end, 0, (int)len - 1);
+      end += len;
+      pieces.push_back({Expr(v[hd]) < (int)end, call(s, a)});
+    }
+    e = pieces.empty() ? make_zero(hl_halide_type(n.type.dtype)) : pieces.back().second;
+    for (int k = (int)pieces.size() - 2; k >= 0; k--) e = select(pieces[k].first, pieces[k].second, e);
+    L.funcs[i](v) = e;
+  }
+
+  void source(int i) {
+    const hl_node &n = node(i);
+    int r = n.type.ndim;
+    Type ty = hl_halide_type(n.type.dtype);
+    const std::vector<Var> &v = hl_vars(r);
+    switch (n.prim) {
+    case HL_P_PARAM: {
+      ImageParam &p = L.params[n.attrs.i[0]];
+      p = ImageParam(ty, r, "in" + std::to_string(n.attrs.i[0]));
+      int stride_class = g->dynamic ? (int)n.attrs.i[1] : 0;
+      if (r > 0) {
+        if (stride_class == 1) p.dim(0).set_stride(0);
+        else if (stride_class == 2) p.dim(0).set_stride(Expr());
+      }
+      L.funcs[i](v) = p(v);
+      break;
+    }
+    case HL_P_CONST:
+      L.funcs[i](v) = n.type.dtype == HL_BOOL ? cast(ty, n.attrs.f != 0) : cast(ty, Expr(n.attrs.f));
+      break;
+    case HL_P_IOTA:
+      L.funcs[i](v) = cast(ty, v[r - 1 - (int)n.attrs.i[0]]);
+      break;
+    }
+  }
+};
+
+}  // namespace
+
+void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
+  L.g = g;
+  L.funcs.clear();
+  for (int i = 0; i < g->nnodes; i++) L.funcs.emplace_back(Func("n" + std::to_string(i)));
+  L.helpers.assign(g->nnodes, Func());
+  L.rdoms.assign(g->nnodes, RDom());
+  L.consumers.assign(g->nnodes, 0);
+  L.params.assign(g->nparams, ImageParam());
+  Lowerer lw{g, L};
+  for (int i = 0; i < g->nnodes; i++) {
+    const hl_node &n = g->nodes[i];
+    for (int k = 0; k < n.nin; k++) L.consumers[hl_node_inputs(g, &n)[k]]++;
+    switch (hl_prims[n.prim].kind) {
+    case HL_K_SOURCE: lw.source(i); break;
+    case HL_K_ELEMWISE: lw.elemwise(i); break;
+    case HL_K_REDUCE: lw.reduce(i); break;
+    case HL_K_MATMUL: lw.matmul(i); break;
+    case HL_K_VIEW: lw.view(i); break;
+    case HL_K_CONCAT: lw.concat(i); break;
+    }
+  }
+  /* Outputs are their own Funcs: a parameter or a node used twice still gets a buffer. */
+  L.outputs.clear();
+  for (int k = 0; k < g->noutputs; k++) {
+    int i = g->outputs[k];
+    int r = g->nodes[i].type.ndim;
+    Func out("out" + std::to_string(k));
+    out(hl_vars(r)) = L.funcs[i](hl_vars(r));
+    L.outputs.push_back(out);
+  }
+}

@@ -1,0 +1,28 @@
+/* Internal to the backend: the Halide form of a graph, shared by lowering and scheduling. */
+#ifndef HL_LOWER_H
+#define HL_LOWER_H
+#include <Halide.h>
+#include <vector>
+extern "C" {
+#include "hl_ir.h"
+}
+
+/* Halide's dimension 0 is the innermost: numpy axis a of a rank-r node is Halide dim r-1-a. */
+struct hl_lowered {
+  const hl_graph *g = nullptr;
+  std::vector<Halide::Func> funcs;        /* one per node */
+  std::vector<Halide::Func> helpers;      /* per node: the reduction stage behind it, if any */
+  std::vector<Halide::RDom> rdoms;        /* per node: its reduction domain, if any */
+  std::vector<int> consumers;             /* per node */
+  std::vector<Halide::ImageParam> params; /* one per PARAM, in argument order */
+  std::vector<Halide::Func> outputs;      /* one per graph output */
+};
+
+Halide::Type hl_halide_type(hl_dtype t);
+const std::vector<Halide::Var> &hl_vars(int rank);   /* x0 .. x{rank-1} */
+
+/* Build the algorithm (no schedule). Throws Halide::Error on failure. */
+void hl_lower_graph(const hl_graph *g, hl_lowered &L);
+/* Give every Func a CPU schedule for target t. */
+void hl_schedule_cpu(hl_lowered &L, const Halide::Target &t);
+#endif

@@ -1,0 +1,152 @@
+/* CPU schedules. The policy, in one place:
+ *  - elementwise and view nodes are inlined into their consumers (fusion), unless they feed a
+ *    matmul or are expensive and used twice;
+ *  - materialised Funcs vectorise the innermost dimension by the target's natural width and run
+ *    their outer loop in parallel when the work is large enough (decided at run time in eager
+ *    kernels, whose extents are not known when they compile);
+ *  - matmul is register-blocked: a 2-vector x 8-row accumulator tile, k innermost per tile. */
+#include "hl_lower.h"
+
+using namespace Halide;
+
+namespace {
+
+const int kParallelMinElems = 1 << 15;   /* below this a thread hand-off costs more than it saves */
+
+Expr total_elems(Func f, int r) {
+  Expr n = 1;
+  for (int d = 0; d < r; d++) n = n * f.output_buffer().dim(d).extent();
+  return n;
+}
+
+/* Vectorise dim 0, parallelise the rest (or blocks of a 1-D loop). */
+void pointwise(Stage s, int r, int vec, bool parallel, int static_inner) {
+  const std::vector<Var> &v = hl_vars(r);
+  if (r == 0) return;
+  int w = vec;
+  if (static_inner > 0)
+    while (w > 1 && w > static_inner) w /= 2;
+  if (r == 1) {
+    if (parallel) {
+      Var xo("xo"), xi("xi");
+      s.split(v[0], xo, xi, vec * 64, TailStrategy::GuardWithIf).parallel(xo);
+      s.vectorize(xi, w, TailStrategy::GuardWithIf);
+    } else if (w > 1) {
+      s.vectorize(v[0], w, TailStrategy::GuardWithIf);
+    }
+    return;
+  }
+  if (w > 1) s.vectorize(v[0], w, TailStrategy::GuardWithIf);
+  if (parallel) {
+    Var outer = v[r - 1];
+    for (int d = r - 2; d >= 1; d--) {
+      Var fused("f" + std::to_string(d));
+      s.fuse(outer, v[d], fused);
+      outer = fused;
+    }
+    s.parallel(outer);
+  }
+}
+
+/* `sized` is a pipeline output of the same shape as f, whose buffer tells the extents at run time
+ * (eager kernels have one output, the shape of their single node). */
+void schedule_root(Func f, const hl_node &n, bool dynamic, int vec, bool update_too, Func sized) {
+  int r = n.type.ndim;
+  f.compute_root();
+  int64_t total = hl_shape_size(r, n.type.shape);
+  int inner = dynamic || r == 0 ? 0 : (int)n.type.shape[r - 1];
+  auto apply = [&](bool par) {
+    pointwise(f, r, vec, par, inner);
+    for (int u = 0; u < f.num_update_definitions(); u++) {
+      if (update_too) pointwise(f.update(u), r, vec, par, inner);
+      else if (r > 0 && par) {
+        /* the reduction runs along the innermost axis: parallelise over the output */
+        pointwise(f.update(u), r, 1, true, inner);
+      } else {
+        f.update(u).unscheduled();
+      }
+    }
+  };
+  if (dynamic && r > 0) {
+    /* eager kernels: the same code for every shape, so choose parallelism at run time */
+    Expr big = total_elems(sized, r) >= kParallelMinElems;
+    Stage sp = f.specialize(big);
+    pointwise(sp, r, vec, true, inner);
+    apply(false);
+  } else {
+    apply(total >= kParallelMinElems);
+  }
+}
+
+void schedule_matmul(hl_lowered &L, int i, int vec) {
+  const hl_node &n = L.g->nodes[i];
+  int r = n.type.ndim;
+  const std::vector<Var> &v = hl_vars(r);
+  Func out = L.funcs[i], prod = L.helpers[i];
+  Var no("no"), mo("mo"), ni("ni"), mi("mi");
+  const int tn = 2 * vec, tm = 8;
+  out.compute_root()
+      .tile(v[0], v[1], no, mo, ni, mi, tn, tm, TailStrategy::GuardWithIf)
+      .vectorize(ni, vec, TailStrategy::GuardWithIf)
+      .unroll(mi);
+  /* n-tiles outer, m-tiles inner: the k x tn panel of B stays in cache while m sweeps */
+  out.reorder(ni, mi, mo, no);
+  Var par = no;
+  for (int d = 2; d < r; d++) {
+    Var fused("b" + std::to_string(d));
+    out.fuse(par, v[d], fused);
+    par = fused;
+  }
+  out.parallel(par);
+  prod.compute_at(out, mo).vectorize(v[0], vec, TailStrategy::GuardWithIf).unroll(v[1]);
+  RVar k = L.rdoms[i][0];
+  prod.update().reorder(v[0], v[1], k).vectorize(v[0], vec, TailStrategy::GuardWithIf).unroll(v[0]).unroll(v[1]);
+}
+
+bool expensive(int prim) {
+  return hl_prims[prim].in == HL_IN_FLOAT && prim != HL_P_DIV && prim != HL_P_RECIPROCAL && prim != HL_P_SQRT;
+}
+
+}  // namespace
+
+void hl_schedule_cpu(hl_lowered &L, const Target &t) {
+  const hl_graph *g = L.g;
+  std::vector<char> root(g->nnodes, 0);
+  for (int i = 0; i < g->nnodes; i++) {
+    const hl_node &n = g->nodes[i];
+    hl_prim_kind kind = hl_prims[n.prim].kind;
+    if (kind == HL_K_REDUCE || kind == HL_K_MATMUL) root[i] = 1;
+    if (kind == HL_K_ELEMWISE && L.consumers[i] > 1 && expensive(n.prim)) root[i] = 1;
+    if (kind == HL_K_MATMUL)
+      for (int k = 0; k < 2; k++) {
+        int s = hl_node_inputs(g, &n)[k];
+        if (g->nodes[s].prim != HL_P_PARAM) root[s] = 1;
+      }
+  }
+  for (int i = 0; i < g->nnodes; i++) {
+    const hl_node &n = g->nodes[i];
+    if (!root[i] || n.prim == HL_P_PARAM) continue;
+    int vec = t.natural_vector_size(hl_halide_type(n.type.dtype));
+    switch (hl_prims[n.prim].kind) {
+    case HL_K_MATMUL: schedule_matmul(L, i, vec); break;
+    case HL_K_REDUCE:
+      if (n.prim == HL_P_ARGMAX || n.prim == HL_P_ARGMIN) {
+        /* the (value, index) scan is the materialised stage; the index projection inlines */
+        schedule_root(L.helpers[i], n, g->dynamic, 1, false, L.outputs[0]);
+      } else {
+        /* the update runs innermost over the reduction; vectorising the output's innermost
+         * dimension is legal when that dimension is not reduced */
+        bool inner_reduced = g->nodes[hl_node_inputs(g, &n)[0]].type.ndim > 0 &&
+                             (n.attrs.i[0] >> (g->nodes[hl_node_inputs(g, &n)[0]].type.ndim - 1) & 1);
+        schedule_root(L.funcs[i], n, g->dynamic, inner_reduced ? 1 : vec, !inner_reduced, L.outputs[0]);
+      }
+      break;
+    default: schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0]); break;
+    }
+  }
+  for (int k = 0; k < g->noutputs; k++) {
+    const hl_node &n = g->nodes[g->outputs[k]];
+    int vec = t.natural_vector_size(hl_halide_type(n.type.dtype));
+    schedule_root(L.outputs[k], n, g->dynamic, vec, false, L.outputs[k]);
+  }
+}

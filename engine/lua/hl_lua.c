@@ -1,0 +1,782 @@
+/* The Lua binding: array userdata and its metatable, one closure per primitive (generated from
+ * the primitive table), tracing and compiled programs. Errors are raised as plain Lua strings
+ * that begin "halua: " (no position prefix), after every engine resource is released. */
+#include "hl_cache.h"
+#include "hl_error.h"
+#include "hl_eval.h"
+#include "hl_frontend.h"
+#include "hl_backend.h"
+#include <lauxlib.h>
+#include <lua.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ARRAY_MT "halua.array"
+#define TRACE_MT "halua.trace"
+#define PROGRAM_MT "halua.program"
+
+static int raise(lua_State *L) {
+  lua_pushstring(L, hl_error_message());
+  return lua_error(L);
+}
+
+static int raisef(lua_State *L, const char *fmt, const char *a, const char *b) {
+  lua_pushfstring(L, fmt, a, b);
+  return lua_error(L);
+}
+
+/* ---- heap tracking: step Lua's GC by engine bytes, which Lua cannot see ---- */
+
+static size_t gc_soft_max = (size_t)128 << 20;
+
+static void heap_check(lua_State *L) {
+  size_t used = hl_heap_bytes();
+  if (used < gc_soft_max) return;
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  size_t after = hl_heap_bytes();
+  size_t next = after + after / 10 * 4;   /* +40% over what survived, as torch7 does */
+  gc_soft_max = next > ((size_t)128 << 20) ? next : ((size_t)128 << 20);
+}
+
+/* ---- arrays ---- */
+
+static hl_array *to_array(lua_State *L, int idx) {
+  hl_array *a = lua_touserdata(L, idx);
+  if (!a || !lua_getmetatable(L, idx)) return NULL;
+  lua_getfield(L, LUA_REGISTRYINDEX, ARRAY_MT);
+  int ok = lua_rawequal(L, -1, -2);
+  lua_pop(L, 2);
+  return ok ? a : NULL;
+}
+
+static const char *op_name(lua_State *L) {
+  const char *n = lua_tostring(L, lua_upvalueindex(2));
+  return n ? n : "op";
+}
+
+static hl_array *check_array(lua_State *L, int idx, const char *op) {
+  hl_array *a = to_array(L, idx);
+  if (!a) {
+    lua_pushfstring(L, "halua: %s: argument %d is a %s, expected an array", op, idx, luaL_typename(L, idx));
+    lua_error(L);
+  }
+  return a;
+}
+
+/* Move an engine array into a new userdata (takes ownership). Tracers keep their trace alive. */
+static hl_array *push_array(lua_State *L, const hl_array *src, int trace_idx) {
+  hl_array *a = lua_newuserdata(L, sizeof(hl_array));
+  *a = *src;
+  lua_getfield(L, LUA_REGISTRYINDEX, ARRAY_MT);
+  lua_setmetatable(L, -2);
+  if (a->graph && trace_idx) {
+    lua_newtable(L);
+    lua_pushvalue(L, trace_idx);
+    lua_rawseti(L, -2, 1);
+    lua_setfenv(L, -2);
+  }
+  if (a->storage) heap_check(L);
+  return a;
+}
+
+/* The result of an op: a tracer result shares its env (trace) with an input tracer. */
+static void push_result(lua_State *L, hl_array *r, int first, int last) {
+  int trace_idx = 0;
+  if (r->graph) {
+    for (int k = first; k <= last && !trace_idx; k++) {
+      hl_array *a = to_array(L, k);
+      if (a && a->graph == r->graph) {
+        lua_getfenv(L, k);
+        lua_rawgeti(L, -1, 1);
+        lua_remove(L, -2);
+        trace_idx = lua_gettop(L);
+      }
+    }
+  }
+  push_array(L, r, trace_idx);
+  if (trace_idx) lua_remove(L, trace_idx);
+}
+
+static int array_gc(lua_State *L) {
+  hl_array *a = lua_touserdata(L, 1);
+  hl_array_release(a);
+  return 0;
+}
+
+static hl_dtype check_dtype(lua_State *L, int idx, const char *op, hl_dtype dflt) {
+  if (lua_isnoneornil(L, idx)) return dflt;
+  const char *s = lua_tostring(L, idx);
+  int t = s ? hl_dtype_from_name(s) : -1;
+  if (t < 0) {
+    if (s && (!strcmp(s, "float16") || !strcmp(s, "bfloat16") || !strcmp(s, "int8")))
+      raisef(L, "halua: %s: dtype \"%s\" is not supported yet (supported: float32 float64 int32 int64 uint8 bool)", op, s);
+    raisef(L, "halua: %s: unknown dtype %s (use float32 float64 int32 int64 uint8 bool)", op, s ? s : luaL_typename(L, idx));
+  }
+  return (hl_dtype)t;
+}
+
+/* shape from a number or a table of numbers */
+static int check_shape(lua_State *L, int idx, const char *op, int64_t *shape) {
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    double v = lua_tonumber(L, idx);
+    if (v < 0 || v != floor(v)) raisef(L, "halua: %s: shape entries must be non-negative integers%s", op, "");
+    shape[0] = (int64_t)v;
+    return 1;
+  }
+  if (!lua_istable(L, idx)) raisef(L, "halua: %s: shape must be a number or a table of numbers, got %s", op, luaL_typename(L, idx));
+  int n = (int)lua_objlen(L, idx);
+  if (n > HL_MAX_DIMS) raisef(L, "halua: %s: at most 8 dimensions%s", op, "");
+  for (int k = 0; k < n; k++) {
+    lua_rawgeti(L, idx, k + 1);
+    double v = lua_tonumber(L, -1);
+    if (lua_type(L, -1) != LUA_TNUMBER || v < 0 || v != floor(v) || v > 9.0e15)
+      raisef(L, "halua: %s: shape entries must be non-negative integers%s", op, "");
+    shape[k] = (int64_t)v;
+    lua_pop(L, 1);
+  }
+  return n;
+}
+
+/* ---- hl.array from Lua values ---- */
+
+typedef struct {
+  int ndim;
+  int64_t shape[HL_MAX_DIMS];
+  int has_float, has_bool, has_number;
+} scan_info;
+
+static void scan(lua_State *L, int idx, int depth, scan_info *s) {
+  int t = lua_type(L, idx);
+  if (t == LUA_TNUMBER || t == LUA_TBOOLEAN) {
+    if (depth != s->ndim) raisef(L, "halua: array: ragged nested table (a value where a table of length %s was expected)%s", "", "");
+    if (t == LUA_TBOOLEAN) s->has_bool = 1;
+    else {
+      double v = lua_tonumber(L, idx);
+      s->has_number = 1;
+      if (v != floor(v) || !isfinite(v)) s->has_float = 1;
+    }
+    return;
+  }
+  if (t != LUA_TTABLE) {
+    lua_pushfstring(L, "halua: array: cannot make an array from a %s", luaL_typename(L, idx));
+    lua_error(L);
+  }
+  int n = (int)lua_objlen(L, idx);
+  if (depth >= HL_MAX_DIMS) raisef(L, "halua: array: at most 8 dimensions%s%s", "", "");
+  if (depth == s->ndim) {
+    s->shape[s->ndim++] = n;
+  } else if (depth > s->ndim || s->shape[depth] != n) {
+    raisef(L, "halua: array: ragged nested table (rows of different lengths)%s%s", "", "");
+  }
+  for (int k = 1; k <= n; k++) {
+    lua_rawgeti(L, idx, k);
+    scan(L, lua_gettop(L), depth + 1, s);
+    lua_pop(L, 1);
+  }
+  if (n == 0 && depth + 1 < HL_MAX_DIMS) {
+    /* an empty table ends the shape here */
+  }
+}
+
+static void fill(lua_State *L, int idx, hl_array *a, int64_t *pos) {
+  if (lua_type(L, idx) != LUA_TTABLE) {
+    double v = lua_type(L, idx) == LUA_TBOOLEAN ? lua_toboolean(L, idx) : lua_tonumber(L, idx);
+    hl_array_set(a, (*pos)++, v);
+    return;
+  }
+  int n = (int)lua_objlen(L, idx);
+  for (int k = 1; k <= n; k++) {
+    lua_rawgeti(L, idx, k);
+    fill(L, lua_gettop(L), a, pos);
+    lua_pop(L, 1);
+  }
+}
+
+static int l_array(lua_State *L) {
+  if (to_array(L, 1)) {
+    hl_array *x = to_array(L, 1);
+    hl_array r;
+    if (lua_isnoneornil(L, 2)) {
+      hl_array_copy_ref(&r, x);
+    } else if (hl_op_cast(x, check_dtype(L, 2, "array", x->dtype), &r)) {
+      return raise(L);
+    }
+    push_result(L, &r, 1, 1);
+    return 1;
+  }
+  scan_info s = {0};
+  scan(L, 1, 0, &s);
+  hl_dtype dflt = s.has_bool && !s.has_number ? HL_BOOL : HL_FLOAT32;
+  if (s.has_bool && s.has_number) raisef(L, "halua: array: mixes booleans and numbers%s%s", "", "");
+  hl_dtype t = check_dtype(L, 2, "array", dflt);
+  hl_array a;
+  if (hl_array_alloc(&a, t, s.ndim, s.shape)) return raise(L);
+  int64_t pos = 0;
+  fill(L, 1, &a, &pos);
+  push_array(L, &a, 0);
+  return 1;
+}
+
+static int l_full(lua_State *L) {
+  int64_t shape[HL_MAX_DIMS];
+  int n = check_shape(L, 1, "full", shape);
+  int isb = lua_type(L, 2) == LUA_TBOOLEAN;
+  if (!isb && lua_type(L, 2) != LUA_TNUMBER) raisef(L, "halua: full: fill value must be a number or boolean, got %s", luaL_typename(L, 2), "");
+  double v = isb ? lua_toboolean(L, 2) : lua_tonumber(L, 2);
+  hl_dtype t = check_dtype(L, 3, "full", isb ? HL_BOOL : HL_FLOAT32);
+  /* a 0-d value broadcast (stride 0): no kernel, no n-element fill until someone needs it */
+  hl_array s, r;
+  hl_attrs at = {.dtype = t, .f = v};
+  if (hl_apply(HL_P_CONST, 0, NULL, &at, &s)) return raise(L);
+  int rc = hl_op_broadcast_to(&s, n, shape, &r);
+  hl_array_release(&s);
+  if (rc) return raise(L);
+  push_array(L, &r, 0);
+  return 1;
+}
+
+/* ---- elementwise ops: one closure per primitive, upvalue 1 = prim, 2 = name ---- */
+
+static void get_operand(lua_State *L, int idx, hl_operand *o, const char *op) {
+  memset(o, 0, sizeof *o);
+  int t = lua_type(L, idx);
+  if (t == LUA_TNUMBER) o->number = lua_tonumber(L, idx);
+  else if (t == LUA_TBOOLEAN) {
+    o->number = lua_toboolean(L, idx);
+    o->is_bool = 1;
+  } else if (!(o->array = to_array(L, idx))) {
+    lua_pushfstring(L, "halua: %s: argument %d is a %s, expected an array or a number", op, idx, luaL_typename(L, idx));
+    lua_error(L);
+  }
+}
+
+static int l_elemwise(lua_State *L) {
+  int prim = (int)lua_tointeger(L, lua_upvalueindex(1));
+  int n = hl_prims[prim].arity;
+  const char *name = op_name(L);
+  if (lua_gettop(L) < n) {
+    lua_pushfstring(L, "halua: %s: takes %d operands, got %d", name, n, lua_gettop(L));
+    return lua_error(L);
+  }
+  hl_operand ops[3];
+  for (int k = 0; k < n; k++) get_operand(L, k + 1, &ops[k], name);
+  int any_array = 0;
+  for (int k = 0; k < n; k++) any_array |= ops[k].array != NULL;
+  hl_array r;
+  if (hl_op_elemwise(prim, n, ops, NULL, &r)) return raise(L);
+  (void)any_array;
+  push_result(L, &r, 1, n);
+  return 1;
+}
+
+static int l_cast(lua_State *L) {
+  hl_array *x = check_array(L, 1, "astype");
+  hl_dtype t = check_dtype(L, 2, "astype", x->dtype);
+  hl_array r;
+  if (hl_op_cast(x, t, &r)) return raise(L);
+  push_result(L, &r, 1, 1);
+  return 1;
+}
+
+/* reduce(prim, x, mask) -> reduced array (axes removed) */
+static int l_reduce(lua_State *L) {
+  int prim = (int)lua_tointeger(L, lua_upvalueindex(1));
+  const char *name = op_name(L);
+  hl_array *x = check_array(L, 1, name);
+  hl_attrs at = {0};
+  at.i[0] = (int64_t)luaL_checknumber(L, 2);
+  hl_array r;
+  const hl_array *in[1] = {x};
+  if (hl_apply(prim, 1, in, &at, &r)) return raise(L);
+  push_result(L, &r, 1, 1);
+  return 1;
+}
+
+static int l_matmul(lua_State *L) {
+  hl_array *a = check_array(L, 1, "matmul"), *b = check_array(L, 2, "matmul");
+  hl_array r;
+  if (hl_op_matmul(a, b, &r)) return raise(L);
+  push_result(L, &r, 1, 2);
+  return 1;
+}
+
+static int l_reshape(lua_State *L) {
+  hl_array *x = check_array(L, 1, "reshape");
+  int64_t shape[HL_MAX_DIMS];
+  int n = check_shape(L, 2, "reshape", shape);
+  hl_array r;
+  if (hl_op_reshape(x, n, shape, &r)) return raise(L);
+  push_result(L, &r, 1, 1);
+  return 1;
+}
+
+static int l_broadcast_to(lua_State *L) {
+  hl_array *x = check_array(L, 1, "broadcast_to");
+  int64_t shape[HL_MAX_DIMS];
+  int n = check_shape(L, 2, "broadcast_to", shape);
+  hl_array r;
+  if (hl_op_broadcast_to(x, n, shape, &r)) return raise(L);
+  push_result(L, &r, 1, 1);
+  return 1;
+}
+
+/* transpose(x, perm0) with a 0-based permutation table */
+static int l_transpose(lua_State *L) {
+  hl_array *x = check_array(L, 1, "transpose");
+  hl_attrs at = {0};
+  luaL_checktype(L, 2, LUA_TTABLE);
+  if ((int)lua_objlen(L, 2) != x->ndim) {
+    lua_pushfstring(L, "halua: transpose: permutation has %d entries for shape %s", (int)lua_objlen(L, 2),
+                    hl_shape_str(x->ndim, (const long long *)x->shape).s);
+    return lua_error(L);
+  }
+  for (int k = 0; k < x->ndim; k++) {
+    lua_rawgeti(L, 2, k + 1);
+    at.i[k] = (int64_t)lua_tonumber(L, -1);
+    lua_pop(L, 1);
+  }
+  hl_array r;
+  const hl_array *in[1] = {x};
+  if (hl_apply(HL_P_TRANSPOSE, 1, in, &at, &r)) return raise(L);
+  push_result(L, &r, 1, 1);
+  return 1;
+}
+
+/* slice(x, starts0, steps, counts) */
+static int l_slice(lua_State *L) {
+  hl_array *x = check_array(L, 1, "slice");
+  hl_attrs at = {0};
+  at.nshape = x->ndim;
+  for (int k = 0; k < x->ndim; k++) {
+    lua_rawgeti(L, 2, k + 1);
+    lua_rawgeti(L, 3, k + 1);
+    lua_rawgeti(L, 4, k + 1);
+    at.i[k] = (int64_t)lua_tonumber(L, -3);
+    at.i[HL_MAX_DIMS + k] = (int64_t)lua_tonumber(L, -2);
+    at.shape[k] = (int64_t)lua_tonumber(L, -1);
+    lua_pop(L, 3);
+  }
+  hl_array r;
+  const hl_array *in[1] = {x};
+  if (hl_apply(HL_P_SLICE, 1, in, &at, &r)) return raise(L);
+  push_result(L, &r, 1, 1);
+  return 1;
+}
+
+/* concatenate({arrays}, axis0): operands are promoted to one dtype first */
+static int l_concatenate(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  int n = (int)lua_objlen(L, 1);
+  if (n < 1 || n > 64) raisef(L, "halua: concatenate: needs 1 to 64 arrays%s%s", "", "");
+  int base = lua_gettop(L);
+  const hl_array *in[64];
+  hl_array tmp[64];
+  int ntmp = 0;
+  hl_dtype t = HL_BOOL;
+  for (int k = 0; k < n; k++) {
+    lua_rawgeti(L, 1, k + 1);
+    hl_array *a = to_array(L, -1);
+    if (!a) {
+      lua_pushfstring(L, "halua: concatenate: element %d is a %s, expected an array", k + 1, luaL_typename(L, -1));
+      return lua_error(L);
+    }
+    in[k] = a;
+    t = k ? hl_dtype_promote(t, a->dtype) : a->dtype;
+  }
+  hl_attrs at = {0};
+  at.i[0] = (int64_t)luaL_checknumber(L, 2);
+  int rc = 0;
+  for (int k = 0; k < n && !rc; k++)
+    if (in[k]->dtype != t) {
+      rc = hl_op_cast(in[k], t, &tmp[ntmp]);
+      if (!rc) in[k] = &tmp[ntmp++];
+    }
+  hl_array r;
+  if (!rc) rc = hl_apply(HL_P_CONCAT, n, in, &at, &r);
+  for (int k = 0; k < ntmp; k++) hl_array_release(&tmp[k]);
+  if (rc) return raise(L);
+  push_result(L, &r, base + 1, base + n);
+  return 1;
+}
+
+/* iota(dtype, shape, axis0) */
+static int l_iota(lua_State *L) {
+  hl_attrs at = {0};
+  at.dtype = check_dtype(L, 1, "iota", HL_INT32);
+  at.nshape = check_shape(L, 2, "iota", at.shape);
+  at.i[0] = (int64_t)luaL_checknumber(L, 3);
+  hl_array r;
+  if (hl_apply(HL_P_IOTA, 0, NULL, &at, &r)) return raise(L);
+  push_array(L, &r, 0);
+  return 1;
+}
+
+/* ---- reading arrays back ---- */
+
+static int tracer_error(lua_State *L, const char *what) {
+  lua_pushfstring(L, "halua: %s: cannot turn a traced value into a Lua value inside hl.jit; use hl.where or hl.cond "
+                     "for data-dependent choices, or mark the argument static with static_argnums", what);
+  return lua_error(L);
+}
+
+static void push_elem(lua_State *L, const hl_array *a, int64_t flat) {
+  double v = hl_array_get(a, flat);
+  if (a->dtype == HL_BOOL) lua_pushboolean(L, v != 0);
+  else lua_pushnumber(L, v);
+}
+
+static int l_item(lua_State *L) {
+  hl_array *x = check_array(L, 1, "item");
+  if (x->graph) return tracer_error(L, "item");
+  int64_t n = hl_shape_size(x->ndim, x->shape);
+  if (n != 1) {
+    lua_pushfstring(L, "halua: item: needs a one-element array, got shape %s", hl_shape_str(x->ndim, (const long long *)x->shape).s);
+    return lua_error(L);
+  }
+  push_elem(L, x, 0);
+  return 1;
+}
+
+static void totable_rec(lua_State *L, const hl_array *a, int depth, int64_t *flat) {
+  if (depth == a->ndim) {
+    push_elem(L, a, (*flat)++);
+    return;
+  }
+  lua_createtable(L, (int)a->shape[depth], 0);
+  for (int64_t k = 0; k < a->shape[depth]; k++) {
+    totable_rec(L, a, depth + 1, flat);
+    lua_rawseti(L, -2, (int)k + 1);
+  }
+}
+
+static int l_totable(lua_State *L) {
+  hl_array *x = check_array(L, 1, "totable");
+  if (x->graph) return tracer_error(L, "totable");
+  int64_t flat = 0;
+  totable_rec(L, x, 0, &flat);
+  return 1;
+}
+
+/* get(x, flat0): one element, for the printer */
+static int l_get(lua_State *L) {
+  hl_array *x = check_array(L, 1, "get");
+  if (x->graph) return tracer_error(L, "tostring");
+  push_elem(L, x, (int64_t)luaL_checknumber(L, 2));
+  return 1;
+}
+
+static int l_info(lua_State *L) {
+  hl_array *x = to_array(L, 1);
+  if (!x) return 0;
+  lua_pushstring(L, hl_dtype_name(x->dtype));
+  lua_createtable(L, x->ndim, 0);
+  for (int k = 0; k < x->ndim; k++) {
+    lua_pushnumber(L, (double)x->shape[k]);
+    lua_rawseti(L, -2, k + 1);
+  }
+  lua_pushboolean(L, x->graph != NULL);
+  return 3;
+}
+
+static int l_is_array(lua_State *L) {
+  lua_pushboolean(L, to_array(L, 1) != NULL);
+  return 1;
+}
+
+static int l_is_tracer(lua_State *L) {
+  hl_array *x = to_array(L, 1);
+  lua_pushboolean(L, x && x->graph);
+  return 1;
+}
+
+/* Properties read by __index: returns nil when not a property. */
+static int l_property(lua_State *L) {
+  hl_array *x = lua_touserdata(L, 1);
+  const char *k = lua_tostring(L, 2);
+  if (!k) return 0;
+  switch (k[0]) {
+  case 'n':
+    if (!strcmp(k, "ndim")) {
+      lua_pushinteger(L, x->ndim);
+      return 1;
+    }
+    break;
+  case 's':
+    if (!strcmp(k, "size")) {
+      lua_pushnumber(L, (double)hl_shape_size(x->ndim, x->shape));
+      return 1;
+    }
+    if (!strcmp(k, "shape")) {
+      lua_createtable(L, x->ndim, 0);
+      for (int d = 0; d < x->ndim; d++) {
+        lua_pushnumber(L, (double)x->shape[d]);
+        lua_rawseti(L, -2, d + 1);
+      }
+      return 1;
+    }
+    break;
+  case 'd':
+    if (!strcmp(k, "dtype")) {
+      lua_pushstring(L, hl_dtype_name(x->dtype));
+      return 1;
+    }
+    if (!strcmp(k, "device")) {
+      lua_pushstring(L, "cpu");
+      return 1;
+    }
+    break;
+  }
+  return 0;
+}
+
+static int array_len(lua_State *L) {
+  hl_array *x = lua_touserdata(L, 1);
+  if (x->ndim == 0) return raisef(L, "halua: len: a 0-d array has no length (use x:item())%s%s", "", "");
+  lua_pushnumber(L, (double)x->shape[0]);
+  return 1;
+}
+
+static int array_compare(lua_State *L) {
+  return raisef(L, "halua: compare: < and <= on arrays cannot give an array in Lua; use hl.lt(a, b), hl.le, "
+                   "hl.gt, hl.ge, hl.eq (or a:lt(b)) %s%s", "", "");
+}
+
+/* ---- tracing ---- */
+
+static hl_trace *check_trace(lua_State *L, int idx) { return luaL_checkudata(L, idx, TRACE_MT); }
+
+static int l_trace_new(lua_State *L) {
+  hl_trace *t = lua_newuserdata(L, sizeof(hl_trace));
+  hl_trace_init(t);
+  luaL_getmetatable(L, TRACE_MT);
+  lua_setmetatable(L, -2);
+  return 1;
+}
+
+static int trace_gc(lua_State *L) {
+  hl_trace_free(check_trace(L, 1));
+  return 0;
+}
+
+/* trace_arg(trace, dtype, shape) -> tracer */
+static int l_trace_arg(lua_State *L) {
+  hl_trace *t = check_trace(L, 1);
+  hl_dtype d = check_dtype(L, 2, "jit", HL_FLOAT32);
+  int64_t shape[HL_MAX_DIMS];
+  int n = check_shape(L, 3, "jit", shape);
+  hl_array r;
+  if (hl_trace_arg(t, d, n, shape, &r)) return raise(L);
+  push_array(L, &r, 1);
+  return 1;
+}
+
+static int l_trace_close(lua_State *L) {
+  check_trace(L, 1)->closed = 1;
+  return 0;
+}
+
+typedef struct {
+  hl_program p;
+} program_ud;
+
+/* collect tracers of a Lua list at idx */
+static int list_arrays(lua_State *L, int idx, const hl_array **out, int max, const char *what) {
+  int n = (int)lua_objlen(L, idx);
+  if (n > max) raisef(L, "halua: %s: too many arrays%s", what, "");
+  for (int k = 0; k < n; k++) {
+    lua_rawgeti(L, idx, k + 1);
+    out[k] = to_array(L, -1);
+    lua_pop(L, 1);   /* still referenced by the list */
+    if (!out[k]) raisef(L, "halua: %s: list holds a non-array%s", what, "");
+  }
+  return n;
+}
+
+/* program_build(trace, {tracers}, name) -> program */
+static int l_program_build(lua_State *L) {
+  hl_trace *t = check_trace(L, 1);
+  const hl_array *outs[256];
+  int n = list_arrays(L, 2, outs, 256, "jit");
+  const char *name = luaL_optstring(L, 3, "jit");
+  program_ud *u = lua_newuserdata(L, sizeof(program_ud));
+  memset(u, 0, sizeof *u);
+  luaL_getmetatable(L, PROGRAM_MT);
+  lua_setmetatable(L, -2);
+  if (hl_program_build(t, n, outs, name, &u->p)) return raise(L);
+  return 1;
+}
+
+static int program_gc(lua_State *L) {
+  program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
+  hl_program_free(&u->p);
+  return 0;
+}
+
+/* program_run(program, args...) -> outputs... */
+static int l_program_run(lua_State *L) {
+  program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
+  int nargs = lua_gettop(L) - 1;
+  const hl_array *args[64];
+  hl_array outs[64];
+  if (nargs > 64) raisef(L, "halua: jit: too many arguments%s%s", "", "");
+  for (int k = 0; k < nargs; k++) args[k] = check_array(L, k + 2, "jit");
+  if (hl_program_run(&u->p, nargs, args, outs)) return raise(L);
+  int n = u->p.g.noutputs;
+  luaL_checkstack(L, n, "halua: too many outputs");
+  for (int k = 0; k < n; k++) push_array(L, &outs[k], 0);
+  return n;
+}
+
+static int l_program_text(lua_State *L) {
+  program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
+  char *s = hl_graph_text(&u->p.g);
+  lua_pushstring(L, s ? s : "");
+  free(s);
+  return 1;
+}
+
+static int l_program_stmt(lua_State *L) {
+  program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
+  char *s = hl_kernel_stmt(u->p.kernel);
+  if (!s) return raise(L);
+  lua_pushstring(L, s);
+  free(s);
+  return 1;
+}
+
+static int l_program_compile_ms(lua_State *L) {
+  program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
+  lua_pushnumber(L, hl_kernel_compile_ms(u->p.kernel));
+  return 1;
+}
+
+/* trace_text(trace, {tracers}) -> the pruned program as text, without compiling */
+static int l_trace_text(lua_State *L) {
+  hl_trace *t = check_trace(L, 1);
+  const hl_array *outs[256];
+  int n = list_arrays(L, 2, outs, 256, "trace");
+  int ids[256];
+  for (int k = 0; k < n; k++) {
+    if (outs[k]->graph != &t->g) raisef(L, "halua: trace: an output is not a value of this trace%s%s", "", "");
+    ids[k] = outs[k]->node;
+  }
+  hl_graph pruned;
+  if (hl_graph_set_outputs(&t->g, n, ids) || hl_graph_prune(&t->g, &pruned)) return raise(L);
+  char *s = hl_graph_text(&pruned);
+  hl_graph_free(&pruned);
+  lua_pushstring(L, s ? s : "");
+  free(s);
+  return 1;
+}
+
+static int l_cache_info(lua_State *L) {
+  hl_cache_stats s = hl_cache_info();
+  lua_createtable(L, 0, 4);
+  lua_pushnumber(L, (double)s.entries);
+  lua_setfield(L, -2, "entries");
+  lua_pushnumber(L, (double)s.hits);
+  lua_setfield(L, -2, "hits");
+  lua_pushnumber(L, (double)s.misses);
+  lua_setfield(L, -2, "misses");
+  lua_pushnumber(L, s.compile_ms);
+  lua_setfield(L, -2, "compile_ms");
+  return 1;
+}
+
+static int l_cache_clear(lua_State *L) {
+  (void)L;
+  hl_cache_clear();
+  return 0;
+}
+
+static int l_heap_bytes(lua_State *L) {
+  lua_pushnumber(L, (double)hl_heap_bytes());
+  return 1;
+}
+
+static const luaL_Reg core_funcs[] = {
+    {"array", l_array},
+    {"full", l_full},
+    {"cast", l_cast},
+    {"matmul", l_matmul},
+    {"reshape", l_reshape},
+    {"broadcast_to", l_broadcast_to},
+    {"transpose", l_transpose},
+    {"slice", l_slice},
+    {"concatenate", l_concatenate},
+    {"iota", l_iota},
+    {"item", l_item},
+    {"totable", l_totable},
+    {"get", l_get},
+    {"info", l_info},
+    {"is_array", l_is_array},
+    {"is_tracer", l_is_tracer},
+    {"property", l_property},
+    {"trace_new", l_trace_new},
+    {"trace_arg", l_trace_arg},
+    {"trace_close", l_trace_close},
+    {"trace_text", l_trace_text},
+    {"program_build", l_program_build},
+    {"program_run", l_program_run},
+    {"program_text", l_program_text},
+    {"program_stmt", l_program_stmt},
+    {"program_compile_ms", l_program_compile_ms},
+    {"cache_info", l_cache_info},
+    {"cache_clear", l_cache_clear},
+    {"heap_bytes", l_heap_bytes},
+    {NULL, NULL},
+};
+
+int luaopen_halua_core(lua_State *L) {
+  /* the array metatable; __index/__newindex/__tostring are completed by halua/init.lua */
+  luaL_newmetatable(L, ARRAY_MT);
+  lua_pushcfunction(L, array_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, array_len);
+  lua_setfield(L, -2, "__len");
+  lua_pushcfunction(L, array_compare);
+  lua_setfield(L, -2, "__lt");
+  lua_pushcfunction(L, array_compare);
+  lua_setfield(L, -2, "__le");
+  int mt = lua_gettop(L);
+  luaL_newmetatable(L, TRACE_MT);
+  lua_pushcfunction(L, trace_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
+  luaL_newmetatable(L, PROGRAM_MT);
+  lua_pushcfunction(L, program_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
+
+  lua_newtable(L);
+  luaL_register(L, NULL, core_funcs);
+  int core = lua_gettop(L);
+  /* one closure per primitive, from the table */
+  lua_newtable(L);
+  int prims = lua_gettop(L);
+  for (int p = 0; p < HL_NPRIMS; p++) {
+    hl_prim_kind kind = hl_prims[p].kind;
+    if (kind != HL_K_ELEMWISE && kind != HL_K_REDUCE) continue;
+    if (p == HL_P_CAST) continue;
+    lua_pushinteger(L, p);
+    lua_pushstring(L, hl_prims[p].name);
+    lua_pushcclosure(L, kind == HL_K_ELEMWISE ? l_elemwise : l_reduce, 2);
+    lua_setfield(L, prims, hl_prims[p].name);
+  }
+  lua_setfield(L, core, "prims");
+  /* operators straight to C: no Lua frame on the eager fast path */
+  static const struct { const char *mm, *prim; } ops[] = {
+      {"__add", "add"}, {"__sub", "sub"}, {"__mul", "mul"}, {"__div", "div"},
+      {"__mod", "mod"}, {"__pow", "pow"}, {"__unm", "neg"},
+  };
+  for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+    lua_getfield(L, core, "prims");
+    lua_getfield(L, -1, ops[k].prim);
+    lua_setfield(L, mt, ops[k].mm);
+    lua_pop(L, 1);
+  }
+  lua_pushvalue(L, mt);
+  lua_setfield(L, core, "array_mt");
+  return 1;
+}

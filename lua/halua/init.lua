@@ -1,0 +1,596 @@
+-- halua: the Lua face of the engine. The C module (halua_core) holds arrays, primitives and
+-- compiled pipelines; this file adds NumPy-style argument handling, composites written with
+-- primitives, indexing, printing and hl.jit.
+local core = require "halua_core"
+local tree = require "halua.tree"
+local ok_format, format = pcall(require, "halua.format")
+
+local hl = {core = core, tree = tree}
+local P = core.prims
+local mt = core.array_mt
+local methods = {}
+
+local function fail(msg, ...) error("halua: " .. string.format(msg, ...), 0) end
+local is_array = core.is_array
+
+for _, d in ipairs {"float32", "float64", "float16", "bfloat16", "int8", "int32", "int64", "uint8", "bool"} do
+  hl[d] = d
+end
+
+local function shape_str(s) return "[" .. table.concat(s, ",") .. "]" end
+
+-- ---------------------------------------------------------------- creation
+
+hl.array = core.array
+hl.asarray = function(x, dtype)
+  if is_array(x) and (dtype == nil or x.dtype == dtype) then return x end
+  return core.array(x, dtype)
+end
+function hl.full(shape, v, dtype) return core.full(shape, v, dtype) end
+function hl.zeros(shape, dtype) return core.full(shape, 0, dtype or "float32") end
+function hl.ones(shape, dtype) return core.full(shape, 1, dtype or "float32") end
+function hl.zeros_like(x) return core.full(x.shape, 0, x.dtype) end
+function hl.ones_like(x) return core.full(x.shape, 1, x.dtype) end
+function hl.full_like(x, v) return core.full(x.shape, v, x.dtype) end
+
+local function is_dtype(v) return type(v) == "string" end
+
+function hl.arange(a, b, c, d)
+  -- arange([start,] stop [, step] [, dtype]); the dtype may come after any of them
+  local args = {a, b, c, d}
+  local dtype
+  for i = #args, 1, -1 do
+    if is_dtype(args[i]) then dtype = table.remove(args, i) end
+  end
+  local start, stop, step
+  if #args == 1 then start, stop, step = 0, args[1], 1
+  elseif #args == 2 then start, stop, step = args[1], args[2], 1
+  else start, stop, step = args[1], args[2], args[3] end
+  for _, v in ipairs {start, stop, step} do
+    if type(v) ~= "number" then fail("arange: start, stop and step must be numbers") end
+  end
+  if step == 0 then fail("arange: step must not be 0") end
+  local n = math.max(0, math.ceil((stop - start) / step))
+  if not dtype then
+    local integral = start == math.floor(start) and stop == math.floor(stop) and step == math.floor(step)
+    dtype = integral and "int32" or "float32"
+  end
+  local i = core.iota("float64", {n}, 0)
+  return (i * step + start):astype(dtype)
+end
+
+function hl.linspace(a, b, n, dtype)
+  n = n or 50
+  if n < 0 or n ~= math.floor(n) then fail("linspace: n must be a non-negative integer, got %s", tostring(n)) end
+  local i = core.iota("float64", {n}, 0)
+  local step = n > 1 and (b - a) / (n - 1) or 0
+  local r = i * step + a
+  if n > 1 then r = hl.where(hl.eq(i, n - 1), b, r) end   -- the end point exactly, as NumPy
+  return r:astype(dtype or "float32")
+end
+
+function hl.eye(n, m, dtype)
+  if is_dtype(m) then m, dtype = nil, m end
+  m = m or n
+  local r = core.iota("int32", {n, m}, 0)
+  local c = core.iota("int32", {n, m}, 1)
+  return hl.eq(r, c):astype(dtype or "float32")
+end
+
+-- ---------------------------------------------------------------- elementwise
+
+for name, f in pairs(P) do hl[name] = f end
+hl.negative = P.neg
+-- where(c, a, b) and clip(x, lo, hi)
+function hl.clip(x, lo, hi)
+  if lo ~= nil then x = P.maximum(x, lo) end
+  if hi ~= nil then x = P.minimum(x, hi) end
+  return x
+end
+
+function hl.astype(x, dtype) return core.cast(x, dtype) end
+
+-- ---------------------------------------------------------------- axes
+
+local function norm_axis(op, ax, ndim)
+  if type(ax) ~= "number" or ax ~= math.floor(ax) then
+    fail("%s: axis must be an integer, got %s", op, tostring(ax))
+  end
+  local a = ax < 0 and ndim + ax or ax - 1
+  if a < 0 or a >= ndim then fail("%s: axis %d is out of range for %d dimensions", op, ax, ndim) end
+  return a
+end
+
+-- a table of 0-based axes (sorted, unique) from nil, a number or a table
+local function norm_axes(op, axes, ndim)
+  local out, seen = {}, {}
+  if axes == nil then
+    for a = 0, ndim - 1 do out[#out + 1] = a end
+    return out
+  end
+  if type(axes) ~= "table" then axes = {axes} end
+  for _, ax in ipairs(axes) do
+    local a = norm_axis(op, ax, ndim)
+    if seen[a] then fail("%s: axis %d repeated", op, ax) end
+    seen[a] = true
+    out[#out + 1] = a
+  end
+  table.sort(out)
+  return out
+end
+
+local function mask_of(axes)
+  local m = 0
+  for _, a in ipairs(axes) do m = m + 2 ^ a end
+  return m
+end
+
+local function keep_shape(shape, axes)
+  local s = {}
+  for i = 1, #shape do s[i] = shape[i] end
+  for _, a in ipairs(axes) do s[a + 1] = 1 end
+  return s
+end
+
+local function reducer(name)
+  local prim = P[name]
+  return function(x, axes, keepdims)
+    if not is_array(x) then x = hl.array(x) end
+    if type(axes) == "boolean" then axes, keepdims = nil, axes end
+    local ax = norm_axes(name, axes, x.ndim)
+    local r = prim(x, mask_of(ax))
+    if keepdims then r = core.reshape(r, keep_shape(x.shape, ax)) end
+    return r
+  end
+end
+for _, name in ipairs {"sum", "prod", "max", "min"} do hl[name] = reducer(name) end
+
+local function arg_reducer(name)
+  local prim = P[name]
+  return function(x, axis, keepdims)
+    if not is_array(x) then x = hl.array(x) end
+    if axis == nil then
+      x = core.reshape(x, {x.size})
+      axis = 1
+    end
+    local a = norm_axis(name, axis, x.ndim)
+    local r = prim(x, 2 ^ a) + 1   -- 1-based indices
+    if keepdims then r = core.reshape(r, keep_shape(x.shape, {a})) end
+    return r
+  end
+end
+hl.argmax = arg_reducer("argmax")
+hl.argmin = arg_reducer("argmin")
+
+local function count(x, axes)
+  local n = 1
+  local shape = x.shape
+  for _, a in ipairs(norm_axes("mean", axes, x.ndim)) do n = n * shape[a + 1] end
+  return n
+end
+
+function hl.mean(x, axes, keepdims)
+  if type(axes) == "boolean" then axes, keepdims = nil, axes end
+  local s = hl.sum(x, axes, keepdims)
+  if s.dtype ~= "float32" and s.dtype ~= "float64" then s = s:astype("float32") end
+  return s / count(x, axes)
+end
+
+function hl.logsumexp(x, axes, keepdims)
+  if type(axes) == "boolean" then axes, keepdims = nil, axes end
+  if not is_array(x) then x = hl.array(x) end
+  if x.dtype ~= "float32" and x.dtype ~= "float64" then x = x:astype("float32") end
+  local m = hl.max(x, axes, true)
+  -- an all -inf row keeps max -inf: subtract 0 there so the result is -inf, not NaN
+  m = hl.where(P.isfinite(m), m, 0)
+  local s = hl.log(hl.sum(hl.exp(x - m), axes, true)) + m
+  if not keepdims then s = core.reshape(s, hl.sum(x, axes).shape) end
+  return s
+end
+
+-- ---------------------------------------------------------------- linear algebra, shape
+
+hl.matmul = core.matmul
+function hl.dot(a, b)
+  if a.ndim == 0 or b.ndim == 0 then return a * b end
+  return core.matmul(a, b)
+end
+
+function hl.transpose(x, perm)
+  local n = x.ndim
+  local p = {}
+  if perm == nil then
+    for i = 1, n do p[i] = n - i end
+  else
+    if type(perm) ~= "table" or #perm ~= n then
+      fail("transpose: permutation must list %d axes for shape %s", n, shape_str(x.shape))
+    end
+    for i = 1, n do p[i] = norm_axis("transpose", perm[i], n) end
+  end
+  return core.transpose(x, p)
+end
+
+function hl.reshape(x, shape)
+  if type(shape) == "number" then shape = {shape} end
+  if type(shape) ~= "table" then fail("reshape: shape must be a number or a table, got %s", type(shape)) end
+  local s, hole, known = {}, nil, 1
+  for i, e in ipairs(shape) do
+    if e == -1 then
+      if hole then fail("reshape: only one -1 is allowed in shape %s", shape_str(shape)) end
+      hole = i
+    elseif type(e) ~= "number" or e < 0 or e ~= math.floor(e) then
+      fail("reshape: bad extent %s in shape %s", tostring(e), shape_str(shape))
+    else
+      known = known * e
+    end
+    s[i] = e
+  end
+  if hole then
+    if known == 0 or x.size % known ~= 0 then
+      fail("reshape: cannot reshape %s (%d elements) to %s", shape_str(x.shape), x.size, shape_str(shape))
+    end
+    s[hole] = x.size / known
+  end
+  return core.reshape(x, s)
+end
+
+function hl.flatten(x) return core.reshape(x, {x.size}) end
+hl.broadcast_to = core.broadcast_to
+
+function hl.concatenate(list, axis)
+  if type(list) ~= "table" or #list == 0 then fail("concatenate: needs a non-empty list of arrays") end
+  if not is_array(list[1]) then fail("concatenate: element 1 is a %s, expected an array", type(list[1])) end
+  return core.concatenate(list, norm_axis("concatenate", axis or 1, list[1].ndim))
+end
+
+function hl.expand_dims(x, axis)
+  local s = x.shape
+  local a = norm_axis("expand_dims", axis, #s + 1)
+  table.insert(s, a + 1, 1)
+  return core.reshape(x, s)
+end
+
+function hl.squeeze(x, axes)
+  local s, out = x.shape, {}
+  local drop = {}
+  if axes == nil then
+    for i = 1, #s do drop[i] = s[i] == 1 end
+  else
+    for _, a in ipairs(norm_axes("squeeze", axes, #s)) do
+      if s[a + 1] ~= 1 then fail("squeeze: axis %d has extent %d, not 1", a + 1, s[a + 1]) end
+      drop[a + 1] = true
+    end
+  end
+  for i = 1, #s do if not drop[i] then out[#out + 1] = s[i] end end
+  return core.reshape(x, out)
+end
+
+-- ---------------------------------------------------------------- nn composites (core issue)
+
+hl.nn = hl.nn or {}
+function hl.nn.softmax(x, axis)
+  axis = axis or -1
+  local m = hl.max(x, axis, true)
+  m = hl.where(P.isfinite(m), m, 0)
+  local e = hl.exp(x - m)
+  return e / hl.sum(e, axis, true)
+end
+function hl.nn.log_softmax(x, axis)
+  axis = axis or -1
+  return x - hl.logsumexp(x, axis, true)
+end
+hl.softmax = hl.nn.softmax
+
+-- ---------------------------------------------------------------- indexing
+
+-- one axis spec -> start0, step, count, drop
+local function axis_spec(spec, extent, axis, shape)
+  if type(spec) == "number" then
+    if spec ~= math.floor(spec) then fail("index: index %s is not an integer", tostring(spec)) end
+    local i = spec < 0 and extent + spec or spec - 1
+    if i < 0 or i >= extent then
+      fail("index: index %d is out of range for axis %d of shape %s", spec, axis, shape_str(shape))
+    end
+    return i, 1, 1, true
+  end
+  if type(spec) ~= "table" then fail("index: axis %d: expected a number or a range table, got %s", axis, type(spec)) end
+  local a, b, step = spec[1] or 1, spec[2] or -1, spec[3] or 1
+  if step == 0 then fail("index: axis %d: step must not be 0", axis) end
+  -- inclusive, 1-based, negatives from the end; clamped like string.sub
+  if a < 0 then a = extent + a + 1 end
+  if b < 0 then b = extent + b + 1 end
+  if step > 0 then
+    if spec[1] == nil then a = 1 end
+    if spec[2] == nil then b = extent end
+    a, b = math.max(a, 1), math.min(b, extent)
+    local n = b >= a and math.floor((b - a) / step) + 1 or 0
+    return a - 1, step, n, false
+  else
+    if spec[1] == nil then a = extent end
+    if spec[2] == nil then b = 1 end
+    a, b = math.min(a, extent), math.max(b, 1)
+    local n = a >= b and math.floor((a - b) / -step) + 1 or 0
+    return a - 1, step, n, false
+  end
+end
+
+local function index(x, key)
+  local shape = x.shape
+  local specs = type(key) == "table" and key or {key}
+  if #specs > #shape then fail("index: %d indices for shape %s", #specs, shape_str(shape)) end
+  local starts, steps, counts, out = {}, {}, {}, {}
+  for d = 1, #shape do
+    local s, st, n, drop = axis_spec(specs[d] or {}, shape[d], d, shape)
+    if n == 0 then s = 0 end
+    starts[d], steps[d], counts[d] = s, st, n
+    if not drop then out[#out + 1] = n end
+  end
+  local r = core.slice(x, starts, steps, counts)
+  if #out ~= #shape then r = core.reshape(r, out) end
+  return r
+end
+hl.index = index
+
+-- x:at(idx):set(v) and friends: functional updates through a mask
+local updater = {}
+updater.__index = updater
+-- Eager scatter through Lua tables: O(size) work per update, correct for every index form.
+-- (A pipeline scatter primitive replaces this with the indexing work.)
+local function scatter(self, v, combine)
+  local x = self.x
+  local sel = index(x, self.idx)
+  local new = hl.broadcast_to(hl.asarray(combine(sel, v), x.dtype):astype(x.dtype), sel.shape)
+  local ids = index(hl.reshape(core.iota("float64", {x.size}, 0), x.shape), self.idx)
+  local flat_ids, flat_vals = {}, {}
+  local function walk(t, u)
+    if type(t) == "table" then
+      for i = 1, #t do walk(t[i], u[i]) end
+    else
+      flat_ids[#flat_ids + 1] = t
+      flat_vals[#flat_vals + 1] = u
+    end
+  end
+  walk(ids:totable(), new:totable())
+  local xs = hl.flatten(x):totable()
+  for i, id in ipairs(flat_ids) do xs[id + 1] = flat_vals[i] end
+  return hl.reshape(hl.array(xs, x.dtype), x.shape)
+end
+function updater:set(v) return scatter(self, v, function(_, b) return b end) end
+function updater:add(v) return scatter(self, v, function(a, b) return a + b end) end
+function updater:mul(v) return scatter(self, v, function(a, b) return a * b end) end
+function updater:min(v) return scatter(self, v, function(a, b) return P.minimum(a, b) end) end
+function updater:max(v) return scatter(self, v, function(a, b) return P.maximum(a, b) end) end
+function methods.at(x, idx)
+  if core.is_tracer(x) then fail("at: functional updates of traced arrays are not supported yet; compute the result with hl.where") end
+  return setmetatable({x = x, idx = idx}, updater)
+end
+
+-- ---------------------------------------------------------------- methods and metatable
+
+for name, f in pairs(P) do methods[name] = f end
+for _, name in ipairs {"sum", "prod", "max", "min", "argmax", "argmin", "mean", "logsumexp", "matmul", "dot",
+                       "transpose", "reshape", "flatten", "broadcast_to", "expand_dims", "squeeze", "clip",
+                       "astype", "eq", "ne", "lt", "le", "gt", "ge"} do
+  methods[name] = hl[name]
+end
+methods.item = core.item
+methods.totable = core.totable
+methods.softmax = hl.nn.softmax
+
+local property = core.property
+mt.__index = function(x, k)
+  local t = type(k)
+  if t == "string" then
+    local m = methods[k]
+    if m then return m end
+    if k == "T" then return hl.transpose(x) end
+    local v = property(x, k)
+    if v ~= nil then return v end
+    fail("no field or method '%s' on an array", k)
+  end
+  return index(x, k)
+end
+mt.__newindex = function()
+  fail("arrays are immutable: use x:at(index):set(value), which returns a new array")
+end
+
+local function tostring_array(x)
+  local dtype, shape, traced = core.info(x)
+  if traced then
+    return ok_format and format.tracer(dtype, shape) or string.format("<traced %s%s>", dtype, shape_str(shape))
+  end
+  if ok_format then
+    local get = core.get
+    return format.array(function(i) return get(x, i) end, shape, dtype)
+  end
+  return string.format("hl.array(<%s%s>)", dtype, shape_str(shape))
+end
+mt.__tostring = tostring_array
+hl.tostring = tostring_array
+
+-- ---------------------------------------------------------------- jit
+
+local function leaf_sig(v, i)
+  local t = type(v)
+  if t == "userdata" and is_array(v) then
+    local dtype, shape = core.info(v)
+    return dtype .. "[" .. table.concat(shape, ",") .. "]"
+  elseif t == "number" then
+    return string.format("#%.17g", v)
+  elseif t == "boolean" or t == "string" or t == "nil" then
+    return "#" .. tostring(v)
+  end
+  fail("jit: argument %d holds a %s leaf; pass arrays or numbers, or mark it static with static_argnums", i, t)
+end
+
+local function static_sig(v)
+  if type(v) == "table" then
+    local leaves, def = tree.flatten(v)
+    local parts = {def}
+    for _, l in ipairs(leaves) do parts[#parts + 1] = type(l) == "number" and string.format("%.17g", l) or tostring(l) end
+    return table.concat(parts, "|")
+  end
+  return type(v) == "number" and string.format("%.17g", v) or tostring(v)
+end
+
+local jit_mt = {}
+jit_mt.__index = jit_mt
+
+-- signature, the flat list of traced arrays, and per-argument tree information
+local function analyse(self, args, n)
+  local parts, arrays, info = {}, {}, {}
+  for i = 1, n do
+    local a = args[i]
+    if self.static[i] then
+      parts[i] = "S" .. static_sig(a)
+      info[i] = false
+    elseif is_array(a) then
+      arrays[#arrays + 1] = a
+      parts[i] = leaf_sig(a, i)
+      info[i] = true
+    elseif type(a) == "table" then
+      local leaves, def = tree.flatten(a)
+      local lp = {def}
+      for _, l in ipairs(leaves) do
+        lp[#lp + 1] = leaf_sig(l, i)
+        if is_array(l) then arrays[#arrays + 1] = l end
+      end
+      parts[i] = table.concat(lp, ";")
+      info[i] = {def = def, leaves = leaves}
+    else
+      parts[i] = leaf_sig(a, i)
+      info[i] = false
+    end
+  end
+  return n .. "|" .. table.concat(parts, "|"), arrays, info
+end
+
+local function build(self, args, n, info, sig)
+  local trace = core.trace_new()
+  local targs = {}
+  for i = 1, n do
+    local a = args[i]
+    if info[i] == true then
+      local dtype, shape = core.info(a)
+      targs[i] = core.trace_arg(trace, dtype, shape)
+    elseif type(info[i]) == "table" then
+      local leaves = {}
+      for j, l in ipairs(info[i].leaves) do
+        if is_array(l) then
+          local dtype, shape = core.info(l)
+          leaves[j] = core.trace_arg(trace, dtype, shape)
+        else
+          leaves[j] = l
+        end
+      end
+      targs[i] = tree.unflatten(info[i].def, leaves)
+    else
+      targs[i] = a
+    end
+  end
+  local t0 = os.clock()
+  local results = table.pack and table.pack(self.f(unpack(targs, 1, n))) or {n = select("#", self.f(unpack(targs, 1, n))), self.f(unpack(targs, 1, n))}
+  local nres = results.n
+  -- the outputs: tracers of this trace become pipeline outputs; anything else is returned as is
+  local out_leaves, out_defs = {}, {}
+  local traced, slots = {}, {}
+  for r = 1, nres do
+    local leaves, def = tree.flatten(results[r])
+    out_defs[r] = def
+    out_leaves[r] = leaves
+    for j, l in ipairs(leaves) do
+      if core.is_tracer(l) then
+        traced[#traced + 1] = l
+        slots[#slots + 1] = {r, j}
+      end
+    end
+  end
+  local entry = {nres = nres, defs = out_defs, consts = out_leaves, slots = slots, trace_s = os.clock() - t0}
+  entry.text = core.trace_text(trace, traced)
+  entry.program = core.program_build(trace, traced, self.name)
+  core.trace_close(trace)
+  -- constants must not keep tracers alive
+  for _, s in ipairs(slots) do out_leaves[s[1]][s[2]] = false end
+  self.cache[sig] = entry
+  return entry
+end
+
+local function run(entry, arrays)
+  local outs = {core.program_run(entry.program, unpack(arrays))}
+  local results = {}
+  for r = 1, entry.nres do
+    local leaves = {}
+    for j, l in ipairs(entry.consts[r]) do leaves[j] = l end
+    results[r] = leaves
+  end
+  for k, s in ipairs(entry.slots) do results[s[1]][s[2]] = outs[k] end
+  for r = 1, entry.nres do
+    local def = entry.defs[r]
+    results[r] = def == "*" and results[r][1] or tree.unflatten(def, results[r])
+  end
+  return unpack(results, 1, entry.nres)
+end
+
+function jit_mt:__call(...)
+  local n = select("#", ...)
+  local args = {...}
+  for i = 1, n do
+    -- called while tracing an enclosing function: inline
+    if core.is_tracer(args[i]) then return self.f(...) end
+    if type(args[i]) == "table" and not self.static[i] then
+      for _, l in ipairs(tree.leaves(args[i])) do
+        if core.is_tracer(l) then return self.f(...) end
+      end
+    end
+  end
+  local sig, arrays, info = analyse(self, args, n)
+  local entry = self.cache[sig]
+  if not entry then entry = build(self, args, n, info, sig) end
+  return run(entry, arrays)
+end
+
+local lowered_mt = {}
+lowered_mt.__index = lowered_mt
+function lowered_mt:ir() return self.entry.text end
+function lowered_mt:stmt() return core.program_stmt(self.entry.program) end
+function lowered_mt:compile_ms() return core.program_compile_ms(self.entry.program) end
+lowered_mt.__tostring = function(self) return self.entry.text end
+
+function jit_mt:lower(...)
+  local n = select("#", ...)
+  local args = {...}
+  local sig, _, info = analyse(self, args, n)
+  local entry = self.cache[sig] or build(self, args, n, info, sig)
+  return setmetatable({entry = entry}, lowered_mt)
+end
+
+function hl.jit(f, opts)
+  if type(f) ~= "function" and not (type(f) == "table" and getmetatable(f) and getmetatable(f).__call) then
+    fail("jit: expected a function, got %s", type(f))
+  end
+  opts = opts or {}
+  local static = {}
+  local sa = opts.static_argnums
+  if type(sa) == "number" then sa = {sa} end
+  for _, i in ipairs(sa or {}) do
+    if type(i) ~= "number" or i < 1 or i ~= math.floor(i) then fail("jit: static_argnums must hold 1-based argument numbers") end
+    static[i] = true
+  end
+  local info = debug.getinfo(f, "S")
+  local name = opts.name or (info and info.short_src and ("jit " .. info.short_src .. ":" .. (info.linedefined or 0))) or "jit"
+  return setmetatable({f = f, static = static, cache = {}, name = name}, jit_mt)
+end
+
+local trace_mt = {__tostring = function(self) return self.text end}
+function hl.trace(f, ...)
+  local jf = getmetatable(f) == jit_mt and f or hl.jit(f)
+  local lowered = jf:lower(...)
+  return setmetatable({text = lowered:ir()}, trace_mt)
+end
+
+function hl.cache_info() return core.cache_info() end
+function hl.cache_clear() return core.cache_clear() end
+function hl.devices() return {"cpu"} end
+hl.methods = methods
+
+return hl

@@ -1,0 +1,93 @@
+-- Pytrees: nested Lua tables (array part, then string keys in sorted order) whose leaves are
+-- anything that is not a table (arrays, numbers, booleans).
+local tree = {}
+
+local function sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do
+    if type(k) == "string" then
+      keys[#keys + 1] = k
+    elseif type(k) ~= "number" or k < 1 or k > #t or k ~= math.floor(k) then
+      error("halua: tree: table key " .. tostring(k) .. " is neither a string nor in the array part", 0)
+    end
+  end
+  table.sort(keys)
+  return keys
+end
+
+local function flatten_into(t, leaves)
+  if type(t) ~= "table" then
+    leaves[#leaves + 1] = t
+    return "*"
+  end
+  local parts = {}
+  for i = 1, #t do parts[#parts + 1] = flatten_into(t[i], leaves) end
+  local keys = sorted_keys(t)
+  for _, k in ipairs(keys) do parts[#parts + 1] = string.format("%q=", k) .. flatten_into(t[k], leaves) end
+  return "{" .. #t .. ":" .. table.concat(parts, ",") .. "}"
+end
+
+-- leaves, def: def is a string that describes the structure (usable as a cache key)
+function tree.flatten(t)
+  local leaves = {}
+  local def = flatten_into(t, leaves)
+  return leaves, def
+end
+
+function tree.leaves(t)
+  return (tree.flatten(t))
+end
+
+-- Parse a def back into a structure and fill it with leaves in order.
+function tree.unflatten(def, leaves)
+  local pos, li = 1, 0
+  local function parse()
+    local c = def:sub(pos, pos)
+    if c == "*" then
+      pos = pos + 1
+      li = li + 1
+      return leaves[li]
+    end
+    assert(c == "{", "halua: tree.unflatten: malformed tree definition")
+    local n, after = def:match("^(%d+):()", pos + 1)
+    pos = after
+    n = tonumber(n)
+    local t = {}
+    local i = 0
+    while def:sub(pos, pos) ~= "}" do
+      if def:sub(pos, pos) == "," then pos = pos + 1 end
+      if i < n then
+        i = i + 1
+        t[i] = parse()
+      else
+        local key, p2 = def:match('^(%b"")=()', pos)
+        pos = p2
+        t[loadstring("return " .. key)()] = parse()
+      end
+    end
+    pos = pos + 1
+    return t
+  end
+  local t = parse()
+  if li ~= #leaves then error("halua: tree.unflatten: " .. #leaves .. " leaves for a tree of " .. li, 0) end
+  return t
+end
+
+function tree.map(f, t, ...)
+  local leaves, def = tree.flatten(t)
+  local others = {}
+  for i, o in ipairs({...}) do
+    local ol, od = tree.flatten(o)
+    if od ~= def then error("halua: tree.map: tree " .. (i + 1) .. " has a different structure", 0) end
+    others[i] = ol
+  end
+  local out = {}
+  for i, leaf in ipairs(leaves) do
+    local args = {leaf}
+    for j = 1, #others do args[j + 1] = others[j][i] end
+    out[i] = f(unpack(args))
+  end
+  return tree.unflatten(def, out)
+end
+
+return tree
