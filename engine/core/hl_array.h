@@ -23,7 +23,7 @@ typedef struct hl_array {
 } hl_array;
 
 int64_t hl_shape_size(int ndim, const int64_t *shape);
-/* A new contiguous (row-major) array of zeros. */
+/* A new contiguous (row-major) array; its elements are uninitialised. */
 int hl_array_alloc(hl_array *out, hl_dtype dtype, int ndim, const int64_t *shape);
 void hl_array_release(hl_array *a);            /* drops the storage reference */
 void hl_array_copy_ref(hl_array *dst, const hl_array *src);   /* dst shares src's storage */

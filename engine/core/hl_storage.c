@@ -1,9 +1,57 @@
 #include "hl_storage.h"
 #include "hl_error.h"
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 static size_t heap_bytes;   /* updated with __atomic builtins: storage is shared across threads */
+
+/* Freed large blocks are kept for reuse: a fresh large allocation is a new mapping whose every page
+ * faults on first touch, which costs more than the kernels that write it. */
+enum { CACHE_SLOTS = 16, CACHE_MIN = 1 << 18 };
+static const size_t cache_max_bytes = (size_t)1 << 30;
+static struct { void *data; size_t padded; } block_cache[CACHE_SLOTS];
+static size_t cached_bytes;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *cache_take(size_t padded) {
+  void *p = NULL;
+  pthread_mutex_lock(&cache_lock);
+  for (int i = 0; i < CACHE_SLOTS; i++)
+    if (block_cache[i].data && block_cache[i].padded == padded) {
+      p = block_cache[i].data;
+      block_cache[i].data = NULL;
+      cached_bytes -= padded;
+      break;
+    }
+  pthread_mutex_unlock(&cache_lock);
+  return p;
+}
+
+static int cache_put(void *data, size_t padded) {
+  int kept = 0;
+  pthread_mutex_lock(&cache_lock);
+  if (cached_bytes + padded <= cache_max_bytes)
+    for (int i = 0; i < CACHE_SLOTS && !kept; i++)
+      if (!block_cache[i].data) {
+        block_cache[i].data = data;
+        block_cache[i].padded = padded;
+        cached_bytes += padded;
+        kept = 1;
+      }
+  pthread_mutex_unlock(&cache_lock);
+  return kept;
+}
+
+void hl_storage_trim(void) {
+  pthread_mutex_lock(&cache_lock);
+  for (int i = 0; i < CACHE_SLOTS; i++) {
+    free(block_cache[i].data);
+    block_cache[i].data = NULL;
+  }
+  cached_bytes = 0;
+  pthread_mutex_unlock(&cache_lock);
+}
 
 /* Halide may read a little past the end of a buffer in vector tails: pad allocations. */
 enum { ALIGN = 64, PAD = 64 };
@@ -11,13 +59,15 @@ enum { ALIGN = 64, PAD = 64 };
 hl_storage *hl_storage_new(size_t nbytes) {
   hl_storage *s = malloc(sizeof *s);
   size_t padded = (nbytes + PAD + ALIGN - 1) / ALIGN * ALIGN;
-  void *data = s ? aligned_alloc(ALIGN, padded) : NULL;
+  void *data = s && padded >= CACHE_MIN ? cache_take(padded) : NULL;
+  if (s && !data) data = aligned_alloc(ALIGN, padded);
   if (!data) {
     free(s);
     hl_error("out of memory allocating %zu bytes", nbytes);
     return NULL;
   }
-  memset(data, 0, padded);
+  /* kernels write every element: only the tail padding (read by vector tails) is cleared */
+  memset((char *)data + nbytes, 0, padded - nbytes);
   *s = (hl_storage){.refcount = 1, .data = data, .nbytes = nbytes};
   __atomic_add_fetch(&heap_bytes, nbytes, __ATOMIC_RELAXED);
   return s;
@@ -41,7 +91,8 @@ void hl_storage_release(hl_storage *s) {
     s->release(s->release_ctx, s->data);
   } else {
     __atomic_sub_fetch(&heap_bytes, s->nbytes, __ATOMIC_RELAXED);
-    free(s->data);
+    size_t padded = (s->nbytes + PAD + ALIGN - 1) / ALIGN * ALIGN;
+    if (padded < CACHE_MIN || !cache_put(s->data, padded)) free(s->data);
   }
   free(s);
 }

@@ -14,11 +14,14 @@ typedef struct hl_storage {
   void *release_ctx;
 } hl_storage;
 
-hl_storage *hl_storage_new(size_t nbytes);   /* zero-filled; NULL + hl_error on failure */
+/* Uninitialised contents (callers write every element); NULL + hl_error on failure. */
+hl_storage *hl_storage_new(size_t nbytes);
 hl_storage *hl_storage_wrap(void *data, size_t nbytes, hl_release_fn release, void *ctx);
 void hl_storage_retain(hl_storage *s);
 void hl_storage_release(hl_storage *s);
 
 /* Bytes of engine storage alive now (ours, not wrapped). The Lua layer steps its GC on this. */
 size_t hl_heap_bytes(void);
+/* Free the blocks kept for reuse (large freed blocks are cached, up to 1 GiB in 16 blocks). */
+void hl_storage_trim(void);
 #endif

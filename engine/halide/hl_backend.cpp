@@ -40,7 +40,9 @@ Target host_target() {
   static Target t = get_host_target()
                         .with_feature(Target::JIT)
                         .with_feature(Target::UserContext)
-                        .with_feature(Target::LargeBuffers);
+                        .with_feature(Target::LargeBuffers)
+                        /* IEEE semantics: without it NaN tests fold away and NaN/Inf results differ from NumPy */
+                        .with_feature(Target::StrictFloat);
   return t;
 }
 

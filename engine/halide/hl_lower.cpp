@@ -34,6 +34,24 @@ const std::vector<Var> &hl_vars(int rank) {
   return by_rank[rank];
 }
 
+/* NaN and Inf tests on the bit pattern: Halide's is_nan is compiled with no-NaNs math attributes
+ * and folds to false, even with StrictFloat. */
+static Expr float_bits(Expr x, uint64_t mask) {
+  Type u = UInt(x.type().bits());
+  return reinterpret(u, x) & Internal::make_const(u, (uint64_t)mask);
+}
+static Expr exponent_all_ones(const Expr &x) {
+  return Internal::make_const(UInt(x.type().bits()), (uint64_t)(x.type().bits() == 64 ? 0x7ff0000000000000ull : 0x7f800000ull));
+}
+static uint64_t magnitude_mask(const Expr &x) { return x.type().bits() == 64 ? 0x7fffffffffffffffull : 0x7fffffffull; }
+
+Expr hl_is_nan(Expr x) { return float_bits(x, magnitude_mask(x)) > exponent_all_ones(x); }
+Expr hl_is_inf(Expr x) { return float_bits(x, magnitude_mask(x)) == exponent_all_ones(x); }
+Expr hl_is_finite(Expr x) {
+  uint64_t e = x.type().bits() == 64 ? 0x7ff0000000000000ull : 0x7f800000ull;
+  return float_bits(x, e) != exponent_all_ones(x);
+}
+
 namespace {
 
 struct Lowerer {
@@ -53,6 +71,7 @@ struct Lowerer {
   }
 
   static Expr as_bool(Expr e) { return e != make_zero(e.type()); }
+  static Expr ordered(Expr a, Expr b) { return !hl_is_nan(a) && !hl_is_nan(b); }
   static Expr from_bool(Expr c) { return cast(UInt(8), c); }
 
   /* The Halide dims (innermost first) of a rank-r node, as Exprs. */
@@ -93,9 +112,9 @@ struct Lowerer {
     case HL_P_COSH: return f32 ? hl_vmath_cosh(x) : cosh(x);
     case HL_P_TANH: return f32 ? hl_vmath_tanh(x) : tanh(x);
     case HL_P_ERF: return f32 ? hl_vmath_erf(x) : Internal::Call::make(ty, "erf", {x}, Internal::Call::PureExtern);
-    case HL_P_ISNAN: return from_bool(fl ? is_nan(x) : const_false());
-    case HL_P_ISINF: return from_bool(fl ? is_inf(x) : const_false());
-    case HL_P_ISFINITE: return from_bool(fl ? is_finite(x) : const_true());
+    case HL_P_ISNAN: return from_bool(fl ? hl_is_nan(x) : const_false());
+    case HL_P_ISINF: return from_bool(fl ? hl_is_inf(x) : const_false());
+    case HL_P_ISFINITE: return from_bool(fl ? hl_is_finite(x) : const_true());
     case HL_P_LOGICAL_NOT: return from_bool(!as_bool(x));
     }
     throw CompileError(std::string("halua: internal: no lowering for ") + hl_prims[prim].name);
@@ -144,15 +163,17 @@ struct Lowerer {
     case HL_P_POW: return !fl ? int_pow(a, b) : t == HL_FLOAT32 ? hl_vmath_pow(a, b) : pow(a, b);
     case HL_P_MOD: return fl ? float_mod(a, b) : int_mod(a, b);
     case HL_P_FLOOR_DIVIDE: return fl ? floor(a / b) : int_floordiv(a, b);
-    case HL_P_MAXIMUM: return fl ? select(is_nan(a) || a > b, a, is_nan(b) || b >= a, b, a) : max(a, b);
-    case HL_P_MINIMUM: return fl ? select(is_nan(a) || a < b, a, is_nan(b) || b <= a, b, a) : min(a, b);
+    case HL_P_MAXIMUM: return fl ? select(hl_is_nan(a) || a > b, a, hl_is_nan(b) || b >= a, b, a) : max(a, b);
+    case HL_P_MINIMUM: return fl ? select(hl_is_nan(a) || a < b, a, hl_is_nan(b) || b <= a, b, a) : min(a, b);
     case HL_P_ATAN2: return t == HL_FLOAT32 ? hl_vmath_atan2(a, b) : atan2(a, b);
-    case HL_P_EQ: return from_bool(a == b);
-    case HL_P_NE: return from_bool(a != b);
-    case HL_P_LT: return from_bool(a < b);
-    case HL_P_LE: return from_bool(a <= b);
-    case HL_P_GT: return from_bool(a > b);
-    case HL_P_GE: return from_bool(a >= b);
+    /* Halide's simplifier rewrites a >= b as !(a < b) and the like, which is wrong for NaN:
+     * float comparisons are guarded by bit-pattern NaN tests (any NaN: only != holds) */
+    case HL_P_EQ: return from_bool(fl ? ordered(a, b) && a == b : a == b);
+    case HL_P_NE: return from_bool(fl ? !ordered(a, b) || a != b : a != b);
+    case HL_P_LT: return from_bool(fl ? ordered(a, b) && a < b : a < b);
+    case HL_P_LE: return from_bool(fl ? ordered(a, b) && a <= b : a <= b);
+    case HL_P_GT: return from_bool(fl ? ordered(a, b) && a > b : a > b);
+    case HL_P_GE: return from_bool(fl ? ordered(a, b) && a >= b : a >= b);
     case HL_P_LOGICAL_AND: return from_bool(as_bool(a) && as_bool(b));
     case HL_P_LOGICAL_OR: return from_bool(as_bool(a) || as_bool(b));
     case HL_P_LOGICAL_XOR: return from_bool(as_bool(a) != as_bool(b));
@@ -218,24 +239,25 @@ struct Lowerer {
       f(ov) = fl ? cast(ty, mx ? -INFINITY : INFINITY) : (mx ? ty.min() : ty.max());
       Expr acc = f(ov);
       /* NaN wins, as in NumPy */
-      f(ov) = fl ? select(is_nan(acc) || is_nan(x), acc + x, mx ? max(acc, x) : min(acc, x)) : (mx ? max(acc, x) : min(acc, x));
+      f(ov) = fl ? select(hl_is_nan(acc) || hl_is_nan(x), acc + x, mx ? max(acc, x) : min(acc, x)) : (mx ? max(acc, x) : min(acc, x));
       break;
     }
     case HL_P_ARGMAX:
     case HL_P_ARGMIN: {
+      /* two reductions, no Tuple: the extreme value (NaN wins, as in NumPy), then the first
+       * index that holds it */
       bool mx = n.prim == HL_P_ARGMAX;
-      Type it = in.type.dtype == HL_BOOL ? UInt(8) : hl_halide_type(in.type.dtype);
+      Type it = hl_halide_type(in.type.dtype);
       Func best("best" + std::to_string(i));
-      Expr init = fl ? cast(it, mx ? -INFINITY : INFINITY) : (mx ? it.min() : it.max());
-      best(ov) = Tuple(init, cast(Int(64), -1));
-      Expr bv = best(ov)[0], bi = best(ov)[1];
-      /* strictly better, so the first occurrence wins; the first NaN beats everything */
-      Expr better = mx ? x > bv : x < bv;
-      if (fl) better = (better && !is_nan(bv)) || (is_nan(x) && !is_nan(bv));
-      better = better || bi < 0;
-      best(ov) = Tuple(select(better, x, bv), select(better, cast(Int(64), rd[0]), bi));
+      best(ov) = fl ? cast(it, mx ? -INFINITY : INFINITY) : (mx ? it.min() : it.max());
+      Expr bv = best(ov);
+      best(ov) = fl ? select(hl_is_nan(bv) || hl_is_nan(x), bv + x, mx ? max(bv, x) : min(bv, x)) : (mx ? max(bv, x) : min(bv, x));
       L.helpers[i] = best;
-      f(ov) = best(ov)[1];
+      Expr b = best(ov);
+      Expr hit = fl ? ((ordered(x, b) && x == b) || (hl_is_nan(x) && hl_is_nan(b))) : x == b;
+      Expr none = cast(Int(64), Int(64).max());
+      f(ov) = none;
+      f(ov) = min(f(ov), select(hit, cast(Int(64), rd[0]), none));
       break;
     }
     }

@@ -21,6 +21,11 @@ struct hl_lowered {
 Halide::Type hl_halide_type(hl_dtype t);
 const std::vector<Halide::Var> &hl_vars(int rank);   /* x0 .. x{rank-1} */
 
+/* NaN/Inf tests that survive LLVM's float optimisations (bit-pattern tests). */
+Halide::Expr hl_is_nan(Halide::Expr x);
+Halide::Expr hl_is_inf(Halide::Expr x);
+Halide::Expr hl_is_finite(Halide::Expr x);
+
 /* Build the algorithm (no schedule). Throws Halide::Error on failure. */
 void hl_lower_graph(const hl_graph *g, hl_lowered &L);
 /* Give every Func a CPU schedule for target t. */

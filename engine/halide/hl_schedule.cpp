@@ -20,7 +20,7 @@ Expr total_elems(Func f, int r) {
 }
 
 /* Vectorise dim 0, parallelise the rest (or blocks of a 1-D loop). */
-void pointwise(Stage s, int r, int vec, bool parallel, int static_inner) {
+void pointwise(Stage s, int r, int vec, bool parallel, int static_inner, int64_t static_total = 0) {
   const std::vector<Var> &v = hl_vars(r);
   if (r == 0) return;
   int w = vec;
@@ -29,7 +29,10 @@ void pointwise(Stage s, int r, int vec, bool parallel, int static_inner) {
   if (r == 1) {
     if (parallel) {
       Var xo("xo"), xi("xi");
-      s.split(v[0], xo, xi, vec * 64, TailStrategy::GuardWithIf).parallel(xo);
+      /* tasks of at least 16K elements (a task hand-off costs about a microsecond), and about
+       * 16 of them when the size is known, so both cores stay busy to the end */
+      int64_t block = static_total > 0 ? std::max<int64_t>(1 << 14, (static_total / 16 + vec - 1) / vec * vec) : 1 << 14;
+      s.split(v[0], xo, xi, (int)block, TailStrategy::GuardWithIf).parallel(xo);
       s.vectorize(xi, w, TailStrategy::GuardWithIf);
     } else if (w > 1) {
       s.vectorize(v[0], w, TailStrategy::GuardWithIf);
@@ -56,7 +59,7 @@ void schedule_root(Func f, const hl_node &n, bool dynamic, int vec, bool update_
   int64_t total = hl_shape_size(r, n.type.shape);
   int inner = dynamic || r == 0 ? 0 : (int)n.type.shape[r - 1];
   auto apply = [&](bool par) {
-    pointwise(f, r, vec, par, inner);
+    pointwise(f, r, vec, par, inner, dynamic ? 0 : total);
     for (int u = 0; u < f.num_update_definitions(); u++) {
       if (update_too) pointwise(f.update(u), r, vec, par, inner);
       else if (r > 0 && par) {
@@ -78,27 +81,37 @@ void schedule_root(Func f, const hl_node &n, bool dynamic, int vec, bool update_
   }
 }
 
-void schedule_matmul(hl_lowered &L, int i, int vec) {
+void schedule_matmul(hl_lowered &L, int i, int vec, Func sized) {
   const hl_node &n = L.g->nodes[i];
   int r = n.type.ndim;
   const std::vector<Var> &v = hl_vars(r);
   Func out = L.funcs[i], prod = L.helpers[i];
   Var no("no"), mo("mo"), ni("ni"), mi("mi");
   const int tn = 2 * vec, tm = 8;
-  out.compute_root()
-      .tile(v[0], v[1], no, mo, ni, mi, tn, tm, TailStrategy::GuardWithIf)
-      .vectorize(ni, vec, TailStrategy::GuardWithIf)
-      .unroll(mi);
-  /* n-tiles outer, m-tiles inner: the k x tn panel of B stays in cache while m sweeps */
-  out.reorder(ni, mi, mo, no);
-  Var par = no;
-  for (int d = 2; d < r; d++) {
-    Var fused("b" + std::to_string(d));
-    out.fuse(par, v[d], fused);
-    par = fused;
-  }
-  out.parallel(par);
+  /* tiles of constant size (ShiftInwards overlaps the last one) keep the accumulators in
+   * registers; shapes smaller than one tile take the guarded schedule */
+  auto tile = [&](Stage s, TailStrategy tail) {
+    s.tile(v[0], v[1], no, mo, ni, mi, tn, tm, tail).vectorize(ni, vec, tail).unroll(mi);
+    /* n-tiles outer, m-tiles inner: the k x tn panel of B stays in cache while m sweeps */
+    s.reorder(ni, mi, mo, no);
+    Var par = no;
+    for (int d = 2; d < r; d++) {
+      Var fused("b" + std::to_string(d));
+      s.fuse(par, v[d], fused);
+      par = fused;
+    }
+    s.parallel(par);
+  };
+  out.compute_root();
+  Expr big = L.g->dynamic ? (sized.output_buffer().dim(0).extent() >= tn && sized.output_buffer().dim(1).extent() >= tm)
+                          : (n.type.shape[r - 1] >= tn && n.type.shape[r - 2] >= tm ? Internal::const_true() : Internal::const_false());
+  tile(out.specialize(big), TailStrategy::ShiftInwards);
+  tile(out, TailStrategy::GuardWithIf);
   prod.compute_at(out, mo).vectorize(v[0], vec, TailStrategy::GuardWithIf).unroll(v[1]);
+  /* pack the k x tn panel of B contiguously once per n-tile: rows of a power-of-two-wide B
+   * otherwise alias in the cache */
+  int b = hl_node_inputs(L.g, &n)[1];
+  L.funcs[b].in(prod).compute_at(out, no).vectorize(v[0], vec, TailStrategy::GuardWithIf);
   RVar k = L.rdoms[i][0];
   prod.update().reorder(v[0], v[1], k).vectorize(v[0], vec, TailStrategy::GuardWithIf).unroll(v[0]).unroll(v[1]);
 }
@@ -128,11 +141,12 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     if (!root[i] || n.prim == HL_P_PARAM) continue;
     int vec = t.natural_vector_size(hl_halide_type(n.type.dtype));
     switch (hl_prims[n.prim].kind) {
-    case HL_K_MATMUL: schedule_matmul(L, i, vec); break;
+    case HL_K_MATMUL: schedule_matmul(L, i, vec, L.outputs[0]); break;
     case HL_K_REDUCE:
       if (n.prim == HL_P_ARGMAX || n.prim == HL_P_ARGMIN) {
-        /* the (value, index) scan is the materialised stage; the index projection inlines */
+        /* the extreme value, then the index search: both along the reduced axis */
         schedule_root(L.helpers[i], n, g->dynamic, 1, false, L.outputs[0]);
+        schedule_root(L.funcs[i], n, g->dynamic, 1, false, L.outputs[0]);
       } else {
         /* the update runs innermost over the reduction; vectorising the output's innermost
          * dimension is legal when that dimension is not reduced */

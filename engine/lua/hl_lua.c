@@ -9,6 +9,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,12 +145,14 @@ typedef struct {
   int ndim;
   int64_t shape[HL_MAX_DIMS];
   int has_float, has_bool, has_number;
+  int leaf_depth;   /* depth of the first value seen: every value must be there; -1 before */
 } scan_info;
 
 static void scan(lua_State *L, int idx, int depth, scan_info *s) {
   int t = lua_type(L, idx);
   if (t == LUA_TNUMBER || t == LUA_TBOOLEAN) {
-    if (depth != s->ndim) raisef(L, "halua: array: ragged nested table (a value where a table of length %s was expected)%s", "", "");
+    if (s->leaf_depth < 0) s->leaf_depth = depth;
+    if (depth != s->ndim || depth != s->leaf_depth) raisef(L, "halua: array: ragged nested table (a value where a table was expected, or the reverse)%s%s", "", "");
     if (t == LUA_TBOOLEAN) s->has_bool = 1;
     else {
       double v = lua_tonumber(L, idx);
@@ -163,6 +166,7 @@ static void scan(lua_State *L, int idx, int depth, scan_info *s) {
     lua_error(L);
   }
   int n = (int)lua_objlen(L, idx);
+  if (s->leaf_depth >= 0 && depth >= s->leaf_depth) raisef(L, "halua: array: ragged nested table (a table where a value was expected)%s%s", "", "");
   if (depth >= HL_MAX_DIMS) raisef(L, "halua: array: at most 8 dimensions%s%s", "", "");
   if (depth == s->ndim) {
     s->shape[s->ndim++] = n;
@@ -173,9 +177,6 @@ static void scan(lua_State *L, int idx, int depth, scan_info *s) {
     lua_rawgeti(L, idx, k);
     scan(L, lua_gettop(L), depth + 1, s);
     lua_pop(L, 1);
-  }
-  if (n == 0 && depth + 1 < HL_MAX_DIMS) {
-    /* an empty table ends the shape here */
   }
 }
 
@@ -206,6 +207,7 @@ static int l_array(lua_State *L) {
     return 1;
   }
   scan_info s = {0};
+  s.leaf_depth = -1;
   scan(L, 1, 0, &s);
   hl_dtype dflt = s.has_bool && !s.has_number ? HL_BOOL : HL_FLOAT32;
   if (s.has_bool && s.has_number) raisef(L, "halua: array: mixes booleans and numbers%s%s", "", "");
@@ -670,6 +672,26 @@ static int l_trace_text(lua_State *L) {
   return 1;
 }
 
+/* signature(...) -> a string naming the dtypes and shapes of the array arguments,
+ * or nil when an argument needs the general path (a number, a table, a tracer, anything else).
+ * This is jit's per-call fast path: no Lua-side string building. */
+static int l_signature(lua_State *L) {
+  char buf[1024];
+  size_t n = 0;
+  int top = lua_gettop(L);
+  for (int k = 1; k <= top; k++) {
+    if (n > sizeof buf - 200) return 0;
+    int t = lua_type(L, k);
+    hl_array *a = t == LUA_TUSERDATA ? to_array(L, k) : NULL;
+    if (!a || a->graph) return 0;
+    buf[n++] = (char)('a' + a->dtype);
+    for (int d = 0; d < a->ndim; d++) n += (size_t)snprintf(buf + n, sizeof buf - n, "%lld,", (long long)a->shape[d]);
+    buf[n++] = '|';
+  }
+  lua_pushlstring(L, buf, n);
+  return 1;
+}
+
 static int l_cache_info(lua_State *L) {
   hl_cache_stats s = hl_cache_info();
   lua_createtable(L, 0, 4);
@@ -723,6 +745,7 @@ static const luaL_Reg core_funcs[] = {
     {"program_stmt", l_program_stmt},
     {"program_compile_ms", l_program_compile_ms},
     {"cache_info", l_cache_info},
+    {"signature", l_signature},
     {"cache_clear", l_cache_clear},
     {"heap_bytes", l_heap_bytes},
     {NULL, NULL},

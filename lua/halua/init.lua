@@ -433,6 +433,8 @@ local function static_sig(v)
   return type(v) == "number" and string.format("%.17g", v) or tostring(v)
 end
 
+local function pack(...) return {n = select("#", ...), ...} end
+
 local jit_mt = {}
 jit_mt.__index = jit_mt
 
@@ -489,7 +491,7 @@ local function build(self, args, n, info, sig)
     end
   end
   local t0 = os.clock()
-  local results = table.pack and table.pack(self.f(unpack(targs, 1, n))) or {n = select("#", self.f(unpack(targs, 1, n))), self.f(unpack(targs, 1, n))}
+  local results = pack(self.f(unpack(targs, 1, n)))
   local nres = results.n
   -- the outputs: tracers of this trace become pipeline outputs; anything else is returned as is
   local out_leaves, out_defs = {}, {}
@@ -531,7 +533,15 @@ local function run(entry, arrays)
   return unpack(results, 1, entry.nres)
 end
 
+local signature, program_run = core.signature, core.program_run
+
 function jit_mt:__call(...)
+  -- fast path: plain array arguments, a compiled entry whose results are arrays
+  if not self.has_static then
+    local sig = signature(...)
+    local entry = sig and self.fast[sig]
+    if entry then return program_run(entry.program, ...) end
+  end
   local n = select("#", ...)
   local args = {...}
   for i = 1, n do
@@ -545,7 +555,14 @@ function jit_mt:__call(...)
   end
   local sig, arrays, info = analyse(self, args, n)
   local entry = self.cache[sig]
-  if not entry then entry = build(self, args, n, info, sig) end
+  if not entry then
+    entry = build(self, args, n, info, sig)
+    -- every argument an array or number, every result a traced array: the fast path applies
+    local plain = not self.has_static and #entry.slots == entry.nres
+    for r = 1, entry.nres do plain = plain and entry.defs[r] == "*" end
+    local fsig = plain and signature(...)
+    if fsig then self.fast[fsig] = entry end
+  end
   return run(entry, arrays)
 end
 
@@ -578,7 +595,7 @@ function hl.jit(f, opts)
   end
   local info = debug.getinfo(f, "S")
   local name = opts.name or (info and info.short_src and ("jit " .. info.short_src .. ":" .. (info.linedefined or 0))) or "jit"
-  return setmetatable({f = f, static = static, cache = {}, name = name}, jit_mt)
+  return setmetatable({f = f, static = static, has_static = next(static) ~= nil, cache = {}, fast = {}, name = name}, jit_mt)
 end
 
 local trace_mt = {__tostring = function(self) return self.text end}

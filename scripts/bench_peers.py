@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""The peers' side of scripts/bench: the same work in NumPy and PyTorch, timed the same way.
+Prints one JSON object {row: {peer: value}}; a missing peer is simply absent ("n/a")."""
+import json, os, sys, time
+
+def best_of(f, reps, inner):
+    f()
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            f()
+        best = min(best, (time.perf_counter() - t0) / inner)
+    return best
+
+rows = {}
+def put(row, peer, value):
+    rows.setdefault(row, {})[peer] = value
+
+try:
+    import numpy as np
+    a = np.ones(8, np.float32); b = np.ones(8, np.float32)
+    put("eager_add8_us", "numpy", best_of(lambda: a + b, 5, 20000) * 1e6)
+    n = 1 << 24
+    x = np.full(n, 0.5, np.float32); y = np.full(n, 0.25, np.float32); z = np.full(n, 0.1, np.float32)
+    put("fused_ms", "numpy", best_of(lambda: np.tanh(x * y + z), 3, 3) * 1e3)
+    put("copy_GBs", "numpy", 2 * 4 * n / best_of(lambda: x.copy(), 3, 5) / 1e9)
+    m = np.ones((1024, 1024), np.float32)
+    put("matmul1024_gflops", "numpy", 2 * 1024 ** 3 / best_of(lambda: m @ m, 3, 5) / 1e9)
+except ImportError:
+    pass
+
+try:
+    import torch
+    torch.set_num_threads(os.cpu_count())
+    a = torch.ones(8); b = torch.ones(8)
+    put("eager_add8_us", "torch", best_of(lambda: a + b, 5, 20000) * 1e6)
+    n = 1 << 24
+    x = torch.full((n,), 0.5); y = torch.full((n,), 0.25); z = torch.full((n,), 0.1)
+    put("fused_ms", "torch", best_of(lambda: torch.tanh(x * y + z), 3, 3) * 1e3)
+    m = torch.ones(1024, 1024)
+    put("matmul1024_gflops", "torch", 2 * 1024 ** 3 / best_of(lambda: m @ m, 3, 5) / 1e9)
+except ImportError:
+    pass
+
+json.dump(rows, sys.stdout)
