@@ -1,5 +1,6 @@
 #include "hl_array.h"
 #include "hl_error.h"
+#include "hl_ir.h"
 #include <math.h>
 #include <string.h>
 
@@ -10,6 +11,10 @@ int64_t hl_shape_size(int ndim, const int64_t *shape) {
 }
 
 int hl_array_alloc(hl_array *out, hl_dtype dtype, int ndim, const int64_t *shape) {
+  return hl_array_alloc_on(out, 0, dtype, ndim, shape);
+}
+
+int hl_array_alloc_on(hl_array *out, int device, hl_dtype dtype, int ndim, const int64_t *shape) {
   memset(out, 0, sizeof *out);
   out->dtype = dtype;
   out->ndim = ndim;
@@ -21,8 +26,13 @@ int hl_array_alloc(hl_array *out, hl_dtype dtype, int ndim, const int64_t *shape
     if (shape[i] && n > INT64_MAX / 16 / shape[i]) return hl_error("shape is too large");
     n *= shape[i];
   }
-  out->storage = hl_storage_new((size_t)n * hl_dtype_size(dtype));
+  out->storage = hl_storage_new_on(device, (size_t)n * hl_dtype_size(dtype));
   return out->storage ? 0 : -1;
+}
+
+int hl_array_device(const hl_array *a) {
+  if (a->storage) return a->storage->device;
+  return a->graph ? a->graph->device : 0;
 }
 
 void hl_array_release(hl_array *a) {

@@ -25,6 +25,8 @@ typedef struct hl_array {
 int64_t hl_shape_size(int ndim, const int64_t *shape);
 /* A new contiguous (row-major) array; its elements are uninitialised. */
 int hl_array_alloc(hl_array *out, hl_dtype dtype, int ndim, const int64_t *shape);
+int hl_array_alloc_on(hl_array *out, int device, hl_dtype dtype, int ndim, const int64_t *shape);
+int hl_array_device(const hl_array *a);   /* 0 host, 1 CUDA; a tracer's is its graph's */
 void hl_array_release(hl_array *a);            /* drops the storage reference */
 void hl_array_copy_ref(hl_array *dst, const hl_array *src);   /* dst shares src's storage */
 static inline int hl_array_is_tracer(const hl_array *a) { return a->graph != NULL; }

@@ -1,6 +1,7 @@
 #include "hl_eval.h"
 #include "hl_backend.h"
 #include "hl_cache.h"
+#include "hl_device.h"
 #include "hl_error.h"
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,10 @@ void hl_trace_free(hl_trace *t) {
   memset(t, 0, sizeof *t);
 }
 
-int hl_trace_arg(hl_trace *t, hl_dtype dtype, int ndim, const int64_t *shape, hl_array *out) {
+int hl_trace_arg(hl_trace *t, int device, hl_dtype dtype, int ndim, const int64_t *shape, hl_array *out) {
+  if (t->g.nparams == 0) t->g.device = device;
+  else if (t->g.device != device)
+    return hl_error("jit: arguments are on different devices (cpu and cuda); move them with hl.device_put");
   int id = hl_graph_add_param(&t->g, dtype, ndim, shape);
   if (id < 0) return -1;
   memset(out, 0, sizeof *out);
@@ -50,7 +54,8 @@ static int capture(hl_trace *t, const hl_array *a) {
   }
   int id = hl_graph_add_param(&t->g, a->dtype, a->ndim, a->shape);
   if (id < 0) return -1;
-  hl_array_copy_ref(&t->captures[t->ncaptures], a);
+  /* constants the traced code made (on the host, say) move once to where the pipeline runs */
+  if (hl_to_device(a, t->g.device, &t->captures[t->ncaptures])) return -1;
   t->capture_param[t->ncaptures++] = id;
   return id;
 }
@@ -93,6 +98,7 @@ static int run_single(int prim, int nin, const hl_array *const *in, const hl_att
   hl_graph *g = &eager_graph;
   hl_graph_reset(g);
   g->dynamic = 1;
+  g->device = hl_array_device(out);
   int ids[64];
   for (int k = 0; k < nin; k++) {
     hl_attrs pa = {.dtype = in[k]->dtype, .nshape = in[k]->ndim};
@@ -155,7 +161,7 @@ int hl_contiguous(const hl_array *a, hl_array *out) {
     hl_array_copy_ref(out, a);
     return 0;
   }
-  if (hl_array_alloc(out, a->dtype, a->ndim, a->shape)) return -1;
+  if (hl_array_alloc_on(out, hl_array_device(a), a->dtype, a->ndim, a->shape)) return -1;
   hl_attrs at = {.dtype = a->dtype};
   if (run_elemwise(HL_P_CAST, 1, &a, &at, out)) {
     hl_array_release(out);
@@ -202,7 +208,7 @@ static int eager_view(int prim, const hl_array *in, const hl_attrs *at, const hl
 }
 
 static int eager_concat(int nin, const hl_array *const *in, const hl_attrs *at, const hl_type *ty, hl_array *out) {
-  if (hl_array_alloc(out, ty->dtype, ty->ndim, ty->shape)) return -1;
+  if (hl_array_alloc_on(out, hl_array_device(in[0]), ty->dtype, ty->ndim, ty->shape)) return -1;
   int ax = (int)at->i[0];
   int64_t start = 0;
   hl_attrs cast = {.dtype = ty->dtype};
@@ -220,14 +226,15 @@ static int eager_concat(int nin, const hl_array *const *in, const hl_attrs *at, 
 }
 
 static int eager_matmul(const hl_array *const *in, const hl_type *ty, hl_array *out) {
-  if (hl_array_alloc(out, ty->dtype, ty->ndim, ty->shape)) return -1;
+  int dev = hl_array_device(in[0]);
+  if (hl_array_alloc_on(out, dev, ty->dtype, ty->ndim, ty->shape)) return -1;
   if (hl_shape_size(ty->ndim, ty->shape) == 0) return 0;
   /* B is read in vectors along its rows: give it unit stride there */
   hl_array b;
   const hl_array *ops[2] = {in[0], in[1]};
   int own_b = stride_class(in[1]) != HL_STRIDE_UNIT;
   if (own_b) {
-    if (hl_array_alloc(&b, in[1]->dtype, in[1]->ndim, in[1]->shape)) goto fail;
+    if (hl_array_alloc_on(&b, dev, in[1]->dtype, in[1]->ndim, in[1]->shape)) goto fail;
     hl_attrs cast = {.dtype = in[1]->dtype};
     if (run_elemwise(HL_P_CAST, 1, &in[1], &cast, &b)) {
       hl_array_release(&b);
@@ -254,7 +261,12 @@ static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_at
     tin[k].ndim = in[k]->ndim;
     memcpy(tin[k].shape, in[k]->shape, sizeof tin[k].shape);
   }
-  if (hl_infer(prim, nin, tin, at, &ty)) return -1;
+  if (hl_infer(prim, nin, nin ? tin : NULL, at, &ty)) return -1;
+  int dev = nin ? hl_array_device(in[0]) : HL_DEVICE_CPU;
+  for (int k = 1; k < nin; k++)
+    if (hl_array_device(in[k]) != dev)
+      return hl_error("%s: operands are on different devices (%s and %s); move one with hl.device_put(x, device)",
+                      hl_prims[prim].name, dev ? "cuda" : "cpu", dev ? "cpu" : "cuda");
   switch (hl_prims[prim].kind) {
   case HL_K_VIEW: return eager_view(prim, in[0], at, &ty, out);
   case HL_K_CONCAT: return eager_concat(nin, in, at, &ty, out);
@@ -272,14 +284,14 @@ static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_at
       hl_array_copy_ref(out, in[0]);   /* arrays are immutable: no copy needed */
       return 0;
     }
-    if (hl_array_alloc(out, ty.dtype, ty.ndim, ty.shape)) return -1;
+    if (hl_array_alloc_on(out, dev, ty.dtype, ty.ndim, ty.shape)) return -1;
     if (run_elemwise(prim, nin, in, at, out)) {
       hl_array_release(out);
       return -1;
     }
     return 0;
   case HL_K_REDUCE:
-    if (hl_array_alloc(out, ty.dtype, ty.ndim, ty.shape)) return -1;
+    if (hl_array_alloc_on(out, dev, ty.dtype, ty.ndim, ty.shape)) return -1;
     break;
   }
   if (hl_shape_size(ty.ndim, ty.shape) == 0) return 0;
@@ -331,6 +343,11 @@ int hl_program_run(hl_program *p, int nargs, const hl_array *const *args, hl_arr
   int ntmp = 0, rc = -1, nout = 0;
   for (int k = 0; k < nin; k++) {
     const hl_array *a = k < nargs ? args[k] : &p->captures[k - nargs];
+    if (hl_array_device(a) != p->g.device) {
+      hl_error("jit: argument %d is on %s but the function was traced for %s; move it with hl.device_put", k + 1,
+               hl_array_device(a) ? "cuda" : "cpu", p->g.device ? "cuda" : "cpu");
+      goto done;
+    }
     /* pipelines assume unit stride on the innermost axis */
     if (a->ndim > 0 && a->shape[a->ndim - 1] > 1 && a->strides[a->ndim - 1] != 1) {
       if (hl_contiguous(a, &tmp[ntmp])) goto done;
@@ -340,7 +357,7 @@ int hl_program_run(hl_program *p, int nargs, const hl_array *const *args, hl_arr
   }
   for (; nout < p->g.noutputs; nout++) {
     const hl_type *ty = &p->g.nodes[p->g.outputs[nout]].type;
-    if (hl_array_alloc(&outs[nout], ty->dtype, ty->ndim, ty->shape)) goto done;
+    if (hl_array_alloc_on(&outs[nout], p->g.device, ty->dtype, ty->ndim, ty->shape)) goto done;
     outp[nout] = &outs[nout];
   }
   rc = hl_kernel_run(p->kernel, in, outp);
@@ -356,4 +373,28 @@ void hl_program_free(hl_program *p) {
   free(p->captures);
   hl_graph_free(&p->g);
   memset(p, 0, sizeof *p);
+}
+
+int hl_to_device(const hl_array *a, int device, hl_array *out) {
+  int from = hl_array_device(a);
+  if (from == device || a->graph) {
+    hl_array_copy_ref(out, a);
+    return 0;
+  }
+  hl_array src;
+  if (hl_contiguous(a, &src)) return -1;
+  if (hl_array_alloc_on(out, device, a->dtype, a->ndim, a->shape)) {
+    hl_array_release(&src);
+    return -1;
+  }
+  size_t nbytes = (size_t)hl_shape_size(a->ndim, a->shape) * hl_dtype_size(a->dtype);
+  size_t off = (size_t)src.offset * hl_dtype_size(a->dtype);
+  int rc = 0;
+  if (nbytes == 0) rc = 0;
+  else if (device == HL_DEVICE_CPU) rc = hl_device_copy_to_host(from, out->storage->data, src.storage->device_ptr + off, nbytes);
+  else if (from == HL_DEVICE_CPU) rc = hl_device_copy_to_device(device, out->storage->device_ptr, (char *)src.storage->data + off, nbytes);
+  else rc = hl_error("device_put: copies between two GPUs are not supported");
+  hl_array_release(&src);
+  if (rc) hl_array_release(out);
+  return rc;
 }

@@ -16,7 +16,7 @@ typedef struct hl_trace {
 void hl_trace_init(hl_trace *t);
 void hl_trace_free(hl_trace *t);
 /* A new tracer standing for an argument of the traced function. */
-int hl_trace_arg(hl_trace *t, hl_dtype dtype, int ndim, const int64_t *shape, hl_array *out);
+int hl_trace_arg(hl_trace *t, int device, hl_dtype dtype, int ndim, const int64_t *shape, hl_array *out);
 
 /* out = prim(inputs...) with attrs; inputs follow the primitive's rules (see hl_frontend.h). */
 int hl_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out);
@@ -35,6 +35,9 @@ int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, cons
 /* Run with the argument arrays; fills nout new arrays. */
 int hl_program_run(hl_program *p, int nargs, const hl_array *const *args, hl_array *outs);
 void hl_program_free(hl_program *p);
+
+/* out = a on `device` (a copy when it is elsewhere; a shared reference when it is there). */
+int hl_to_device(const hl_array *a, int device, hl_array *out);
 
 /* Make a contiguous copy (a kernel run) unless `a` already is; out shares or owns. */
 int hl_contiguous(const hl_array *a, hl_array *out);

@@ -58,7 +58,12 @@ static int scalar(double v, hl_dtype t, const hl_array *like, hl_array *out) {
     out->node = id;
     return 0;
   }
-  return hl_apply(HL_P_CONST, 0, NULL, &at, out);
+  if (!like || hl_array_device(like) == 0) return hl_apply(HL_P_CONST, 0, NULL, &at, out);
+  hl_array host;
+  if (hl_apply(HL_P_CONST, 0, NULL, &at, &host)) return -1;
+  int rc = hl_to_device(&host, hl_array_device(like), out);
+  hl_array_release(&host);
+  return rc;
 }
 
 static hl_dtype input_rule(int prim, hl_dtype t) {
@@ -78,9 +83,9 @@ int hl_op_elemwise(int prim, int nin, const hl_operand *ops, const hl_attrs *att
   /* the dtype all value operands share: arrays promote; Lua numbers are weak */
   int have = 0;
   hl_dtype t = HL_BOOL;
-  const hl_array *tracer = NULL;
+  const hl_array *like = NULL;   /* a tracer, else any array: scalars go to its trace or device */
   for (int k = 0; k < nin; k++) {
-    if (ops[k].array && ops[k].array->graph) tracer = ops[k].array;
+    if (ops[k].array && (!like || ops[k].array->graph)) like = ops[k].array;
     if (k < first || !ops[k].array) continue;
     t = have ? hl_dtype_promote(t, ops[k].array->dtype) : ops[k].array->dtype;
     have = 1;
@@ -98,7 +103,7 @@ int hl_op_elemwise(int prim, int nin, const hl_operand *ops, const hl_attrs *att
   for (int k = 0; k < nin; k++) {
     hl_dtype tk = k < first ? HL_BOOL : want;
     if (!ops[k].array) {
-      if (scalar(ops[k].is_bool ? (ops[k].number != 0) : ops[k].number, tk, tracer, &tmp[ntmp])) goto done;
+      if (scalar(ops[k].is_bool ? (ops[k].number != 0) : ops[k].number, tk, like, &tmp[ntmp])) goto done;
       in[k] = &tmp[ntmp++];
     } else if (ops[k].array->dtype != tk) {
       if (hl_op_cast(ops[k].array, tk, &tmp[ntmp])) goto done;

@@ -174,6 +174,7 @@ void hl_graph_free(hl_graph *g) {
 
 void hl_graph_reset(hl_graph *g) {
   g->nnodes = g->nedges = g->nparams = g->noutputs = 0;
+  g->device = 0;
 }
 
 static int grow(void **p, int *cap, int need, size_t elem) {
@@ -240,6 +241,7 @@ int hl_graph_prune(const hl_graph *g, hl_graph *out) {
   }
   hl_graph_init(out);
   out->dynamic = g->dynamic;
+  out->device = g->device;
   int rc = 0;
   for (int i = 0; i < g->nnodes && !rc; i++) {
     if (!live[i]) continue;
@@ -299,6 +301,7 @@ void hl_graph_key(const hl_graph *g, hl_key *key) {
     key_put(key, n->attrs.i, sizeof(int64_t) * (size_t)attr_count(n->prim, n->type.ndim));
     if (n->prim == HL_P_CONST) key_put(key, &n->attrs.f, sizeof(double));
   }
+  key_put(key, &g->device, sizeof(int));
   key_put(key, &g->noutputs, sizeof(int));
   key_put(key, g->outputs, sizeof(int) * (size_t)g->noutputs);
   uint64_t h = 1469598103934665603ull;   /* FNV-1a */

@@ -65,6 +65,7 @@ typedef struct hl_graph {
   int *outputs;
   int noutputs;
   int dynamic;        /* eager kernels: PARAM extents come from buffers at run time */
+  int device;         /* where the pipeline runs: 0 host, 1 CUDA */
 } hl_graph;
 
 static inline const int *hl_node_inputs(const hl_graph *g, const hl_node *n) { return g->edges + n->in0; }

@@ -1,5 +1,6 @@
 #include "hl_storage.h"
 #include "hl_error.h"
+#include "hl_device.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,25 @@ hl_storage *hl_storage_new(size_t nbytes) {
   return s;
 }
 
+hl_storage *hl_storage_new_on(int device, size_t nbytes) {
+  if (device == HL_DEVICE_CPU) return hl_storage_new(nbytes);
+  hl_storage *s = calloc(1, sizeof *s);
+  if (!s) {
+    hl_error("out of memory");
+    return NULL;
+  }
+  s->refcount = 1;
+  s->device = device;
+  s->nbytes = nbytes;
+  if (hl_device_alloc(device, nbytes ? nbytes : 1, &s->device_handle, &s->device_ptr)) {
+    free(s);
+    return NULL;
+  }
+  /* device bytes count too: the GC must run when device temporaries pile up */
+  __atomic_add_fetch(&heap_bytes, nbytes, __ATOMIC_RELAXED);
+  return s;
+}
+
 hl_storage *hl_storage_wrap(void *data, size_t nbytes, hl_release_fn release, void *ctx) {
   hl_storage *s = malloc(sizeof *s);
   if (!s) {
@@ -87,7 +107,10 @@ void hl_storage_retain(hl_storage *s) { __atomic_add_fetch(&s->refcount, 1, __AT
 
 void hl_storage_release(hl_storage *s) {
   if (!s || __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
-  if (s->release) {
+  if (s->device != HL_DEVICE_CPU) {
+    __atomic_sub_fetch(&heap_bytes, s->nbytes, __ATOMIC_RELAXED);
+    hl_device_free(s->device, s->device_handle);
+  } else if (s->release) {
     s->release(s->release_ctx, s->data);
   } else {
     __atomic_sub_fetch(&heap_bytes, s->nbytes, __ATOMIC_RELAXED);

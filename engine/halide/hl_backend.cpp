@@ -2,6 +2,7 @@
  * its argv entry point with halide_buffer_t views of the engine's arrays (zero copy). */
 #include "hl_backend.h"
 #include "hl_lower.h"
+#include "hl_device.h"
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -36,20 +37,17 @@ struct RunContext : JITUserContext {
 
 void record_error(JITUserContext *c, const char *msg) { static_cast<RunContext *>(c)->message += msg; }
 
-Target host_target() {
-  static Target t = get_host_target()
-                        .with_feature(Target::JIT)
-                        .with_feature(Target::UserContext)
-                        .with_feature(Target::LargeBuffers)
-                        /* IEEE semantics: without it NaN tests fold away and NaN/Inf results differ from NumPy */
-                        .with_feature(Target::StrictFloat);
-  return t;
-}
-
 int to_buffer(const hl_array *a, int rank, halide_buffer_t *b, halide_dimension_t *dims, const char *what) {
   if (a->ndim != rank) return hl_error("%s: internal: rank %d passed where %d was compiled", what, a->ndim, rank);
   *b = halide_buffer_t();
-  b->host = (uint8_t *)hl_array_data(a);
+  int64_t byte_offset = a->offset * (int64_t)hl_dtype_size(a->dtype);
+  if (a->storage->device != HL_DEVICE_CPU) {
+    /* device memory: the address of the view's first element; Halide finds no host copy */
+    b->device = a->storage->device_ptr + (uint64_t)byte_offset;
+    b->device_interface = hl_device_interface(a->storage->device);
+  } else {
+    b->host = (uint8_t *)a->storage->data + byte_offset;
+  }
   Type t = hl_halide_type(a->dtype);
   b->type = t;
   b->dimensions = rank;
@@ -60,7 +58,8 @@ int to_buffer(const hl_array *a, int rank, halide_buffer_t *b, halide_dimension_
     if (e > INT32_MAX || s > INT32_MAX || s < INT32_MIN)
       return hl_error("%s: axis %d of shape %s is too long for one pipeline (at most 2^31-1 elements per axis)",
                       what, axis + 1, hl_shape_str(a->ndim, (const long long *)a->shape).s);
-    dims[j] = halide_dimension_t(0, (int32_t)e, (int32_t)s);
+    /* the stride of a one-element axis is never used; unit keeps stride constraints happy */
+    dims[j] = halide_dimension_t(0, (int32_t)e, e == 1 && j == 0 ? 1 : (int32_t)s);
   }
   return 0;
 }
@@ -73,8 +72,9 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name) {
   try {
     hl_lowered L;
     hl_lower_graph(g, L);
-    k->target = host_target();
-    hl_schedule_cpu(L, k->target);
+    k->target = hl_device_target(g->device);
+    if (g->device == HL_DEVICE_CUDA) hl_schedule_cuda(L, k->target);
+    else hl_schedule_cpu(L, k->target);
     k->name = name;
     for (const ImageParam &p : L.params) k->args.push_back(p);
     k->pipeline = Pipeline(L.outputs);

@@ -30,4 +30,6 @@ Halide::Expr hl_is_finite(Halide::Expr x);
 void hl_lower_graph(const hl_graph *g, hl_lowered &L);
 /* Give every Func a CPU schedule for target t. */
 void hl_schedule_cpu(hl_lowered &L, const Halide::Target &t);
+/* ... or a CUDA schedule: every materialised Func becomes GPU kernels. */
+void hl_schedule_cuda(hl_lowered &L, const Halide::Target &t);
 #endif

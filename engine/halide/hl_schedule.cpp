@@ -164,3 +164,115 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     schedule_root(L.outputs[k], n, g->dynamic, vec, false, L.outputs[k]);
   }
 }
+
+/* ---- CUDA ----
+ * The same materialisation policy as the CPU; each materialised Func becomes GPU kernels:
+ * elementwise work in 256-thread blocks, reductions with one thread per output element (full
+ * reductions first reduce blocks of the input in parallel, through rfactor), matmul in 16x16
+ * thread tiles with k in registers. cuBLAS comes later as an extern stage. */
+namespace {
+
+void gpu_pointwise(Stage s, int r) {
+  const std::vector<Var> &v = hl_vars(r);
+  if (r == 0) {
+    s.gpu_single_thread();
+    return;
+  }
+  Var bx("bx"), tx("tx");
+  if (r == 1) {
+    s.gpu_tile(v[0], bx, tx, 256, TailStrategy::GuardWithIf);
+    return;
+  }
+  Var outer = v[r - 1];
+  for (int d = r - 2; d >= 1; d--) {
+    Var fused("f" + std::to_string(d));
+    s.fuse(outer, v[d], fused);
+    outer = fused;
+  }
+  Var by("by"), ty("ty");
+  s.gpu_tile(v[0], outer, bx, by, tx, ty, 32, 8, TailStrategy::GuardWithIf);
+}
+
+void gpu_reduce(hl_lowered &L, Func f, int r, int i) {
+  f.compute_root();
+  gpu_pointwise(f, r);
+  if (r > 0) {
+    for (int u = 0; u < f.num_update_definitions(); u++) gpu_pointwise(f.update(u), r);
+    return;
+  }
+  /* a full reduction: partial results over the outermost reduction variable, in parallel */
+  RDom rd = L.rdoms[i];
+  RVar outer = rd[rd.dimensions() - 1];
+  Var u("u");
+  for (int k = 0; k < f.num_update_definitions(); k++) {
+    RVar ro("ro"), ri("ri");
+    Stage st = f.update(k);
+    if (rd.dimensions() == 1) {
+      st.split(outer, ro, ri, 1024, TailStrategy::GuardWithIf);
+      Func intm = st.rfactor(ro, u);
+      intm.compute_root();
+      gpu_pointwise(intm, 1);
+      gpu_pointwise(intm.update(), 1);
+    } else {
+      Func intm = st.rfactor(outer, u);
+      intm.compute_root();
+      gpu_pointwise(intm, 1);
+      gpu_pointwise(intm.update(), 1);
+    }
+    st.gpu_single_thread();
+  }
+}
+
+void gpu_matmul(hl_lowered &L, int i) {
+  const hl_node &n = L.g->nodes[i];
+  int r = n.type.ndim;
+  const std::vector<Var> &v = hl_vars(r);
+  Func out = L.funcs[i], prod = L.helpers[i];
+  Var y = v[1];
+  for (int d = 2; d < r; d++) {
+    Var fused("b" + std::to_string(d));
+    out.fuse(y, v[d], fused);
+    y = fused;
+  }
+  Var bx("bx"), by("by"), tx("tx"), ty("ty");
+  out.compute_root().gpu_tile(v[0], y, bx, by, tx, ty, 16, 16, TailStrategy::GuardWithIf);
+  prod.compute_at(out, tx);
+}
+
+}  // namespace
+
+void hl_schedule_cuda(hl_lowered &L, const Target &t) {
+  (void)t;
+  const hl_graph *g = L.g;
+  std::vector<char> root(g->nnodes, 0);
+  for (int i = 0; i < g->nnodes; i++) {
+    const hl_node &n = g->nodes[i];
+    hl_prim_kind kind = hl_prims[n.prim].kind;
+    if (kind == HL_K_REDUCE || kind == HL_K_MATMUL) root[i] = 1;
+    if (kind == HL_K_ELEMWISE && L.consumers[i] > 1 && expensive(n.prim)) root[i] = 1;
+  }
+  for (int i = 0; i < g->nnodes; i++) {
+    const hl_node &n = g->nodes[i];
+    if (!root[i] || n.prim == HL_P_PARAM) continue;
+    switch (hl_prims[n.prim].kind) {
+    case HL_K_MATMUL: gpu_matmul(L, i); break;
+    case HL_K_REDUCE:
+      if (n.prim == HL_P_ARGMAX || n.prim == HL_P_ARGMIN) {
+        /* two passes whose second depends on the first's value: one thread per output */
+        for (Func f : {L.helpers[i], L.funcs[i]}) {
+          f.compute_root();
+          gpu_pointwise(f, n.type.ndim);
+          gpu_pointwise(f.update(), n.type.ndim);
+        }
+      } else {
+        gpu_reduce(L, L.funcs[i], n.type.ndim, i);
+      }
+      break;
+    default:
+      L.funcs[i].compute_root();
+      gpu_pointwise(L.funcs[i], n.type.ndim);
+      break;
+    }
+  }
+  for (int k = 0; k < g->noutputs; k++) gpu_pointwise(L.outputs[k], g->nodes[g->outputs[k]].type.ndim);
+}

@@ -6,6 +6,7 @@
 #include "hl_eval.h"
 #include "hl_frontend.h"
 #include "hl_backend.h"
+#include "hl_device.h"
 #include <lauxlib.h>
 #include <lua.h>
 #include <math.h>
@@ -428,9 +429,21 @@ static void push_elem(lua_State *L, const hl_array *a, int64_t flat) {
   else lua_pushnumber(L, v);
 }
 
+/* Arrays on a GPU are read through a host copy, pushed as a new userdata at the stack top. */
+static hl_array *on_host(lua_State *L, hl_array *x) {
+  if (hl_array_device(x) == HL_DEVICE_CPU) return x;
+  hl_array h;
+  if (hl_to_device(x, HL_DEVICE_CPU, &h)) {
+    raise(L);
+    return NULL;
+  }
+  return push_array(L, &h, 0);
+}
+
 static int l_item(lua_State *L) {
   hl_array *x = check_array(L, 1, "item");
   if (x->graph) return tracer_error(L, "item");
+  x = on_host(L, x);
   int64_t n = hl_shape_size(x->ndim, x->shape);
   if (n != 1) {
     lua_pushfstring(L, "halua: item: needs a one-element array, got shape %s", hl_shape_str(x->ndim, (const long long *)x->shape).s);
@@ -455,6 +468,7 @@ static void totable_rec(lua_State *L, const hl_array *a, int depth, int64_t *fla
 static int l_totable(lua_State *L) {
   hl_array *x = check_array(L, 1, "totable");
   if (x->graph) return tracer_error(L, "totable");
+  x = on_host(L, x);
   int64_t flat = 0;
   totable_rec(L, x, 0, &flat);
   return 1;
@@ -464,6 +478,7 @@ static int l_totable(lua_State *L) {
 static int l_get(lua_State *L) {
   hl_array *x = check_array(L, 1, "get");
   if (x->graph) return tracer_error(L, "tostring");
+  if (hl_array_device(x) != HL_DEVICE_CPU) return raisef(L, "halua: get: the array is on cuda; copy it with x:to(\"cpu\")%s%s", "", "");
   push_elem(L, x, (int64_t)luaL_checknumber(L, 2));
   return 1;
 }
@@ -524,7 +539,7 @@ static int l_property(lua_State *L) {
       return 1;
     }
     if (!strcmp(k, "device")) {
-      lua_pushstring(L, "cpu");
+      lua_pushstring(L, hl_array_device(x) == HL_DEVICE_CPU ? "cpu" : "cuda:1");
       return 1;
     }
     break;
@@ -561,14 +576,15 @@ static int trace_gc(lua_State *L) {
   return 0;
 }
 
-/* trace_arg(trace, dtype, shape) -> tracer */
+/* trace_arg(trace, dtype, shape, device) -> tracer */
 static int l_trace_arg(lua_State *L) {
   hl_trace *t = check_trace(L, 1);
   hl_dtype d = check_dtype(L, 2, "jit", HL_FLOAT32);
   int64_t shape[HL_MAX_DIMS];
   int n = check_shape(L, 3, "jit", shape);
+  int device = (int)luaL_optinteger(L, 4, HL_DEVICE_CPU);
   hl_array r;
-  if (hl_trace_arg(t, d, n, shape, &r)) return raise(L);
+  if (hl_trace_arg(t, device, d, n, shape, &r)) return raise(L);
   push_array(L, &r, 1);
   return 1;
 }
@@ -685,6 +701,7 @@ static int l_signature(lua_State *L) {
     hl_array *a = t == LUA_TUSERDATA ? to_array(L, k) : NULL;
     if (!a || a->graph) return 0;
     buf[n++] = (char)('a' + a->dtype);
+    buf[n++] = (char)('0' + hl_array_device(a));
     for (int d = 0; d < a->ndim; d++) n += (size_t)snprintf(buf + n, sizeof buf - n, "%lld,", (long long)a->shape[d]);
     buf[n++] = '|';
   }
@@ -704,6 +721,33 @@ static int l_cache_info(lua_State *L) {
   lua_pushnumber(L, s.compile_ms);
   lua_setfield(L, -2, "compile_ms");
   return 1;
+}
+
+/* to_device(x, device number) -> x on that device (0 host, 1 cuda) */
+static int l_to_device(lua_State *L) {
+  hl_array *x = check_array(L, 1, "device_put");
+  int device = (int)luaL_checkinteger(L, 2);
+  if (x->graph) return raisef(L, "halua: device_put: traced values stay where their function runs%s%s", "", "");
+  hl_array r;
+  if (hl_to_device(x, device, &r)) return raise(L);
+  push_array(L, &r, 0);
+  return 1;
+}
+
+static int l_device_of(lua_State *L) {
+  hl_array *x = check_array(L, 1, "device");
+  lua_pushinteger(L, hl_array_device(x));
+  return 1;
+}
+
+static int l_cuda_count(lua_State *L) {
+  lua_pushinteger(L, hl_cuda_device_count());
+  return 1;
+}
+
+static int l_sync(lua_State *L) {
+  if (hl_device_sync((int)luaL_optinteger(L, 1, HL_DEVICE_CUDA))) return raise(L);
+  return 0;
 }
 
 static int l_cache_clear(lua_State *L) {
@@ -746,6 +790,10 @@ static const luaL_Reg core_funcs[] = {
     {"program_compile_ms", l_program_compile_ms},
     {"cache_info", l_cache_info},
     {"signature", l_signature},
+    {"to_device", l_to_device},
+    {"device_of", l_device_of},
+    {"cuda_count", l_cuda_count},
+    {"sync", l_sync},
     {"cache_clear", l_cache_clear},
     {"heap_bytes", l_heap_bytes},
     {NULL, NULL},

@@ -19,19 +19,61 @@ end
 
 local function shape_str(s) return "[" .. table.concat(s, ",") .. "]" end
 
+-- ---------------------------------------------------------------- devices
+
+local CPU, CUDA = 0, 1
+local default_dev = CPU
+
+function hl.devices()
+  local d = {"cpu"}
+  for i = 1, core.cuda_count() do d[#d + 1] = "cuda:" .. i end
+  return d
+end
+
+local function device_id(name, op)
+  if name == "cpu" then return CPU end
+  if type(name) == "string" and (name == "cuda" or name == "gpu" or name:match("^cuda:%d+$")) then
+    local n = core.cuda_count()
+    local i = tonumber(name:match("^cuda:(%d+)$") or "1")
+    if n < 1 then
+      fail("%s: no CUDA device here (hl.devices() lists %s)", op, table.concat(hl.devices(), ", "))
+    end
+    if i ~= 1 then fail("%s: %s: only the first GPU (cuda:1) is used so far", op, name) end
+    return CUDA
+  end
+  fail("%s: unknown device %s (use \"cpu\" or \"cuda\")", op, tostring(name))
+end
+
+function hl.device_put(x, name)
+  if not is_array(x) then x = core.array(x) end
+  return core.to_device(x, device_id(name or "cpu", "device_put"))
+end
+
+function hl.default_device(name)
+  if name ~= nil then default_dev = device_id(name, "default_device") end
+  return default_dev == CPU and "cpu" or "cuda:1"
+end
+
+-- arrays made from Lua values start on the host; put them where the default device says
+local function placed(x)
+  if default_dev ~= CPU then return core.to_device(x, default_dev) end
+  return x
+end
+
 -- ---------------------------------------------------------------- creation
 
-hl.array = core.array
+hl.array = function(v, dtype) return placed(core.array(v, dtype)) end
 hl.asarray = function(x, dtype)
   if is_array(x) and (dtype == nil or x.dtype == dtype) then return x end
   return core.array(x, dtype)
 end
-function hl.full(shape, v, dtype) return core.full(shape, v, dtype) end
-function hl.zeros(shape, dtype) return core.full(shape, 0, dtype or "float32") end
-function hl.ones(shape, dtype) return core.full(shape, 1, dtype or "float32") end
-function hl.zeros_like(x) return core.full(x.shape, 0, x.dtype) end
-function hl.ones_like(x) return core.full(x.shape, 1, x.dtype) end
-function hl.full_like(x, v) return core.full(x.shape, v, x.dtype) end
+function hl.full(shape, v, dtype) return placed(core.full(shape, v, dtype)) end
+function hl.zeros(shape, dtype) return placed(core.full(shape, 0, dtype or "float32")) end
+function hl.ones(shape, dtype) return placed(core.full(shape, 1, dtype or "float32")) end
+local function like(x, v) return core.to_device(core.full(x.shape, v, x.dtype), core.device_of(x)) end
+function hl.zeros_like(x) return like(x, 0) end
+function hl.ones_like(x) return like(x, 1) end
+function hl.full_like(x, v) return like(x, v) end
 
 local function is_dtype(v) return type(v) == "string" end
 
@@ -56,7 +98,7 @@ function hl.arange(a, b, c, d)
     dtype = integral and "int32" or "float32"
   end
   local i = core.iota("float64", {n}, 0)
-  return (i * step + start):astype(dtype)
+  return placed((i * step + start):astype(dtype))
 end
 
 function hl.linspace(a, b, n, dtype)
@@ -66,7 +108,7 @@ function hl.linspace(a, b, n, dtype)
   local step = n > 1 and (b - a) / (n - 1) or 0
   local r = i * step + a
   if n > 1 then r = hl.where(hl.eq(i, n - 1), b, r) end   -- the end point exactly, as NumPy
-  return r:astype(dtype or "float32")
+  return placed(r:astype(dtype or "float32"))
 end
 
 function hl.eye(n, m, dtype)
@@ -74,7 +116,7 @@ function hl.eye(n, m, dtype)
   m = m or n
   local r = core.iota("int32", {n, m}, 0)
   local c = core.iota("int32", {n, m}, 1)
-  return hl.eq(r, c):astype(dtype or "float32")
+  return placed(hl.eq(r, c):astype(dtype or "float32"))
 end
 
 -- ---------------------------------------------------------------- elementwise
@@ -374,6 +416,7 @@ for _, name in ipairs {"sum", "prod", "max", "min", "argmax", "argmin", "mean", 
   methods[name] = hl[name]
 end
 methods.item = core.item
+methods.to = hl.device_put
 methods.totable = core.totable
 methods.softmax = hl.nn.softmax
 
@@ -399,6 +442,7 @@ local function tostring_array(x)
   if traced then
     return ok_format and format.tracer(dtype, shape) or string.format("<traced %s%s>", dtype, shape_str(shape))
   end
+  if core.device_of(x) ~= CPU then x = core.to_device(x, CPU) end
   if ok_format then
     local get = core.get
     return format.array(function(i) return get(x, i) end, shape, dtype)
@@ -414,7 +458,7 @@ local function leaf_sig(v, i)
   local t = type(v)
   if t == "userdata" and is_array(v) then
     local dtype, shape = core.info(v)
-    return dtype .. "[" .. table.concat(shape, ",") .. "]"
+    return dtype .. "@" .. core.device_of(v) .. "[" .. table.concat(shape, ",") .. "]"
   elseif t == "number" then
     return string.format("#%.17g", v)
   elseif t == "boolean" or t == "string" or t == "nil" then
@@ -474,13 +518,13 @@ local function build(self, args, n, info, sig)
     local a = args[i]
     if info[i] == true then
       local dtype, shape = core.info(a)
-      targs[i] = core.trace_arg(trace, dtype, shape)
+      targs[i] = core.trace_arg(trace, dtype, shape, core.device_of(a))
     elseif type(info[i]) == "table" then
       local leaves = {}
       for j, l in ipairs(info[i].leaves) do
         if is_array(l) then
           local dtype, shape = core.info(l)
-          leaves[j] = core.trace_arg(trace, dtype, shape)
+          leaves[j] = core.trace_arg(trace, dtype, shape, core.device_of(l))
         else
           leaves[j] = l
         end
@@ -607,7 +651,10 @@ end
 
 function hl.cache_info() return core.cache_info() end
 function hl.cache_clear() return core.cache_clear() end
-function hl.devices() return {"cpu"} end
 hl.methods = methods
+
+-- HALUA_DEVICE chooses the default device for a whole run (e.g. HALUA_DEVICE=cuda)
+local env_device = os.getenv("HALUA_DEVICE")
+if env_device and env_device ~= "" then hl.default_device(env_device) end
 
 return hl

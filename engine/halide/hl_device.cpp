@@ -1,0 +1,151 @@
+#include "hl_device.h"
+#include <dlfcn.h>
+#include <mutex>
+extern "C" {
+#include "hl_error.h"
+}
+
+using namespace Halide;
+
+namespace {
+
+typedef int (*cu_init_fn)(unsigned);
+typedef int (*cu_count_fn)(int *);
+typedef int (*cu_sync_fn)(void);
+
+int cuda_count = -1;
+cu_sync_fn cu_ctx_synchronize = nullptr;
+std::once_flag probe_once;
+
+void probe() {
+  cuda_count = 0;
+  /* RTLD_GLOBAL: Halide's CUDA runtime looks the driver's symbols up in the process */
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  if (!lib) return;
+  cu_init_fn init = (cu_init_fn)dlsym(lib, "cuInit");
+  cu_count_fn count = (cu_count_fn)dlsym(lib, "cuDeviceGetCount");
+  cu_ctx_synchronize = (cu_sync_fn)dlsym(lib, "cuCtxSynchronize");
+  int n = 0;
+  if (init && count && init(0) == 0 && count(&n) == 0) cuda_count = n;
+}
+
+/* A 1-D byte view of device memory for the device interface's calls; copies above 2 GiB go in
+ * pieces because extents are 32-bit. */
+halide_buffer_t byte_buffer(uint64_t device, void *host, size_t nbytes, halide_dimension_t *dim) {
+  halide_buffer_t b = halide_buffer_t();
+  b.device = device;
+  b.device_interface = hl_device_interface(HL_DEVICE_CUDA);
+  b.host = (uint8_t *)host;
+  b.type = halide_type_t(halide_type_uint, 8);
+  b.dimensions = 1;
+  *dim = halide_dimension_t(0, (int32_t)nbytes, 1);
+  b.dim = dim;
+  return b;
+}
+
+const size_t kChunk = (size_t)1 << 30;
+
+}  // namespace
+
+Target hl_device_target(int device) {
+  Target t = get_host_target()
+                 .with_feature(Target::JIT)
+                 .with_feature(Target::UserContext)
+                 .with_feature(Target::LargeBuffers)
+                 .with_feature(Target::StrictFloat);
+  /* Halide 14 knows no sm_90: PTX for sm_80, which the driver compiles for newer GPUs */
+  if (device == HL_DEVICE_CUDA) t = t.with_feature(Target::CUDA).with_feature(Target::CUDACapability80);
+  return t;
+}
+
+const halide_device_interface_t *hl_device_interface(int device) {
+  static const halide_device_interface_t *cuda = nullptr;
+  static std::once_flag once;
+  if (device != HL_DEVICE_CUDA) return nullptr;
+  std::call_once(once, [] {
+    try {
+      cuda = get_device_interface_for_device_api(DeviceAPI::CUDA, hl_device_target(HL_DEVICE_CUDA), "halua");
+    } catch (const std::exception &) {
+      cuda = nullptr;
+    }
+  });
+  return cuda;
+}
+
+extern "C" int hl_cuda_device_count(void) {
+  std::call_once(probe_once, probe);
+  return cuda_count;
+}
+
+static int need_cuda(int device, const char *what) {
+  if (device != HL_DEVICE_CUDA) return hl_error("%s: unknown device %d", what, device);
+  if (hl_cuda_device_count() < 1)
+    return hl_error("%s: no CUDA device here (hl.devices() lists what there is)", what);
+  if (!hl_device_interface(device)) return hl_error("%s: Halide's CUDA runtime could not be loaded", what);
+  return 0;
+}
+
+extern "C" int hl_device_alloc(int device, size_t nbytes, void **handle, uint64_t *ptr) {
+  if (need_cuda(device, "device_put")) return -1;
+  /* rows of 1 MiB keep every extent 32-bit */
+  size_t row = (size_t)1 << 20, rows = (nbytes + row - 1) / row;
+  halide_buffer_t *b = new halide_buffer_t();
+  halide_dimension_t *dims = new halide_dimension_t[2];
+  dims[0] = halide_dimension_t(0, (int32_t)(rows ? row : 1), 1);
+  dims[1] = halide_dimension_t(0, (int32_t)(rows ? rows : 1), (int32_t)row);
+  b->type = halide_type_t(halide_type_uint, 8);
+  b->dimensions = 2;
+  b->dim = dims;
+  const halide_device_interface_t *di = hl_device_interface(device);
+  int rc = di->device_malloc(nullptr, b, di);
+  if (rc != 0) {
+    delete[] dims;
+    delete b;
+    return hl_error("out of device memory allocating %zu bytes on cuda (code %d)", nbytes, rc);
+  }
+  *handle = b;
+  *ptr = b->device;
+  return 0;
+}
+
+extern "C" void hl_device_free(int device, void *handle) {
+  halide_buffer_t *b = (halide_buffer_t *)handle;
+  if (!b) return;
+  const halide_device_interface_t *di = hl_device_interface(device);
+  if (di) di->device_free(nullptr, b);
+  delete[] b->dim;
+  delete b;
+}
+
+extern "C" int hl_device_copy_to_device(int device, uint64_t dst, const void *src, size_t nbytes) {
+  if (need_cuda(device, "device_put")) return -1;
+  for (size_t off = 0; off < nbytes; off += kChunk) {
+    size_t n = nbytes - off < kChunk ? nbytes - off : kChunk;
+    halide_dimension_t dim;
+    halide_buffer_t b = byte_buffer(dst + off, (char *)src + off, n, &dim);
+    b.set_host_dirty(true);
+    if (b.device_interface->copy_to_device(nullptr, &b, b.device_interface))
+      return hl_error("device_put: copying %zu bytes to cuda failed", nbytes);
+  }
+  return 0;
+}
+
+extern "C" int hl_device_copy_to_host(int device, void *dst, uint64_t src, size_t nbytes) {
+  if (need_cuda(device, "device_put")) return -1;
+  for (size_t off = 0; off < nbytes; off += kChunk) {
+    size_t n = nbytes - off < kChunk ? nbytes - off : kChunk;
+    halide_dimension_t dim;
+    halide_buffer_t b = byte_buffer(src + off, (char *)dst + off, n, &dim);
+    b.set_device_dirty(true);
+    if (b.device_interface->copy_to_host(nullptr, &b))
+      return hl_error("device_put: copying %zu bytes from cuda failed", nbytes);
+  }
+  return 0;
+}
+
+extern "C" int hl_device_sync(int device) {
+  if (device == HL_DEVICE_CPU) return 0;
+  if (need_cuda(device, "sync")) return -1;
+  const halide_device_interface_t *di = hl_device_interface(device);
+  return di->device_sync(nullptr, nullptr) ? hl_error("sync: waiting for cuda failed") : 0;
+}
