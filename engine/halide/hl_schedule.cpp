@@ -90,17 +90,19 @@ void schedule_matmul(hl_lowered &L, int i, int vec, Func sized) {
   const int tn = 2 * vec, tm = 8;
   /* tiles of constant size (ShiftInwards overlaps the last one) keep the accumulators in
    * registers; shapes smaller than one tile take the guarded schedule */
+  Var par = no;   /* the parallel loop: n-tiles, fused with the batch dimensions */
+  for (int d = 2; d < r; d++) par = Var("b" + std::to_string(d));
   auto tile = [&](Stage s, TailStrategy tail) {
     s.tile(v[0], v[1], no, mo, ni, mi, tn, tm, tail).vectorize(ni, vec, tail).unroll(mi);
     /* n-tiles outer, m-tiles inner: the k x tn panel of B stays in cache while m sweeps */
     s.reorder(ni, mi, mo, no);
-    Var par = no;
+    Var outer = no;
     for (int d = 2; d < r; d++) {
       Var fused("b" + std::to_string(d));
-      s.fuse(par, v[d], fused);
-      par = fused;
+      s.fuse(outer, v[d], fused);
+      outer = fused;
     }
-    s.parallel(par);
+    s.parallel(outer);
   };
   out.compute_root();
   Expr big = L.g->dynamic ? (sized.output_buffer().dim(0).extent() >= tn && sized.output_buffer().dim(1).extent() >= tm)
@@ -111,7 +113,7 @@ void schedule_matmul(hl_lowered &L, int i, int vec, Func sized) {
   /* pack the k x tn panel of B contiguously once per n-tile: rows of a power-of-two-wide B
    * otherwise alias in the cache */
   int b = hl_node_inputs(L.g, &n)[1];
-  L.funcs[b].in(prod).compute_at(out, no).vectorize(v[0], vec, TailStrategy::GuardWithIf);
+  L.funcs[b].in(prod).compute_at(out, par).vectorize(v[0], vec, TailStrategy::GuardWithIf);
   RVar k = L.rdoms[i][0];
   prod.update().reorder(v[0], v[1], k).vectorize(v[0], vec, TailStrategy::GuardWithIf).unroll(v[0]).unroll(v[1]);
 }
@@ -207,18 +209,11 @@ void gpu_reduce(hl_lowered &L, Func f, int r, int i) {
   for (int k = 0; k < f.num_update_definitions(); k++) {
     RVar ro("ro"), ri("ri");
     Stage st = f.update(k);
-    if (rd.dimensions() == 1) {
-      st.split(outer, ro, ri, 1024, TailStrategy::GuardWithIf);
-      Func intm = st.rfactor(ro, u);
-      intm.compute_root();
-      gpu_pointwise(intm, 1);
-      gpu_pointwise(intm.update(), 1);
-    } else {
-      Func intm = st.rfactor(outer, u);
-      intm.compute_root();
-      gpu_pointwise(intm, 1);
-      gpu_pointwise(intm.update(), 1);
-    }
+    if (rd.dimensions() == 1) st.split(outer, ro, ri, 1024, TailStrategy::GuardWithIf);
+    Func intm = st.rfactor(rd.dimensions() == 1 ? ro : outer, u);
+    Var ub("ub"), ut("ut");
+    intm.compute_root().gpu_tile(u, ub, ut, 64, TailStrategy::GuardWithIf);
+    intm.update().gpu_tile(u, ub, ut, 64, TailStrategy::GuardWithIf);
     st.gpu_single_thread();
   }
 }
