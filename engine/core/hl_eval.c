@@ -54,8 +54,9 @@ static int capture(hl_trace *t, const hl_array *a) {
   }
   int id = hl_graph_add_param(&t->g, a->dtype, a->ndim, a->shape);
   if (id < 0) return -1;
-  /* constants the traced code made (on the host, say) move once to where the pipeline runs */
-  if (hl_to_device(a, t->g.device, &t->captures[t->ncaptures])) return -1;
+  /* constants the traced code made (on the host, say) move to where the pipeline runs at its
+   * first run, so that lowering needs no device */
+  hl_array_copy_ref(&t->captures[t->ncaptures], a);
   t->capture_param[t->ncaptures++] = id;
   return id;
 }
@@ -342,6 +343,12 @@ int hl_program_run(hl_program *p, int nargs, const hl_array *const *args, hl_arr
   hl_array *outp[MAXA];
   int ntmp = 0, rc = -1, nout = 0;
   for (int k = 0; k < nin; k++) {
+    if (k >= nargs && hl_array_device(&p->captures[k - nargs]) != p->g.device) {
+      hl_array moved;
+      if (hl_to_device(&p->captures[k - nargs], p->g.device, &moved)) goto done;
+      hl_array_release(&p->captures[k - nargs]);
+      p->captures[k - nargs] = moved;
+    }
     const hl_array *a = k < nargs ? args[k] : &p->captures[k - nargs];
     if (hl_array_device(a) != p->g.device) {
       hl_error("jit: argument %d is on %s but the function was traced for %s; move it with hl.device_put", k + 1,

@@ -26,6 +26,7 @@ struct hl_kernel {
   std::vector<hl_dtype> param_dtypes;
   double compile_ms = 0;
   std::string name;
+  std::string ptx;   /* CUDA pipelines: the device code, for inspection and ptxas checks */
 };
 
 namespace {
@@ -79,6 +80,9 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name) {
     for (const ImageParam &p : L.params) k->args.push_back(p);
     k->pipeline = Pipeline(L.outputs);
     Module m = k->pipeline.compile_to_module(k->args, k->name, k->target);
+    for (const Buffer<> &b : m.buffers())
+      if (b.name().find("gpu_source_kernels") != std::string::npos)
+        k->ptx.assign((const char *)b.data(), strnlen((const char *)b.data(), (size_t)b.size_in_bytes()));
     k->module = Internal::JITModule(m, m.get_function_by_name(k->name));
     k->entry = k->module.argv_function();
     k->nparams = g->nparams;
@@ -154,5 +158,7 @@ extern "C" char *hl_kernel_stmt(hl_kernel *k) {
   remove(path);
   return strdup(text.c_str());
 }
+
+extern "C" const char *hl_kernel_ptx(const hl_kernel *k) { return k->ptx.c_str(); }
 
 extern "C" void hl_kernel_free(hl_kernel *k) { delete k; }

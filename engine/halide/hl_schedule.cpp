@@ -210,10 +210,15 @@ void gpu_reduce(hl_lowered &L, Func f, int r, int i) {
     RVar ro("ro"), ri("ri");
     Stage st = f.update(k);
     if (rd.dimensions() == 1) st.split(outer, ro, ri, 1024, TailStrategy::GuardWithIf);
-    Func intm = st.rfactor(rd.dimensions() == 1 ? ro : outer, u);
-    Var ub("ub"), ut("ut");
-    intm.compute_root().gpu_tile(u, ub, ut, 64, TailStrategy::GuardWithIf);
-    intm.update().gpu_tile(u, ub, ut, 64, TailStrategy::GuardWithIf);
+    try {
+      Func intm = st.rfactor(rd.dimensions() == 1 ? ro : outer, u);
+      Var ub("ub"), ut("ut");
+      intm.compute_root().gpu_tile(u, ub, ut, 64, TailStrategy::GuardWithIf);
+      intm.update().gpu_tile(u, ub, ut, 64, TailStrategy::GuardWithIf);
+    } catch (const Halide::Error &) {
+      /* rfactor proves associativity by pattern; NaN-propagating max/min are not recognised:
+       * those full reductions run in one GPU thread (correct; a two-pass form would be faster) */
+    }
     st.gpu_single_thread();
   }
 }

@@ -663,6 +663,12 @@ static int l_program_stmt(lua_State *L) {
   return 1;
 }
 
+static int l_program_ptx(lua_State *L) {
+  program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
+  lua_pushstring(L, hl_kernel_ptx(u->p.kernel));
+  return 1;
+}
+
 static int l_program_compile_ms(lua_State *L) {
   program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
   lua_pushnumber(L, hl_kernel_compile_ms(u->p.kernel));
@@ -788,6 +794,7 @@ static const luaL_Reg core_funcs[] = {
     {"program_text", l_program_text},
     {"program_stmt", l_program_stmt},
     {"program_compile_ms", l_program_compile_ms},
+    {"program_ptx", l_program_ptx},
     {"cache_info", l_cache_info},
     {"signature", l_signature},
     {"to_device", l_to_device},

@@ -518,13 +518,13 @@ local function build(self, args, n, info, sig)
     local a = args[i]
     if info[i] == true then
       local dtype, shape = core.info(a)
-      targs[i] = core.trace_arg(trace, dtype, shape, core.device_of(a))
+      targs[i] = core.trace_arg(trace, dtype, shape, self.device or core.device_of(a))
     elseif type(info[i]) == "table" then
       local leaves = {}
       for j, l in ipairs(info[i].leaves) do
         if is_array(l) then
           local dtype, shape = core.info(l)
-          leaves[j] = core.trace_arg(trace, dtype, shape, core.device_of(l))
+          leaves[j] = core.trace_arg(trace, dtype, shape, self.device or core.device_of(l))
         else
           leaves[j] = l
         end
@@ -579,7 +579,34 @@ end
 
 local signature, program_run = core.signature, core.program_run
 
+-- jit(f, {device = ...}): array arguments move to that device first
+local function moved(self, ...)
+  local n = select("#", ...)
+  local args = {...}
+  for i = 1, n do
+    local a = args[i]
+    if is_array(a) and not core.is_tracer(a) and core.device_of(a) ~= self.device then
+      args[i] = core.to_device(a, self.device)
+    elseif type(a) == "table" and not self.static[i] then
+      args[i] = tree.map(function(l)
+        if is_array(l) and not core.is_tracer(l) and core.device_of(l) ~= self.device then return core.to_device(l, self.device) end
+        return l
+      end, a)
+    end
+  end
+  return unpack(args, 1, n)
+end
+
 function jit_mt:__call(...)
+  if self.device and not self.device_checked then
+    device_id(self.device == CPU and "cpu" or "cuda", "jit")   -- the device must exist to run
+    self.device_checked = true
+  end
+  if self.device then return self:call(moved(self, ...)) end
+  return self:call(...)
+end
+
+function jit_mt:call(...)
   -- fast path: plain array arguments, a compiled entry whose results are arrays
   if not self.has_static then
     local sig = signature(...)
@@ -615,6 +642,7 @@ lowered_mt.__index = lowered_mt
 function lowered_mt:ir() return self.entry.text end
 function lowered_mt:stmt() return core.program_stmt(self.entry.program) end
 function lowered_mt:compile_ms() return core.program_compile_ms(self.entry.program) end
+function lowered_mt:ptx() return core.program_ptx(self.entry.program) end
 lowered_mt.__tostring = function(self) return self.entry.text end
 
 function jit_mt:lower(...)
@@ -637,9 +665,17 @@ function hl.jit(f, opts)
     if type(i) ~= "number" or i < 1 or i ~= math.floor(i) then fail("jit: static_argnums must hold 1-based argument numbers") end
     static[i] = true
   end
+  local device
+  if opts.device ~= nil then
+    -- checked when the function runs: lowering (and PTX checks) need no GPU
+    if opts.device == "cpu" then device = CPU
+    elseif type(opts.device) == "string" and (opts.device == "cuda" or opts.device == "cuda:1") then device = CUDA
+    else fail("jit: unknown device %s (use \"cpu\" or \"cuda\")", tostring(opts.device)) end
+  end
   local info = debug.getinfo(f, "S")
   local name = opts.name or (info and info.short_src and ("jit " .. info.short_src .. ":" .. (info.linedefined or 0))) or "jit"
-  return setmetatable({f = f, static = static, has_static = next(static) ~= nil, cache = {}, fast = {}, name = name}, jit_mt)
+  return setmetatable({f = f, static = static, has_static = next(static) ~= nil, cache = {}, fast = {}, name = name,
+                       device = device}, jit_mt)
 end
 
 local trace_mt = {__tostring = function(self) return self.text end}
