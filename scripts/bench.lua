@@ -20,19 +20,81 @@ local function best_of(f, reps, inner)
 end
 
 local root = arg[0]:match("^(.*)/scripts/") or "."
-local write = false
-for _, a in ipairs(arg) do if a == "--write" then write = true end end
+local write, device = false, "cpu"
+for i, a in ipairs(arg) do
+  if a == "--write" then write = true end
+  if a == "--device" then device = arg[i + 1] end
+end
+
+local function fmt(v) return v and string.format("%.2f", v) or "n/a" end
+local function print_table(rows, res, peers, names, title, doc)
+  local lines = {"| work | halua | " .. table.concat(names, " | ") .. " | halua vs " .. names[1] .. " |",
+                 "|---|---|" .. string.rep("---|", #names) .. "---|"}
+  for _, r in ipairs(rows) do
+    local key, label, better = r[1], r[2], r[3]
+    local h, cells = res[key], {}
+    for i, nm in ipairs(names) do cells[i] = fmt(peers[key] and peers[key][nm:lower()]) end
+    local ref = peers[key] and peers[key][names[1]:lower()]
+    local ratio = "n/a"
+    if h and ref then
+      ratio = better == "lower" and string.format("%.2fx faster", ref / h) or string.format("%.0f%%", 100 * h / ref)
+    end
+    lines[#lines + 1] = string.format("| %s | %s | %s | %s |", label, fmt(h), table.concat(cells, " | "), ratio)
+  end
+  local text = table.concat(lines, "\n")
+  print(text)
+  if write then
+    local f = assert(io.open(root .. "/docs/" .. doc, "w"))
+    f:write("# ", title, "\n\nWritten by `scripts/bench", device == "cpu" and "" or " --device " .. device,
+            " --write` on ", os.date("!%Y-%m-%d"), ". Each figure is the best of several runs in one process;\n",
+            "the peers ran in the same invocation, so ratios compare like with like.\n\n", text, "\n")
+    f:close()
+    print("wrote docs/" .. doc)
+  end
+end
+
+local function read_peers(cmd)
+  local p = io.popen(cmd)
+  local json = p and p:read("*a") or ""
+  if p then p:close() end
+  local peers = {}
+  for row, body in json:gmatch('"([%w_]+)": {(.-)}') do
+    peers[row] = {}
+    for k, v in body:gmatch('"(%w+)": ([%d%.e%-+]+)') do peers[row][k] = tonumber(v) end
+  end
+  return peers
+end
+
+if device == "cuda" then
+  -- the GPU rows: copy bandwidth, a fused chain, matmul 4096^3, against PyTorch and JAX
+  io.stderr:write("bench: running the peers (PyTorch, JAX) on the GPU...\n")
+  local peers = read_peers((os.getenv("HALUA_PYTHON") or "python3") .. " " .. root .. "/scripts/bench_peers_cuda.py")
+  io.stderr:write("bench: running halua on the GPU...\n")
+  local sync = hl.core.sync
+  local function gpu_best(f, reps, inner)
+    return best_of(function() for _ = 1, inner do f() end sync() end, reps, 1) / inner
+  end
+  local res = {}
+  local n = 2 ^ 26
+  local x, y, z = hl.full({n}, 0.5):to("cuda"), hl.full({n}, 0.25):to("cuda"), hl.full({n}, 0.1):to("cuda")
+  local copy = hl.jit(function(u) return u + 0 end)
+  res.copy_GBs = 8 * n / gpu_best(function() return copy(x) end, 5, 10) / 1e9
+  local fused = hl.jit(function(u, v, w) return hl.tanh(u * v + w) end)
+  res.fused_ms = gpu_best(function() return fused(x, y, z) end, 5, 10) * 1e3
+  local m = hl.ones({4096, 4096}):to("cuda")
+  local mm = hl.jit(function(u, v) return hl.matmul(u, v) end)
+  res.matmul4096_gflops = 2 * 4096 ^ 3 / gpu_best(function() return mm(m, m) end, 3, 3) / 1e9
+  print_table({
+    {"copy_GBs", "copy 2^26 float32 (GB/s, read+write)", "higher"},
+    {"fused_ms", "tanh(a*b+c), 2^26 float32 (ms)", "lower"},
+    {"matmul4096_gflops", "matmul 4096^3 float32 (GFLOP/s)", "higher"},
+  }, res, peers, {"Torch", "JAX"}, "Benchmarks on CUDA", "benchmarks-cuda.md")
+  return
+end
 
 io.stderr:write("bench: running the peers (NumPy, PyTorch)...\n")
 -- the peers' OpenBLAS picks its AVX-512 kernels only with these two unset (benchmark only)
-local p = io.popen("env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 " .. root .. "/scripts/bench_peers.py 2>/dev/null")
-local peers_json = p and p:read("*a") or ""
-if p then p:close() end
-local peers = {}
-for row, body in peers_json:gmatch('"([%w_]+)": {(.-)}') do
-  peers[row] = {}
-  for k, v in body:gmatch('"(%w+)": ([%d%.e%-+]+)') do peers[row][k] = tonumber(v) end
-end
+local peers = read_peers("env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 " .. root .. "/scripts/bench_peers.py 2>/dev/null")
 
 io.stderr:write("bench: running halua...\n")
 local res = {}
@@ -50,32 +112,10 @@ local m = hl.ones({1024, 1024}) + 0
 local mm = hl.jit(function(u, v) return hl.matmul(u, v) end)
 res.matmul1024_gflops = 2 * 1024 ^ 3 / best_of(function() return mm(m, m) end, 3, 5) / 1e9
 
-local rows = {
+print_table({
   {"eager_add8_us", "eager a + b, 8 float32 (us/op)", "lower"},
   {"jit_call_us", "cached jit call, one add, 8 float32 (us/call)", "lower"},
   {"fused_ms", "tanh(a*b+c), 2^24 float32, jit (ms)", "lower"},
   {"copy_GBs", "copy 2^24 float32 (GB/s, read+write)", "higher"},
   {"matmul1024_gflops", "matmul 1024^3 float32 (GFLOP/s)", "higher"},
-}
-local function fmt(v) return v and string.format("%.2f", v) or "n/a" end
-local lines = {"| work | halua | NumPy | PyTorch | halua vs NumPy |", "|---|---|---|---|---|"}
-for _, r in ipairs(rows) do
-  local key, label, better = r[1], r[2], r[3]
-  local h, np_, th = res[key], peers[key] and peers[key].numpy, peers[key] and peers[key].torch
-  local ratio = "n/a"
-  if h and np_ then
-    ratio = better == "lower" and string.format("%.2fx faster", np_ / h) or string.format("%.0f%%", 100 * h / np_)
-  end
-  lines[#lines + 1] = string.format("| %s | %s | %s | %s | %s |", label, fmt(h), fmt(np_), fmt(th), ratio)
-end
-local table_text = table.concat(lines, "\n")
-print(table_text)
-if write then
-  local f = assert(io.open(root .. "/docs/benchmarks.md", "w"))
-  f:write("# Benchmarks\n\nWritten by `scripts/bench --write` on ", os.date("!%Y-%m-%d"), " (",
-          io.popen("nproc"):read("*l"), " cores). Each figure is the best of several runs in one process;\n",
-          "NumPy and PyTorch ran in the same invocation, so ratios compare like with like.\n\n",
-          table_text, "\n")
-  f:close()
-  print("wrote docs/benchmarks.md")
-end
+}, res, peers, {"NumPy", "Torch"}, "Benchmarks on the CPU", "benchmarks.md")

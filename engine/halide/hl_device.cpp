@@ -1,6 +1,7 @@
 #include "hl_device.h"
 #include <dlfcn.h>
 #include <mutex>
+#include <string>
 extern "C" {
 #include "hl_error.h"
 }
@@ -11,11 +12,13 @@ namespace {
 
 typedef int (*cu_init_fn)(unsigned);
 typedef int (*cu_count_fn)(int *);
-typedef int (*cu_sync_fn)(void);
+typedef int (*cu_device_get_fn)(int *, int);
+typedef int (*cu_primary_retain_fn)(void **, int);
 
 int cuda_count = -1;
-cu_sync_fn cu_ctx_synchronize = nullptr;
+void *primary_context = nullptr;
 std::once_flag probe_once;
+thread_local std::string runtime_error;
 
 void probe() {
   cuda_count = 0;
@@ -24,9 +27,38 @@ void probe() {
   if (!lib) return;
   cu_init_fn init = (cu_init_fn)dlsym(lib, "cuInit");
   cu_count_fn count = (cu_count_fn)dlsym(lib, "cuDeviceGetCount");
-  cu_ctx_synchronize = (cu_sync_fn)dlsym(lib, "cuCtxSynchronize");
-  int n = 0;
-  if (init && count && init(0) == 0 && count(&n) == 0) cuda_count = n;
+  cu_device_get_fn device_get = (cu_device_get_fn)dlsym(lib, "cuDeviceGet");
+  cu_primary_retain_fn retain = (cu_primary_retain_fn)dlsym(lib, "cuDevicePrimaryCtxRetain");
+  int n = 0, dev = 0;
+  if (!init || !count || init(0) != 0 || count(&n) != 0 || n < 1) return;
+  /* the device's primary context: the one the CUDA runtime (and so cuBLAS) uses too */
+  if (!device_get || !retain || device_get(&dev, 0) != 0 || retain(&primary_context, dev) != 0) return;
+  cuda_count = n;
+}
+
+/* Runtime errors outside a pipeline call (device allocation, copies) are recorded here instead
+ * of the runtime's default, which aborts. */
+void record_runtime_error(JITUserContext *, const char *msg) { runtime_error = msg; }
+
+int acquire_primary(JITUserContext *, void **ctx, bool) {
+  *ctx = primary_context;
+  return primary_context ? 0 : -1;
+}
+int release_primary(JITUserContext *) { return 0; }
+
+void install_handlers() {
+  JITHandlers h;
+  h.custom_error = record_runtime_error;
+  h.custom_cuda_acquire_context = acquire_primary;
+  h.custom_cuda_release_context = release_primary;
+  Internal::JITSharedRuntime::set_default_handlers(h);
+}
+
+std::string take_runtime_error() {
+  std::string m = runtime_error;
+  runtime_error.clear();
+  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+  return m.empty() ? "no message" : m;
 }
 
 /* A 1-D byte view of device memory for the device interface's calls; copies above 2 GiB go in
@@ -51,8 +83,9 @@ Target hl_device_target(int device) {
   Target t = get_host_target()
                  .with_feature(Target::JIT)
                  .with_feature(Target::UserContext)
-                 .with_feature(Target::LargeBuffers)
-                 .with_feature(Target::StrictFloat);
+                 .with_feature(Target::LargeBuffers);
+  /* No StrictFloat: it forbids fused multiply-adds (half the matmul speed). NaN and Inf
+   * semantics do not rest on float rules: hl_lower.cpp tests them on bit patterns. */
   /* Halide 14 knows no sm_90: PTX for sm_80, which the driver compiles for newer GPUs */
   if (device == HL_DEVICE_CUDA) t = t.with_feature(Target::CUDA).with_feature(Target::CUDACapability80);
   return t;
@@ -64,6 +97,7 @@ const halide_device_interface_t *hl_device_interface(int device) {
   if (device != HL_DEVICE_CUDA) return nullptr;
   std::call_once(once, [] {
     try {
+      install_handlers();
       cuda = get_device_interface_for_device_api(DeviceAPI::CUDA, hl_device_target(HL_DEVICE_CUDA), "halua");
     } catch (const std::exception &) {
       cuda = nullptr;
@@ -101,7 +135,7 @@ extern "C" int hl_device_alloc(int device, size_t nbytes, void **handle, uint64_
   if (rc != 0) {
     delete[] dims;
     delete b;
-    return hl_error("out of device memory allocating %zu bytes on cuda (code %d)", nbytes, rc);
+    return hl_error("out of device memory allocating %zu bytes on cuda (%s)", nbytes, take_runtime_error().c_str());
   }
   *handle = b;
   *ptr = b->device;
@@ -125,7 +159,7 @@ extern "C" int hl_device_copy_to_device(int device, uint64_t dst, const void *sr
     halide_buffer_t b = byte_buffer(dst + off, (char *)src + off, n, &dim);
     b.set_host_dirty(true);
     if (b.device_interface->copy_to_device(nullptr, &b, b.device_interface))
-      return hl_error("device_put: copying %zu bytes to cuda failed", nbytes);
+      return hl_error("device_put: copying %zu bytes to cuda failed: %s", nbytes, take_runtime_error().c_str());
   }
   return 0;
 }
@@ -138,7 +172,7 @@ extern "C" int hl_device_copy_to_host(int device, void *dst, uint64_t src, size_
     halide_buffer_t b = byte_buffer(src + off, (char *)dst + off, n, &dim);
     b.set_device_dirty(true);
     if (b.device_interface->copy_to_host(nullptr, &b))
-      return hl_error("device_put: copying %zu bytes from cuda failed", nbytes);
+      return hl_error("device_put: copying %zu bytes from cuda failed: %s", nbytes, take_runtime_error().c_str());
   }
   return 0;
 }
@@ -146,6 +180,16 @@ extern "C" int hl_device_copy_to_host(int device, void *dst, uint64_t src, size_
 extern "C" int hl_device_sync(int device) {
   if (device == HL_DEVICE_CPU) return 0;
   if (need_cuda(device, "sync")) return -1;
+  /* the interface syncs through a buffer: any allocation of ours will do */
+  static void *handle = nullptr;
+  static uint64_t ptr = 0;
+  static std::mutex lock;
+  {
+    std::lock_guard<std::mutex> g(lock);
+    if (!handle && hl_device_alloc(device, 64, &handle, &ptr)) return -1;
+  }
   const halide_device_interface_t *di = hl_device_interface(device);
-  return di->device_sync(nullptr, nullptr) ? hl_error("sync: waiting for cuda failed") : 0;
+  if (di->device_sync(nullptr, (halide_buffer_t *)handle))
+    return hl_error("sync: waiting for cuda failed: %s", take_runtime_error().c_str());
+  return 0;
 }
