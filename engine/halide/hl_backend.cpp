@@ -114,6 +114,7 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
   halide_dimension_t dims[MAXB][HL_MAX_DIMS];
   const void *argv[MAXB + 1];
   RunContext ctx;
+  hl_device_handlers(ctx.handlers);
   ctx.handlers.custom_error = record_error;
   JITUserContext *pctx = &ctx;
   argv[0] = &pctx;

@@ -46,12 +46,26 @@ int acquire_primary(JITUserContext *, void **ctx, bool) {
 }
 int release_primary(JITUserContext *) { return 0; }
 
-void install_handlers() {
-  JITHandlers h;
+}  // namespace
+
+/* Every runtime call gets a context with these handlers: errors are recorded (the default
+ * handler aborts), and CUDA work runs in the device's primary context, which cuBLAS shares. */
+void hl_device_handlers(JITHandlers &h) {
   h.custom_error = record_runtime_error;
   h.custom_cuda_acquire_context = acquire_primary;
   h.custom_cuda_release_context = release_primary;
-  Internal::JITSharedRuntime::set_default_handlers(h);
+}
+
+namespace {
+
+JITUserContext *call_context() {
+  static thread_local JITUserContext ctx;
+  static thread_local bool ready = false;
+  if (!ready) {
+    hl_device_handlers(ctx.handlers);
+    ready = true;
+  }
+  return &ctx;
 }
 
 std::string take_runtime_error() {
@@ -97,7 +111,6 @@ const halide_device_interface_t *hl_device_interface(int device) {
   if (device != HL_DEVICE_CUDA) return nullptr;
   std::call_once(once, [] {
     try {
-      install_handlers();
       cuda = get_device_interface_for_device_api(DeviceAPI::CUDA, hl_device_target(HL_DEVICE_CUDA), "halua");
     } catch (const std::exception &) {
       cuda = nullptr;
@@ -131,7 +144,7 @@ extern "C" int hl_device_alloc(int device, size_t nbytes, void **handle, uint64_
   b->dimensions = 2;
   b->dim = dims;
   const halide_device_interface_t *di = hl_device_interface(device);
-  int rc = di->device_malloc(nullptr, b, di);
+  int rc = di->device_malloc(call_context(), b, di);
   if (rc != 0) {
     delete[] dims;
     delete b;
@@ -146,7 +159,7 @@ extern "C" void hl_device_free(int device, void *handle) {
   halide_buffer_t *b = (halide_buffer_t *)handle;
   if (!b) return;
   const halide_device_interface_t *di = hl_device_interface(device);
-  if (di) di->device_free(nullptr, b);
+  if (di) di->device_free(call_context(), b);
   delete[] b->dim;
   delete b;
 }
@@ -158,7 +171,7 @@ extern "C" int hl_device_copy_to_device(int device, uint64_t dst, const void *sr
     halide_dimension_t dim;
     halide_buffer_t b = byte_buffer(dst + off, (char *)src + off, n, &dim);
     b.set_host_dirty(true);
-    if (b.device_interface->copy_to_device(nullptr, &b, b.device_interface))
+    if (b.device_interface->copy_to_device(call_context(), &b, b.device_interface))
       return hl_error("device_put: copying %zu bytes to cuda failed: %s", nbytes, take_runtime_error().c_str());
   }
   return 0;
@@ -171,7 +184,7 @@ extern "C" int hl_device_copy_to_host(int device, void *dst, uint64_t src, size_
     halide_dimension_t dim;
     halide_buffer_t b = byte_buffer(src + off, (char *)dst + off, n, &dim);
     b.set_device_dirty(true);
-    if (b.device_interface->copy_to_host(nullptr, &b))
+    if (b.device_interface->copy_to_host(call_context(), &b))
       return hl_error("device_put: copying %zu bytes from cuda failed: %s", nbytes, take_runtime_error().c_str());
   }
   return 0;
@@ -180,7 +193,7 @@ extern "C" int hl_device_copy_to_host(int device, void *dst, uint64_t src, size_
 extern "C" int hl_device_sync(int device) {
   if (device == HL_DEVICE_CPU) return 0;
   if (need_cuda(device, "sync")) return -1;
-  /* the interface syncs through a buffer: any allocation of ours will do */
+  /* a small device-to-host copy waits for the work queued before it */
   static void *handle = nullptr;
   static uint64_t ptr = 0;
   static std::mutex lock;
@@ -188,8 +201,6 @@ extern "C" int hl_device_sync(int device) {
     std::lock_guard<std::mutex> g(lock);
     if (!handle && hl_device_alloc(device, 64, &handle, &ptr)) return -1;
   }
-  const halide_device_interface_t *di = hl_device_interface(device);
-  if (di->device_sync(nullptr, (halide_buffer_t *)handle))
-    return hl_error("sync: waiting for cuda failed: %s", take_runtime_error().c_str());
-  return 0;
+  char scratch[8];
+  return hl_device_copy_to_host(device, scratch, ptr, sizeof scratch);
 }

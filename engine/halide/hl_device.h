@@ -28,5 +28,7 @@ int hl_device_sync(int device);
 #include <Halide.h>
 const halide_device_interface_t *hl_device_interface(int device);
 Halide::Target hl_device_target(int device);
+/* Fill the runtime handlers every call must carry (error recording, the shared CUDA context). */
+void hl_device_handlers(Halide::JITHandlers &h);
 #endif
 #endif
