@@ -44,6 +44,7 @@ local function print_table(rows, res, peers, names, title, doc)
   local text = table.concat(lines, "\n")
   print(text)
   if write then
+    os.execute("mkdir -p '" .. root .. "/docs'")
     local f = assert(io.open(root .. "/docs/" .. doc, "w"))
     f:write("# ", title, "\n\nWritten by `scripts/bench", device == "cpu" and "" or " --device " .. device,
             " --write` on ", os.date("!%Y-%m-%d"), ". Each figure is the best of several runs in one process;\n",

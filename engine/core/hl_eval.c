@@ -226,30 +226,33 @@ static int eager_concat(int nin, const hl_array *const *in, const hl_attrs *at, 
   return 0;
 }
 
+/* a unit-stride copy of `a` when its rows are not (vector loads on the CPU, cuBLAS on CUDA) */
+static int unit_rows(const hl_array *a, hl_array *tmp, const hl_array **use) {
+  *use = a;
+  if (stride_class(a) == HL_STRIDE_UNIT) return 0;
+  if (hl_array_alloc_on(tmp, hl_array_device(a), a->dtype, a->ndim, a->shape)) return -1;
+  hl_attrs cast = {.dtype = a->dtype};
+  if (run_elemwise(HL_P_CAST, 1, &a, &cast, tmp)) {
+    hl_array_release(tmp);
+    return -1;
+  }
+  *use = tmp;
+  return 1;
+}
+
 static int eager_matmul(const hl_array *const *in, const hl_type *ty, hl_array *out) {
   int dev = hl_array_device(in[0]);
   if (hl_array_alloc_on(out, dev, ty->dtype, ty->ndim, ty->shape)) return -1;
   if (hl_shape_size(ty->ndim, ty->shape) == 0) return 0;
-  /* B is read in vectors along its rows: give it unit stride there */
-  hl_array b;
-  const hl_array *ops[2] = {in[0], in[1]};
-  int own_b = stride_class(in[1]) != HL_STRIDE_UNIT;
-  if (own_b) {
-    if (hl_array_alloc_on(&b, dev, in[1]->dtype, in[1]->ndim, in[1]->shape)) goto fail;
-    hl_attrs cast = {.dtype = in[1]->dtype};
-    if (run_elemwise(HL_P_CAST, 1, &in[1], &cast, &b)) {
-      hl_array_release(&b);
-      goto fail;
-    }
-    ops[1] = &b;
-  }
-  int rc = run_single(HL_P_MATMUL, 2, ops, NULL, out);
-  if (own_b) hl_array_release(&b);
-  if (rc) goto fail;
-  return 0;
-fail:
-  hl_array_release(out);
-  return -1;
+  hl_array ta, tb;
+  const hl_array *ops[2];
+  int own_a = dev == HL_DEVICE_CUDA ? unit_rows(in[0], &ta, &ops[0]) : (ops[0] = in[0], 0);
+  int own_b = own_a < 0 ? -1 : unit_rows(in[1], &tb, &ops[1]);
+  int rc = own_a < 0 || own_b < 0 ? -1 : run_single(HL_P_MATMUL, 2, ops, NULL, out);
+  if (own_a > 0) hl_array_release(&ta);
+  if (own_b > 0) hl_array_release(&tb);
+  if (rc) hl_array_release(out);
+  return rc;
 }
 
 static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *at, hl_array *out) {

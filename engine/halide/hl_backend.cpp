@@ -3,6 +3,7 @@
 #include "hl_backend.h"
 #include "hl_lower.h"
 #include "hl_device.h"
+#include "hl_cublas.h"
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -83,7 +84,9 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name) {
     for (const Buffer<> &b : m.buffers())
       if (b.name().find("gpu_source_kernels") != std::string::npos)
         k->ptx.assign((const char *)b.data(), strnlen((const char *)b.data(), (size_t)b.size_in_bytes()));
-    k->module = Internal::JITModule(m, m.get_function_by_name(k->name));
+    std::vector<Internal::JITModule> deps;
+    if (g->device == HL_DEVICE_CUDA) deps.push_back(hl_cublas_exports());
+    k->module = Internal::JITModule(m, m.get_function_by_name(k->name), deps);
     k->entry = k->module.argv_function();
     k->nparams = g->nparams;
     k->noutputs = g->noutputs;

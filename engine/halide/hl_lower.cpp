@@ -2,6 +2,8 @@
  * hl_schedule.cpp; this file says only what is computed. Bools are stored as uint8 0/1. */
 #include "hl_lower.h"
 #include "hl_vmath.h"
+#include "hl_cublas.h"
+#include "hl_device.h"
 
 using namespace Halide;
 using Halide::Internal::make_zero;
@@ -273,6 +275,16 @@ struct Lowerer {
     aa[0] = k;       /* A[..., m, k] */
     ba[1] = k;       /* B[..., k, n] */
     Type ty = hl_halide_type(n.type.dtype);
+    if (g->device == HL_DEVICE_CUDA && hl_dtype_is_float(n.type.dtype) && hl_cublas_available()) {
+      /* cuBLAS as an extern stage; its operands are parameters or materialised Funcs */
+      auto operand = [&](int s) {
+        const hl_node &sn = node(s);
+        return sn.prim == HL_P_PARAM ? ExternFuncArgument(L.params[sn.attrs.i[0]]) : ExternFuncArgument(L.funcs[s]);
+      };
+      L.funcs[i].define_extern("halua_cublas_matmul", {operand(a), operand(b), extent(a, r - 1)}, ty, r,
+                               NameMangling::C, DeviceAPI::CUDA);
+      return;
+    }
     Func prod("prod" + std::to_string(i));
     prod(v) = make_zero(ty);
     prod(v) += call(a, aa) * call(b, ba);

@@ -250,12 +250,17 @@ void hl_schedule_cuda(hl_lowered &L, const Target &t) {
     hl_prim_kind kind = hl_prims[n.prim].kind;
     if (kind == HL_K_REDUCE || kind == HL_K_MATMUL) root[i] = 1;
     if (kind == HL_K_ELEMWISE && L.consumers[i] > 1 && expensive(n.prim)) root[i] = 1;
+    if (kind == HL_K_MATMUL && L.funcs[i].is_extern())
+      for (int k = 0; k < 2; k++) root[hl_node_inputs(g, &n)[k]] = 1;   /* extern operands are buffers */
   }
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     if (!root[i] || n.prim == HL_P_PARAM) continue;
     switch (hl_prims[n.prim].kind) {
-    case HL_K_MATMUL: gpu_matmul(L, i); break;
+    case HL_K_MATMUL:
+      if (L.funcs[i].is_extern()) L.funcs[i].compute_root();   /* cuBLAS */
+      else gpu_matmul(L, i);
+      break;
     case HL_K_REDUCE:
       if (n.prim == HL_P_ARGMAX || n.prim == HL_P_ARGMIN) {
         /* two passes whose second depends on the first's value: one thread per output */
