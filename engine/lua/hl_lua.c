@@ -10,6 +10,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +24,12 @@ static int raise(lua_State *L) {
   return lua_error(L);
 }
 
-static int raisef(lua_State *L, const char *fmt, const char *a, const char *b) {
-  lua_pushfstring(L, fmt, a, b);
+/* Raise a formatted message (lua_pushfstring's formats: %s %d %f %%). */
+static int raisef(lua_State *L, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  lua_pushvfstring(L, fmt, ap);
+  va_end(ap);
   return lua_error(L);
 }
 
@@ -122,18 +127,18 @@ static hl_dtype check_dtype(lua_State *L, int idx, const char *op, hl_dtype dflt
 static int check_shape(lua_State *L, int idx, const char *op, int64_t *shape) {
   if (lua_type(L, idx) == LUA_TNUMBER) {
     double v = lua_tonumber(L, idx);
-    if (v < 0 || v != floor(v)) raisef(L, "halua: %s: shape entries must be non-negative integers%s", op, "");
+    if (v < 0 || v != floor(v)) raisef(L, "halua: %s: shape entries must be non-negative integers", op);
     shape[0] = (int64_t)v;
     return 1;
   }
   if (!lua_istable(L, idx)) raisef(L, "halua: %s: shape must be a number or a table of numbers, got %s", op, luaL_typename(L, idx));
   int n = (int)lua_objlen(L, idx);
-  if (n > HL_MAX_DIMS) raisef(L, "halua: %s: at most 8 dimensions%s", op, "");
+  if (n > HL_MAX_DIMS) raisef(L, "halua: %s: at most 8 dimensions", op);
   for (int k = 0; k < n; k++) {
     lua_rawgeti(L, idx, k + 1);
     double v = lua_tonumber(L, -1);
     if (lua_type(L, -1) != LUA_TNUMBER || v < 0 || v != floor(v) || v > 9.0e15)
-      raisef(L, "halua: %s: shape entries must be non-negative integers%s", op, "");
+      raisef(L, "halua: %s: shape entries must be non-negative integers", op);
     shape[k] = (int64_t)v;
     lua_pop(L, 1);
   }
@@ -153,7 +158,7 @@ static void scan(lua_State *L, int idx, int depth, scan_info *s) {
   int t = lua_type(L, idx);
   if (t == LUA_TNUMBER || t == LUA_TBOOLEAN) {
     if (s->leaf_depth < 0) s->leaf_depth = depth;
-    if (depth != s->ndim || depth != s->leaf_depth) raisef(L, "halua: array: ragged nested table (a value where a table was expected, or the reverse)%s%s", "", "");
+    if (depth != s->ndim || depth != s->leaf_depth) raisef(L, "halua: array: ragged nested table (a value where a table was expected, or the reverse)");
     if (t == LUA_TBOOLEAN) s->has_bool = 1;
     else {
       double v = lua_tonumber(L, idx);
@@ -167,12 +172,12 @@ static void scan(lua_State *L, int idx, int depth, scan_info *s) {
     lua_error(L);
   }
   int n = (int)lua_objlen(L, idx);
-  if (s->leaf_depth >= 0 && depth >= s->leaf_depth) raisef(L, "halua: array: ragged nested table (a table where a value was expected)%s%s", "", "");
-  if (depth >= HL_MAX_DIMS) raisef(L, "halua: array: at most 8 dimensions%s%s", "", "");
+  if (s->leaf_depth >= 0 && depth >= s->leaf_depth) raisef(L, "halua: array: ragged nested table (a table where a value was expected)");
+  if (depth >= HL_MAX_DIMS) raisef(L, "halua: array: at most 8 dimensions");
   if (depth == s->ndim) {
     s->shape[s->ndim++] = n;
   } else if (depth > s->ndim || s->shape[depth] != n) {
-    raisef(L, "halua: array: ragged nested table (rows of different lengths)%s%s", "", "");
+    raisef(L, "halua: array: ragged nested table (rows of different lengths)");
   }
   for (int k = 1; k <= n; k++) {
     lua_rawgeti(L, idx, k);
@@ -211,7 +216,7 @@ static int l_array(lua_State *L) {
   s.leaf_depth = -1;
   scan(L, 1, 0, &s);
   hl_dtype dflt = s.has_bool && !s.has_number ? HL_BOOL : HL_FLOAT32;
-  if (s.has_bool && s.has_number) raisef(L, "halua: array: mixes booleans and numbers%s%s", "", "");
+  if (s.has_bool && s.has_number) raisef(L, "halua: array: mixes booleans and numbers");
   hl_dtype t = check_dtype(L, 2, "array", dflt);
   hl_array a;
   if (hl_array_alloc(&a, t, s.ndim, s.shape)) return raise(L);
@@ -225,7 +230,7 @@ static int l_full(lua_State *L) {
   int64_t shape[HL_MAX_DIMS];
   int n = check_shape(L, 1, "full", shape);
   int isb = lua_type(L, 2) == LUA_TBOOLEAN;
-  if (!isb && lua_type(L, 2) != LUA_TNUMBER) raisef(L, "halua: full: fill value must be a number or boolean, got %s", luaL_typename(L, 2), "");
+  if (!isb && lua_type(L, 2) != LUA_TNUMBER) raisef(L, "halua: full: fill value must be a number or boolean, got %s", luaL_typename(L, 2));
   double v = isb ? lua_toboolean(L, 2) : lua_tonumber(L, 2);
   hl_dtype t = check_dtype(L, 3, "full", isb ? HL_BOOL : HL_FLOAT32);
   /* a 0-d value broadcast (stride 0): no kernel, no n-element fill until someone needs it */
@@ -264,11 +269,8 @@ static int l_elemwise(lua_State *L) {
   }
   hl_operand ops[3];
   for (int k = 0; k < n; k++) get_operand(L, k + 1, &ops[k], name);
-  int any_array = 0;
-  for (int k = 0; k < n; k++) any_array |= ops[k].array != NULL;
   hl_array r;
   if (hl_op_elemwise(prim, n, ops, NULL, &r)) return raise(L);
-  (void)any_array;
   push_result(L, &r, 1, n);
   return 1;
 }
@@ -371,7 +373,7 @@ static int l_slice(lua_State *L) {
 static int l_concatenate(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   int n = (int)lua_objlen(L, 1);
-  if (n < 1 || n > 64) raisef(L, "halua: concatenate: needs 1 to 64 arrays%s%s", "", "");
+  if (n < 1 || n > 64) raisef(L, "halua: concatenate: needs 1 to 64 arrays");
   int base = lua_gettop(L);
   const hl_array *in[64];
   hl_array tmp[64];
@@ -478,7 +480,7 @@ static int l_totable(lua_State *L) {
 static int l_get(lua_State *L) {
   hl_array *x = check_array(L, 1, "get");
   if (x->graph) return tracer_error(L, "tostring");
-  if (hl_array_device(x) != HL_DEVICE_CPU) return raisef(L, "halua: get: the array is on cuda; copy it with x:to(\"cpu\")%s%s", "", "");
+  if (hl_array_device(x) != HL_DEVICE_CPU) return raisef(L, "halua: get: the array is on cuda; copy it with x:to(\"cpu\")");
   push_elem(L, x, (int64_t)luaL_checknumber(L, 2));
   return 1;
 }
@@ -549,14 +551,14 @@ static int l_property(lua_State *L) {
 
 static int array_len(lua_State *L) {
   hl_array *x = lua_touserdata(L, 1);
-  if (x->ndim == 0) return raisef(L, "halua: len: a 0-d array has no length (use x:item())%s%s", "", "");
+  if (x->ndim == 0) return raisef(L, "halua: len: a 0-d array has no length (use x:item())");
   lua_pushnumber(L, (double)x->shape[0]);
   return 1;
 }
 
 static int array_compare(lua_State *L) {
   return raisef(L, "halua: compare: < and <= on arrays cannot give an array in Lua; use hl.lt(a, b), hl.le, "
-                   "hl.gt, hl.ge, hl.eq (or a:lt(b)) %s%s", "", "");
+                   "hl.gt, hl.ge, hl.eq (or a:lt(b)) ");
 }
 
 /* ---- tracing ---- */
@@ -601,12 +603,12 @@ typedef struct {
 /* collect tracers of a Lua list at idx */
 static int list_arrays(lua_State *L, int idx, const hl_array **out, int max, const char *what) {
   int n = (int)lua_objlen(L, idx);
-  if (n > max) raisef(L, "halua: %s: too many arrays%s", what, "");
+  if (n > max) raisef(L, "halua: %s: too many arrays", what);
   for (int k = 0; k < n; k++) {
     lua_rawgeti(L, idx, k + 1);
     out[k] = to_array(L, -1);
     lua_pop(L, 1);   /* still referenced by the list */
-    if (!out[k]) raisef(L, "halua: %s: list holds a non-array%s", what, "");
+    if (!out[k]) raisef(L, "halua: %s: list holds a non-array", what);
   }
   return n;
 }
@@ -637,7 +639,7 @@ static int l_program_run(lua_State *L) {
   int nargs = lua_gettop(L) - 1;
   const hl_array *args[64];
   hl_array outs[64];
-  if (nargs > 64) raisef(L, "halua: jit: too many arguments%s%s", "", "");
+  if (nargs > 64) raisef(L, "halua: jit: too many arguments");
   for (int k = 0; k < nargs; k++) args[k] = check_array(L, k + 2, "jit");
   if (hl_program_run(&u->p, nargs, args, outs)) return raise(L);
   int n = u->p.g.noutputs;
@@ -682,7 +684,7 @@ static int l_trace_text(lua_State *L) {
   int n = list_arrays(L, 2, outs, 256, "trace");
   int ids[256];
   for (int k = 0; k < n; k++) {
-    if (outs[k]->graph != &t->g) raisef(L, "halua: trace: an output is not a value of this trace%s%s", "", "");
+    if (outs[k]->graph != &t->g) raisef(L, "halua: trace: an output is not a value of this trace");
     ids[k] = outs[k]->node;
   }
   hl_graph pruned;
@@ -733,7 +735,7 @@ static int l_cache_info(lua_State *L) {
 static int l_to_device(lua_State *L) {
   hl_array *x = check_array(L, 1, "device_put");
   int device = (int)luaL_checkinteger(L, 2);
-  if (x->graph) return raisef(L, "halua: device_put: traced values stay where their function runs%s%s", "", "");
+  if (x->graph) return raisef(L, "halua: device_put: traced values stay where their function runs");
   hl_array r;
   if (hl_to_device(x, device, &r)) return raise(L);
   push_array(L, &r, 0);
