@@ -314,14 +314,19 @@ struct Lowerer {
         ia[rin - 1 - a] = (int)n.attrs.i[a] + (int)n.attrs.i[HL_MAX_DIMS + a] * Expr(v[r - 1 - a]);
       break;
     case HL_P_RESHAPE: {
-      /* through the flat row-major index; int64 would be needed past 2^31 elements, which the
-       * frontend refuses for pipelines */
-      Expr flat = 0;
-      for (int a = 0; a < r; a++) flat = flat * (int)n.type.shape[a] + Expr(v[r - 1 - a]);
+      /* through the flat row-major index, in 64-bit arithmetic once it can pass 2^31 */
+      bool wide = hl_shape_size(r, n.type.shape) > INT32_MAX;
+      auto num = [&](int64_t x) { return wide ? Expr(x) : Expr((int)x); };
+      Expr flat = num(0);
+      for (int a = 0; a < r; a++) {
+        Expr va = wide ? cast(Int(64), v[r - 1 - a]) : Expr(v[r - 1 - a]);
+        flat = flat * num(n.type.shape[a]) + va;
+      }
       int64_t inner = 1;
       for (int a = rin - 1; a >= 0; a--) {
-        Expr c = inner == 1 ? flat : flat / (int)inner;
-        ia[rin - 1 - a] = a == 0 ? c : c % (int)in.type.shape[a];
+        Expr c = inner == 1 ? flat : flat / num(inner);
+        c = a == 0 ? c : c % num(in.type.shape[a]);
+        ia[rin - 1 - a] = wide ? cast(Int(32), c) : c;   /* each axis itself is below 2^31 */
         inner *= in.type.shape[a];
       }
       break;

@@ -511,7 +511,15 @@ local function analyse(self, args, n)
   return n .. "|" .. table.concat(parts, "|"), arrays, info
 end
 
+local log_compiles = (os.getenv("HALUA_LOG_COMPILES") or "0") ~= "0" and os.getenv("HALUA_LOG_COMPILES") ~= ""
+
 local function build(self, args, n, info, sig)
+  if log_compiles then
+    local others = 0
+    for _ in pairs(self.cache) do others = others + 1 end
+    io.stderr:write(string.format("halua: tracing %s: %s (signature %s)\n", self.name,
+      others == 0 and "first call" or ("a new argument signature; " .. others .. " other(s) cached"), sig))
+  end
   local trace = core.trace_new()
   local targs = {}
   for i = 1, n do
