@@ -4,6 +4,7 @@
 #include "hl_lower.h"
 #include "hl_device.h"
 #include "hl_cublas.h"
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -26,7 +27,8 @@ struct hl_kernel {
   std::vector<int> param_ranks, output_ranks;
   std::vector<hl_dtype> param_dtypes;
   double compile_ms = 0;
-  std::string name;
+  std::string name;     /* for messages: the primitive or the jitted function */
+  std::string symbol;   /* the compiled function's unique name */
   std::string ptx;   /* CUDA pipelines: the device code, for inspection and ptxas checks */
 };
 
@@ -80,13 +82,17 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name) {
     k->name = name;
     for (const ImageParam &p : L.params) k->args.push_back(p);
     k->pipeline = Pipeline(L.outputs);
-    Module m = k->pipeline.compile_to_module(k->args, k->name, k->target);
+    /* the symbol is ours alone: a pipeline named after its primitive ("tanh") would collide with
+     * libm inside the JIT, and jit names carry paths */
+    static std::atomic<long> serial{0};
+    k->symbol = "halua_pipeline_" + std::to_string(++serial);
+    Module m = k->pipeline.compile_to_module(k->args, k->symbol, k->target);
     for (const Buffer<> &b : m.buffers())
       if (b.name().find("gpu_source_kernels") != std::string::npos)
         k->ptx.assign((const char *)b.data(), strnlen((const char *)b.data(), (size_t)b.size_in_bytes()));
     std::vector<Internal::JITModule> deps;
     if (g->device == HL_DEVICE_CUDA) deps.push_back(hl_cublas_exports());
-    k->module = Internal::JITModule(m, m.get_function_by_name(k->name), deps);
+    k->module = Internal::JITModule(m, m.get_function_by_name(k->symbol), deps);
     k->entry = k->module.argv_function();
     k->nparams = g->nparams;
     k->noutputs = g->noutputs;
@@ -139,29 +145,35 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
 
 extern "C" double hl_kernel_compile_ms(const hl_kernel *k) { return k->compile_ms; }
 
-extern "C" char *hl_kernel_stmt(hl_kernel *k) {
-  char path[] = "/tmp/halua-stmt-XXXXXX";
+/* Halide's lowered loop nest (stmt) or the host assembly (asm), through a temporary file */
+static char *kernel_text(hl_kernel *k, bool assembly) {
+  char path[] = "/tmp/halua-text-XXXXXX";
   int fd = mkstemp(path);
   if (fd < 0) {
-    hl_error("lower: cannot create a temporary file for the loop nest");
+    hl_error("lower: cannot create a temporary file");
     return nullptr;
   }
   close(fd);
   std::string text;
   try {
-    k->pipeline.compile_to_lowered_stmt(path, k->args, Halide::Text, k->target.without_feature(Target::JIT));
+    Target t = k->target.without_feature(Target::JIT);
+    if (assembly) k->pipeline.compile_to_assembly(path, k->args, k->symbol, t);
+    else k->pipeline.compile_to_lowered_stmt(path, k->args, Halide::Text, t);
     std::ifstream f(path);
     std::stringstream ss;
     ss << f.rdbuf();
     text = ss.str();
   } catch (const std::exception &e) {
     remove(path);
-    hl_error("lower: printing the loop nest failed: %s", e.what());
+    hl_error("lower: printing the pipeline failed: %s", e.what());
     return nullptr;
   }
   remove(path);
   return strdup(text.c_str());
 }
+
+extern "C" char *hl_kernel_stmt(hl_kernel *k) { return kernel_text(k, false); }
+extern "C" char *hl_kernel_asm(hl_kernel *k) { return kernel_text(k, true); }
 
 extern "C" const char *hl_kernel_ptx(const hl_kernel *k) { return k->ptx.c_str(); }
 

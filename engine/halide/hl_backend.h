@@ -17,6 +17,8 @@ int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_array *const *
 double hl_kernel_compile_ms(const hl_kernel *k);
 /* Halide's lowered loop nest as text (caller frees), or NULL + hl_error. */
 char *hl_kernel_stmt(hl_kernel *k);
+/* The host assembly, the same way. */
+char *hl_kernel_asm(hl_kernel *k);
 /* A CUDA kernel's device code (PTX), "" for host kernels. */
 const char *hl_kernel_ptx(const hl_kernel *k);
 void hl_kernel_free(hl_kernel *k);

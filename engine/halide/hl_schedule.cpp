@@ -81,13 +81,15 @@ void schedule_root(Func f, const hl_node &n, bool dynamic, int vec, bool update_
   }
 }
 
-void schedule_matmul(hl_lowered &L, int i, int vec, Func sized) {
+/* `out` is the Func that holds the product: the node's own, or the pipeline output it feeds
+ * directly (then the tiles are written straight into the output buffer) */
+void schedule_matmul(hl_lowered &L, int i, int vec, Func sized, Func out) {
   const hl_node &n = L.g->nodes[i];
   int r = n.type.ndim;
   const std::vector<Var> &v = hl_vars(r);
-  Func out = L.funcs[i], prod = L.helpers[i];
+  Func prod = L.helpers[i];
   Var no("no"), mo("mo"), ni("ni"), mi("mi");
-  const int tn = 2 * vec, tm = 8;
+  const int tn = 3 * vec, tm = 8;   /* 24 of the 32 vector registers hold accumulators */
   /* tiles of constant size (ShiftInwards overlaps the last one) keep the accumulators in
    * registers; shapes smaller than one tile take the guarded schedule */
   Var par = no;   /* the parallel loop: n-tiles, fused with the batch dimensions */
@@ -138,12 +140,24 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
         if (g->nodes[s].prim != HL_P_PARAM) root[s] = 1;
       }
   }
+  /* a matmul whose only use is as an output is computed in the output's buffer */
+  std::vector<int> output_of(g->nnodes, -1);
+  for (int k = 0; k < g->noutputs; k++) {
+    int i = g->outputs[k];
+    if (L.consumers[i] == 0 && output_of[i] < 0 && g->nodes[i].prim == HL_P_MATMUL) output_of[i] = k;
+  }
+  std::vector<char> output_done(g->noutputs, 0);
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     if (!root[i] || n.prim == HL_P_PARAM) continue;
     int vec = t.natural_vector_size(hl_halide_type(n.type.dtype));
+    if (output_of[i] >= 0) {
+      schedule_matmul(L, i, vec, L.outputs[0], L.outputs[output_of[i]]);
+      output_done[output_of[i]] = 1;
+      continue;
+    }
     switch (hl_prims[n.prim].kind) {
-    case HL_K_MATMUL: schedule_matmul(L, i, vec, L.outputs[0]); break;
+    case HL_K_MATMUL: schedule_matmul(L, i, vec, L.outputs[0], L.funcs[i]); break;
     case HL_K_REDUCE:
       if (n.prim == HL_P_ARGMAX || n.prim == HL_P_ARGMIN) {
         /* the extreme value, then the index search: both along the reduced axis */
@@ -161,6 +175,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     }
   }
   for (int k = 0; k < g->noutputs; k++) {
+    if (output_done[k]) continue;
     const hl_node &n = g->nodes[g->outputs[k]];
     int vec = t.natural_vector_size(hl_halide_type(n.type.dtype));
     schedule_root(L.outputs[k], n, g->dynamic, vec, false, L.outputs[k]);

@@ -665,6 +665,15 @@ static int l_program_stmt(lua_State *L) {
   return 1;
 }
 
+static int l_program_asm(lua_State *L) {
+  program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
+  char *s = hl_kernel_asm(u->p.kernel);
+  if (!s) return raise(L);
+  lua_pushstring(L, s);
+  free(s);
+  return 1;
+}
+
 static int l_program_ptx(lua_State *L) {
   program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
   lua_pushstring(L, hl_kernel_ptx(u->p.kernel));
@@ -797,6 +806,7 @@ static const luaL_Reg core_funcs[] = {
     {"program_stmt", l_program_stmt},
     {"program_compile_ms", l_program_compile_ms},
     {"program_ptx", l_program_ptx},
+    {"program_asm", l_program_asm},
     {"cache_info", l_cache_info},
     {"signature", l_signature},
     {"to_device", l_to_device},

@@ -651,6 +651,7 @@ function lowered_mt:ir() return self.entry.text end
 function lowered_mt:stmt() return core.program_stmt(self.entry.program) end
 function lowered_mt:compile_ms() return core.program_compile_ms(self.entry.program) end
 function lowered_mt:ptx() return core.program_ptx(self.entry.program) end
+function lowered_mt:asm() return core.program_asm(self.entry.program) end
 lowered_mt.__tostring = function(self) return self.entry.text end
 
 function jit_mt:lower(...)
