@@ -123,14 +123,28 @@ struct Lowerer {
   }
 
   /* Python's conventions: the remainder takes the divisor's sign; division floors. */
+  /* The hardware traps on x / 0 and INT_MIN / -1 (the round-to-zero intrinsics are raw
+   * instructions): those divisors are replaced first and their results chosen after. */
+  static Expr safe_divisor(Expr b) {
+    Expr one = make_one(b.type());
+    Expr risky = b == make_zero(b.type());
+    if (b.type().is_int()) risky = risky || b == cast(b.type(), -1);
+    return select(risky, one, b);
+  }
   static Expr int_floordiv(Expr a, Expr b) {
-    Expr q = div_round_to_zero(a, b), r = mod_round_to_zero(a, b);
+    Expr sb = safe_divisor(b);
+    Expr q = div_round_to_zero(a, sb), r = mod_round_to_zero(a, sb);
     Expr zero = make_zero(a.type());
-    return select(b == zero, zero, r != zero && ((r < zero) != (b < zero)), q - make_one(a.type()), q);
+    Expr fq = select(r != zero && ((r < zero) != (sb < zero)), q - make_one(a.type()), q);
+    if (a.type().is_int()) fq = select(b == cast(b.type(), -1), zero - a, fq);
+    return select(b == zero, zero, fq);
   }
   static Expr int_mod(Expr a, Expr b) {
-    Expr r = mod_round_to_zero(a, b), zero = make_zero(a.type());
-    return select(b == zero, zero, r != zero && ((r < zero) != (b < zero)), r + b, r);
+    Expr sb = safe_divisor(b);
+    Expr r = mod_round_to_zero(a, sb), zero = make_zero(a.type());
+    Expr fr = select(r != zero && ((r < zero) != (sb < zero)), r + sb, r);
+    if (a.type().is_int()) fr = select(b == cast(b.type(), -1), zero, fr);
+    return select(b == zero, zero, fr);
   }
   static Expr float_mod(Expr a, Expr b) {
     /* fmod in double keeps the remainder exact for float32; then move it to b's sign */
@@ -139,6 +153,20 @@ struct Lowerer {
     Expr z = make_zero(Float(64));
     Expr fixed = select(r != z && ((r < z) != (bd < z)), r + bd, r);
     return cast(a.type(), fixed);
+  }
+  /* NumPy's divmod: the quotient comes from the remainder, so inf // x is NaN, and the
+   * result is the nearest integer to (a - fmod(a, b)) / b */
+  static Expr float_floordiv(Expr a, Expr b) {
+    Expr ad = cast(Float(64), a), bd = cast(Float(64), b), z = make_zero(Float(64));
+    Expr one = make_one(Float(64)), half = Internal::make_const(Float(64), 0.5);
+    Expr m = Internal::Call::make(Float(64), "fmod", {ad, bd}, Internal::Call::PureExtern);
+    Expr div = strict_float((ad - m) / bd);
+    Expr fix = m != z && ((bd < z) != (m < z));
+    div = select(fix, div - one, div);
+    Expr fd = floor(div);
+    fd = select(div - fd > half, fd + one, fd);
+    Expr q = select(div != z, fd, z * (ad / bd));   /* a zero keeps the sign of a / b */
+    return cast(a.type(), select(bd == z, ad / bd, q));
   }
   static Expr int_pow(Expr a, Expr e) {
     /* square-and-multiply over the exponent's low bits; negative exponents give 0 except for
@@ -164,7 +192,7 @@ struct Lowerer {
     case HL_P_DIV: return a / b;
     case HL_P_POW: return !fl ? int_pow(a, b) : t == HL_FLOAT32 ? hl_vmath_pow(a, b) : pow(a, b);
     case HL_P_MOD: return fl ? float_mod(a, b) : int_mod(a, b);
-    case HL_P_FLOOR_DIVIDE: return fl ? floor(a / b) : int_floordiv(a, b);
+    case HL_P_FLOOR_DIVIDE: return fl ? float_floordiv(a, b) : int_floordiv(a, b);
     case HL_P_MAXIMUM: return fl ? select(hl_is_nan(a) || a > b, a, hl_is_nan(b) || b >= a, b, a) : max(a, b);
     case HL_P_MINIMUM: return fl ? select(hl_is_nan(a) || a < b, a, hl_is_nan(b) || b <= a, b, a) : min(a, b);
     case HL_P_ATAN2: return t == HL_FLOAT32 ? hl_vmath_atan2(a, b) : atan2(a, b);

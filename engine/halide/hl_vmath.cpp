@@ -118,13 +118,19 @@ Expr hl_vmath_cosh(Expr x) {
 
 namespace {
 
-/* x = k pi/2 + r in double (exact for |x| < 2^24 and close beyond), then quadrant k mod 4 */
+/* x = k pi/2 + r in double, then quadrant k mod 4. Exact for |x| < 2^24; beyond, the second
+ * step keeps r in [-pi/4, pi/4] so results stay in range, but they are not accurate (that needs
+ * a Payne-Hanek reduction). */
 void reduce_half_pi(Expr x, Expr &r, Expr &q) {
   Expr xd = cast(Float(64), x);
   auto d = [](double v) { return Internal::make_const(Float(64), v); };
   Expr k = round(xd * d(0.6366197723675814));
-  r = cast(Float(32), strict_float((xd - k * d(1.5707963267948966)) - k * d(6.123233995736766e-17)));
-  q = cast(Int(32), cast(Int(64), k) & (int64_t)3);
+  Expr rd = strict_float((xd - k * d(1.5707963267948966)) - k * d(6.123233995736766e-17));
+  Expr k2 = round(rd * d(0.6366197723675814));
+  rd = strict_float(rd - k2 * d(1.5707963267948966));
+  r = cast(Float(32), rd);
+  Expr kk = select(abs(k) < d(9.0e15), k, d(0)) + k2;
+  q = cast(Int(32), cast(Int(64), kk) & (int64_t)3);
 }
 
 /* sin and cos on [-pi/4, pi/4]: Taylor series to degree 11 and 12 */
