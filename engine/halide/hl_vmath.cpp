@@ -1,5 +1,4 @@
 #include "hl_vmath.h"
-#include "hl_lower.h"
 #include <cmath>
 
 using namespace Halide;
@@ -22,6 +21,11 @@ Expr copysign(Expr mag, Expr sgn) {
   return from_bits((bits(mag) & u32(0x7fffffff)) | (bits(sgn) & u32(0x80000000)));
 }
 Expr fabs(Expr x) { return from_bits(bits(x) & u32(0x7fffffff)); }
+/* NaN/inf tests on the bits: pipelines compile with LLVM's no-NaNs/no-infs flags, under which
+ * float comparisons against NaN or inf may be folded away */
+Expr isnan_b(Expr x) { return (bits(x) & u32(0x7fffffff)) > u32(0x7f800000); }
+Expr isinf_b(Expr x) { return (bits(x) & u32(0x7fffffff)) == u32(0x7f800000); }
+Expr isfinite_b(Expr x) { return (bits(x) & u32(0x7f800000)) != u32(0x7f800000); }
 const Expr kInf = f32(INFINITY), kNaN = Expr(std::nanf(""));
 
 /* Pipelines compile with fast-math (FMA contraction is half of matmul's speed), which lets LLVM
@@ -49,7 +53,7 @@ Expr hl_vmath_exp(Expr x) {
   Expr kf = cast(Float(32), k);
   Expr r = strict_float((xc - kf * f32(0.693145751953125)) - kf * f32(1.428606765330187e-06));
   Expr y = scale2(exp_reduced(r), k);
-  return select(hl_is_nan(x), x, x > f32(88.72283935546875), kInf, x < f32(-103.97208), f32(0), y);
+  return select(isnan_b(x), x, x > f32(88.72283935546875), kInf, x < f32(-103.97208), f32(0), y);
 }
 
 Expr hl_vmath_expm1(Expr x) {
@@ -75,14 +79,14 @@ Expr hl_vmath_log(Expr x) {
   Expr lm = f32(2) * s * poly(s2, {1.0 / 11, 1.0 / 9, 1.0 / 7, 1.0 / 5, 1.0 / 3, 1.0});
   Expr ef = cast(Float(32), e);
   Expr y = strict_float(ef * f32(0.693145751953125) + (lm + ef * f32(1.428606765330187e-06)));
-  return select(hl_is_nan(x) || x < f32(0), kNaN, x == f32(0), -kInf, hl_is_inf(x), x, y);
+  return select(isnan_b(x) || x < f32(0), kNaN, x == f32(0), -kInf, isinf_b(x), x, y);
 }
 
 Expr hl_vmath_log1p(Expr x) {
   /* u = 1 + x rounds; log(u) - ((u - 1) - x) / u restores what the rounding lost */
   Expr u = strict_float(f32(1) + x);
   Expr y = hl_vmath_log(u) - strict_float((u - f32(1)) - x) / u;
-  return select(strict_float(u == f32(1)), x, hl_is_inf(x) && x > f32(0), x, x == f32(-1), -kInf,
+  return select(strict_float(u == f32(1)), x, isinf_b(x) && x > f32(0), x, x == f32(-1), -kInf,
                 x < f32(-1), kNaN, y);
 }
 
@@ -91,7 +95,7 @@ Expr hl_vmath_tanh(Expr x) {
   Expr a = fabs(x);
   Expr e = hl_vmath_expm1(f32(2) * a);
   Expr t = select(a > f32(9.1), f32(1), e / (e + f32(2)));
-  return select(hl_is_nan(x), x, copysign(t, x));
+  return select(isnan_b(x), x, copysign(t, x));
 }
 
 /* e^a / 2 for large a */
@@ -106,14 +110,14 @@ Expr hl_vmath_sinh(Expr x) {
   Expr a = fabs(x);
   Expr e = hl_vmath_expm1(a);
   Expr s = select(a > f32(88.0), half_exp_squared(a), f32(0.5) * (e + e / (e + f32(1))));
-  return select(hl_is_nan(x), x, copysign(s, x));
+  return select(isnan_b(x), x, copysign(s, x));
 }
 
 Expr hl_vmath_cosh(Expr x) {
   Expr a = fabs(x);
   Expr e = hl_vmath_exp(a);
   Expr c = select(a > f32(88.0), half_exp_squared(a), f32(0.5) * (e + f32(1) / e));
-  return select(hl_is_nan(x), x, c);
+  return select(isnan_b(x), x, c);
 }
 
 namespace {
@@ -150,7 +154,7 @@ Expr hl_vmath_sin(Expr x) {
   reduce_half_pi(x, r, q);
   Expr s = sin_kernel(r), c = cos_kernel(r);
   Expr y = select(q == 0, s, q == 1, c, q == 2, -s, -c);
-  return select(hl_is_finite(x), y, kNaN);
+  return select(isfinite_b(x), y, kNaN);
 }
 
 Expr hl_vmath_cos(Expr x) {
@@ -158,7 +162,7 @@ Expr hl_vmath_cos(Expr x) {
   reduce_half_pi(x, r, q);
   Expr s = sin_kernel(r), c = cos_kernel(r);
   Expr y = select(q == 0, c, q == 1, -s, q == 2, -c, s);
-  return select(hl_is_finite(x), y, kNaN);
+  return select(isfinite_b(x), y, kNaN);
 }
 
 Expr hl_vmath_tan(Expr x) {
@@ -166,7 +170,7 @@ Expr hl_vmath_tan(Expr x) {
   reduce_half_pi(x, r, q);
   Expr s = sin_kernel(r), c = cos_kernel(r);
   Expr y = select((q & 1) == 0, s / c, -c / s);
-  return select(hl_is_finite(x), y, kNaN);
+  return select(isfinite_b(x), y, kNaN);
 }
 
 Expr hl_vmath_atan(Expr x) {
@@ -181,29 +185,29 @@ Expr hl_vmath_atan(Expr x) {
   Expr p = u + u * u2 * poly(u2, {-1.0 / 19, 1.0 / 17, -1.0 / 15, 1.0 / 13, -1.0 / 11, 1.0 / 9, -1.0 / 7, 1.0 / 5, -1.0 / 3});
   p = select(mid, f32(0.7853981633974483) + p, p);
   p = select(inv, f32(1.5707963267948966) - p, p);
-  return select(hl_is_nan(x), x, copysign(p, x));
+  return select(isnan_b(x), x, copysign(p, x));
 }
 
 Expr hl_vmath_atan2(Expr y, Expr x) {
   /* atan(y/x) moved into the right quadrant; zeros and infinities as C99 says */
   Expr ay = fabs(y), ax = fabs(x);
-  Expr both_inf = hl_is_inf(x) && hl_is_inf(y);
+  Expr both_inf = isinf_b(x) && isinf_b(y);
   Expr base = select(both_inf, f32(0.7853981633974483), ax == f32(0) && ay == f32(0), f32(0),
                      hl_vmath_atan(ay / ax));   /* in [0, pi/2] */
   Expr neg_x = (bits(x) & u32(0x80000000)) != u32(0);
   Expr ang = select(neg_x, f32(3.141592653589793) - base, base);
-  return select(hl_is_nan(x) || hl_is_nan(y), kNaN, copysign(ang, y));
+  return select(isnan_b(x) || isnan_b(y), kNaN, copysign(ang, y));
 }
 
 Expr hl_vmath_asin(Expr x) {
   Expr a = fabs(x);
   Expr y = hl_vmath_atan2(a, sqrt((f32(1) - a) * (f32(1) + a)));
-  return select(hl_is_nan(x) || a > f32(1), kNaN, copysign(y, x));
+  return select(isnan_b(x) || a > f32(1), kNaN, copysign(y, x));
 }
 
 Expr hl_vmath_acos(Expr x) {
   Expr y = hl_vmath_atan2(sqrt((f32(1) - x) * (f32(1) + x)), x);
-  return select(hl_is_nan(x) || fabs(x) > f32(1), kNaN, y);
+  return select(isnan_b(x) || fabs(x) > f32(1), kNaN, y);
 }
 
 Expr hl_vmath_pow(Expr x, Expr y) {
@@ -211,29 +215,29 @@ Expr hl_vmath_pow(Expr x, Expr y) {
   Expr ax = fabs(x);
   Expr l = cast(Float(64), hl_vmath_log(ax));
   Expr mag = hl_vmath_exp(cast(Float(32), cast(Float(64), y) * l));
-  Expr y_int = floor(y) == y && hl_is_finite(y);
+  Expr y_int = floor(y) == y && isfinite_b(y);
   Expr y_odd = y_int && fabs(y) < f32(16777216.0) && (cast(Int(32), fabs(y)) & 1) == 1;
   Expr x_neg = (bits(x) & u32(0x80000000)) != u32(0);
   Expr r = select(x_neg && y_odd, -mag, mag);
-  r = select(x_neg && !y_int && ax != f32(0) && !hl_is_inf(x), kNaN, r);
+  r = select(x_neg && !y_int && ax != f32(0) && !isinf_b(x), kNaN, r);
   /* zeros and infinities of x */
   Expr zero_x = ax == f32(0);
   Expr zr = select(y < f32(0), kInf, f32(0));
   r = select(zero_x, select(y_odd, copysign(zr, x), zr), r);
-  Expr inf_x = hl_is_inf(x);
+  Expr inf_x = isinf_b(x);
   Expr ir = select(y < f32(0), f32(0), kInf);
   r = select(inf_x, select(x_neg && y_odd, -ir, ir), r);
   /* infinite y */
-  Expr yinf = hl_is_inf(y);
+  Expr yinf = isinf_b(y);
   Expr yr = select(ax == f32(1), f32(1), (ax > f32(1)) == (y > f32(0)), kInf, f32(0));
   r = select(yinf, yr, r);
   /* NaNs, except the two cases C99 pins to 1 */
-  r = select(hl_is_nan(x) || hl_is_nan(y), kNaN, r);
+  r = select(isnan_b(x) || isnan_b(y), kNaN, r);
   return select(y == f32(0) || x == f32(1), f32(1), r);
 }
 
 Expr hl_vmath_erf(Expr x) {
   /* Halide's erf is polynomial (vectorises) and accurate to a few ulp; it needs finite input
    * (erf is +-1 in float32 past |x| = 4); NaN passes through */
-  return select(hl_is_nan(x), x, Halide::erf(clamp(x, f32(-10), f32(10))));
+  return select(isnan_b(x), x, Halide::erf(clamp(x, f32(-10), f32(10))));
 }

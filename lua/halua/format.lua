@@ -1,6 +1,8 @@
 -- Printing arrays as NumPy does, in Lua syntax: the text is an expression that rebuilds the
--- array (`hl.array({{1.0, 2.5}, {3.0, 4.0}})`), every element in one format and one width,
--- summarised with `...` past 1000 elements (then it is for reading, not for `load`).
+-- array exactly (`hl.array({{1.0, 2.5}, {3.0, 4.0}})`): every element in one format and one
+-- width, floats with the fewest digits that give every value back (NumPy stops at 8 digits,
+-- which does not rebuild float64), summarised with `...` past 1000 elements (then it is for
+-- reading, not for `load`).
 local ffi = require "ffi"
 local format = {}
 
@@ -87,9 +89,9 @@ local function float_formatter(values, single)
     if v == math.huge then return "1/0" end
     if v == -math.huge then return "-1/0" end
   end
-  -- NumPy's precision: at most 8 significant digits, fewer when every value needs fewer
+  -- the fewest significant digits that give every value back (the text rebuilds the array)
   local sig = 1
-  for _, v in ipairs(finite) do sig = math.max(sig, math.min(8, (shortest(v, single)))) end
+  for _, v in ipairs(finite) do sig = math.max(sig, (shortest(v, single))) end
   if sci then
     return function(v)
       return special(v) or (string.format("%." .. (sig - 1 > 0 and sig - 1 or 1) .. "e", v):gsub("e([%-+])0*(%d%d)", "e%1%2"))
@@ -100,8 +102,7 @@ local function float_formatter(values, single)
     local _, s = shortest(v, single)
     local mant, exp = s:match("^%-?(%d[%.%d]*)e([%-+]%d+)$")
     local digits = #mant:gsub("%.", ""):gsub("0+$", "")
-    -- fraction digits = significant digits after the decimal point, at most 8 in all
-    local frac = math.max(0, math.min(digits, 8) - 1 - tonumber(exp))
+    local frac = math.max(0, digits - 1 - tonumber(exp))
     if frac > decimals then decimals = frac end
   end
   return function(v)

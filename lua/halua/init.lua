@@ -85,6 +85,7 @@ function hl.arange(a, b, c, d)
     if is_dtype(args[i]) then dtype = table.remove(args, i) end
   end
   local start, stop, step
+  if #args == 0 then fail("arange: needs a stop value (arange([start,] stop [, step] [, dtype]))") end
   if #args == 1 then start, stop, step = 0, args[1], 1
   elseif #args == 2 then start, stop, step = args[1], args[2], 1
   else start, stop, step = args[1], args[2], args[3] end

@@ -5,20 +5,7 @@ local np = require "support.numpy"
 
 math.randomseed(11)
 
--- cases are collected first, NumPy runs once, then each case is its own test
-local function suite(title, build)
-  describe(title, function()
-    local batch, checks = np.batch(), {}
-    local function case(name, got, expr, inputs, opts)
-      checks[#checks + 1] = {name = name, got = got, want = batch:add(expr, inputs), opts = opts}
-    end
-    build(case)
-    setup(function() batch:run() end)
-    for _, c in ipairs(checks) do
-      it(c.name, function() np.assert_close(c.got(), c.want(), c.opts) end)
-    end
-  end)
-end
+local suite = require "support.suite"
 
 local shapes = {{}, {7}, {3, 5}, {2, 3, 4}, {0, 3}}
 local function shape_name(s) return "[" .. table.concat(s, ",") .. "]" end
