@@ -157,11 +157,8 @@ static int run_elemwise(int prim, int nin, const hl_array *const *in, const hl_a
   return run_single(prim, nin, ops, attrs, &v[nin]);
 }
 
-int hl_contiguous(const hl_array *a, hl_array *out) {
-  if (hl_array_is_contiguous(a)) {
-    hl_array_copy_ref(out, a);
-    return 0;
-  }
+/* a new contiguous copy of a, on a's device */
+static int copy_new(const hl_array *a, hl_array *out) {
   if (hl_array_alloc_on(out, hl_array_device(a), a->dtype, a->ndim, a->shape)) return -1;
   hl_attrs at = {.dtype = a->dtype};
   if (run_elemwise(HL_P_CAST, 1, &a, &at, out)) {
@@ -169,6 +166,14 @@ int hl_contiguous(const hl_array *a, hl_array *out) {
     return -1;
   }
   return 0;
+}
+
+int hl_contiguous(const hl_array *a, hl_array *out) {
+  if (hl_array_is_contiguous(a)) {
+    hl_array_copy_ref(out, a);
+    return 0;
+  }
+  return copy_new(a, out);
 }
 
 static int eager_view(int prim, const hl_array *in, const hl_attrs *at, const hl_type *ty, hl_array *out) {
@@ -230,12 +235,7 @@ static int eager_concat(int nin, const hl_array *const *in, const hl_attrs *at, 
 static int unit_rows(const hl_array *a, hl_array *tmp, const hl_array **use) {
   *use = a;
   if (stride_class(a) == HL_STRIDE_UNIT) return 0;
-  if (hl_array_alloc_on(tmp, hl_array_device(a), a->dtype, a->ndim, a->shape)) return -1;
-  hl_attrs cast = {.dtype = a->dtype};
-  if (run_elemwise(HL_P_CAST, 1, &a, &cast, tmp)) {
-    hl_array_release(tmp);
-    return -1;
-  }
+  if (copy_new(a, tmp)) return -1;
   *use = tmp;
   return 1;
 }

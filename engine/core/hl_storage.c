@@ -2,6 +2,7 @@
 #include "hl_error.h"
 #include "hl_device.h"
 #include <pthread.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,11 +58,24 @@ void hl_storage_trim(void) {
 /* Halide may read a little past the end of a buffer in vector tails: pad allocations. */
 enum { ALIGN = 64, PAD = 64 };
 
+/* Large blocks on 2 MiB boundaries, asking for transparent huge pages (the kernels here give them
+ * only on request): with 4 KiB pages a matmul's speed depended on where its operands landed,
+ * varying 2x between runs from TLB misses. */
+enum { HUGE_MIN = 1 << 21 };
+static void *huge_alloc(size_t padded) {
+  size_t rounded = (padded + HUGE_MIN - 1) / HUGE_MIN * HUGE_MIN;
+  void *p = aligned_alloc(HUGE_MIN, rounded);
+#ifdef MADV_HUGEPAGE
+  if (p) madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
 hl_storage *hl_storage_new(size_t nbytes) {
   hl_storage *s = malloc(sizeof *s);
   size_t padded = (nbytes + PAD + ALIGN - 1) / ALIGN * ALIGN;
   void *data = s && padded >= CACHE_MIN ? cache_take(padded) : NULL;
-  if (s && !data) data = aligned_alloc(ALIGN, padded);
+  if (s && !data) data = padded >= HUGE_MIN ? huge_alloc(padded) : aligned_alloc(ALIGN, padded);
   if (!data) {
     free(s);
     hl_error("out of memory allocating %zu bytes", nbytes);

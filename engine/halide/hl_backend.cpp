@@ -13,6 +13,7 @@
 #include <sstream>
 extern "C" {
 #include "hl_error.h"
+#include "hl_pool.h"
 }
 
 using namespace Halide;
@@ -40,6 +41,11 @@ struct RunContext : JITUserContext {
 };
 
 void record_error(JITUserContext *c, const char *msg) { static_cast<RunContext *>(c)->message += msg; }
+
+/* parallel loops go to the engine's pool (hl_pool.c) */
+int pool_par_for(JITUserContext *ctx, int (*f)(JITUserContext *, int, uint8_t *), int min, int extent, uint8_t *closure) {
+  return hl_pool_par_for(ctx, (hl_task_fn)f, min, extent, closure);
+}
 
 int to_buffer(const hl_array *a, int rank, halide_buffer_t *b, halide_dimension_t *dims, const char *what) {
   if (a->ndim != rank) return hl_error("%s: internal: rank %d passed where %d was compiled", what, a->ndim, rank);
@@ -125,6 +131,7 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
   RunContext ctx;
   hl_device_handlers(ctx.handlers);
   ctx.handlers.custom_error = record_error;
+  ctx.handlers.custom_do_par_for = pool_par_for;
   JITUserContext *pctx = &ctx;
   argv[0] = &pctx;
   for (int j = 0; j < nb; j++) {

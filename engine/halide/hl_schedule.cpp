@@ -89,7 +89,7 @@ void schedule_matmul(hl_lowered &L, int i, int vec, Func sized, Func out) {
   const std::vector<Var> &v = hl_vars(r);
   Func prod = L.helpers[i];
   Var no("no"), mo("mo"), ni("ni"), mi("mi");
-  const int tn = 3 * vec, tm = 8;   /* 24 of the 32 vector registers hold accumulators */
+  const int tn = 4 * vec, tm = 6;   /* 24 of the 32 vector registers hold accumulators */
   /* tiles of constant size (ShiftInwards overlaps the last one) keep the accumulators in
    * registers; shapes smaller than one tile take the guarded schedule */
   Var par = no;   /* the parallel loop: n-tiles, fused with the batch dimensions */
@@ -126,7 +126,10 @@ bool expensive(int prim) {
 
 }  // namespace
 
-void hl_schedule_cpu(hl_lowered &L, const Target &t) {
+/* Which nodes get their own buffer (the rest inline into their consumers): reductions and
+ * matmuls, expensive elementwise work used more than once, and matmul operands that are not
+ * already buffers (the CPU kernel reads them in tiles; cuBLAS takes buffers). */
+static std::vector<char> materialised(const hl_lowered &L) {
   const hl_graph *g = L.g;
   std::vector<char> root(g->nnodes, 0);
   for (int i = 0; i < g->nnodes; i++) {
@@ -134,12 +137,19 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     hl_prim_kind kind = hl_prims[n.prim].kind;
     if (kind == HL_K_REDUCE || kind == HL_K_MATMUL) root[i] = 1;
     if (kind == HL_K_ELEMWISE && L.consumers[i] > 1 && expensive(n.prim)) root[i] = 1;
-    if (kind == HL_K_MATMUL)
+    bool tiled = g->device == 0 || L.funcs[i].is_extern();
+    if (kind == HL_K_MATMUL && tiled)
       for (int k = 0; k < 2; k++) {
         int s = hl_node_inputs(g, &n)[k];
         if (g->nodes[s].prim != HL_P_PARAM) root[s] = 1;
       }
   }
+  return root;
+}
+
+void hl_schedule_cpu(hl_lowered &L, const Target &t) {
+  const hl_graph *g = L.g;
+  std::vector<char> root = materialised(L);
   /* a matmul whose only use is as an output is computed in the output's buffer */
   std::vector<int> output_of(g->nnodes, -1);
   for (int k = 0; k < g->noutputs; k++) {
@@ -259,15 +269,7 @@ void gpu_matmul(hl_lowered &L, int i) {
 void hl_schedule_cuda(hl_lowered &L, const Target &t) {
   (void)t;
   const hl_graph *g = L.g;
-  std::vector<char> root(g->nnodes, 0);
-  for (int i = 0; i < g->nnodes; i++) {
-    const hl_node &n = g->nodes[i];
-    hl_prim_kind kind = hl_prims[n.prim].kind;
-    if (kind == HL_K_REDUCE || kind == HL_K_MATMUL) root[i] = 1;
-    if (kind == HL_K_ELEMWISE && L.consumers[i] > 1 && expensive(n.prim)) root[i] = 1;
-    if (kind == HL_K_MATMUL && L.funcs[i].is_extern())
-      for (int k = 0; k < 2; k++) root[hl_node_inputs(g, &n)[k]] = 1;   /* extern operands are buffers */
-  }
+  std::vector<char> root = materialised(L);
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     if (!root[i] || n.prim == HL_P_PARAM) continue;

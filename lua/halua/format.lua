@@ -1,52 +1,253 @@
--- Printing arrays as NumPy does, in Lua syntax: the text is an expression that rebuilds the
--- array exactly (`hl.array({{1.0, 2.5}, {3.0, 4.0}})`): every element in one format and one
--- width, floats with the fewest digits that give every value back (NumPy stops at 8 digits,
--- which does not rebuild float64), summarised with `...` past 1000 elements (then it is for
--- reading, not for `load`).
-local ffi = require "ffi"
+-- Printing arrays as NumPy does, in Lua syntax. The text is a Lua expression that rebuilds the
+-- array exactly:
+--
+--   hl.array({{ 1.00,  2.50, -3.00},
+--             {10.00,  0.00,  4.25}})
+--
+-- Every element of an array shares one format and one width (right-aligned, NumPy's
+-- floatmode "maxprec_equal" with a `.0` where NumPy writes `1.`): floats get the fewest
+-- digits at which every value's text gives it back at the array's own precision (float32
+-- values by their float32 digits, float64 by theirs; NumPy stops at 8 digits, which would not
+-- rebuild float64: set format.precision = 8 for that), and
+-- switch to scientific notation, with one exponent width, when the non-zero magnitudes span
+-- more than 1e3 or leave [1e-4, 1e16). NaN and the infinities print as 0/0, 1/0 and -1/0.
+-- Past 1000 elements the first and last 3 entries of each long axis are shown with `...`
+-- between them (NumPy's threshold and edgeitems); that text is for reading, not for `load`,
+-- and only the shown elements are fetched.
+--
+-- Pure Lua: runs on LuaJIT and on PUC Lua 5.1 to 5.4, with no engine.
 local format = {}
 
-local THRESHOLD, EDGE, LINE = 1000, 3, 75
-local GAP = {}   -- marks the elided middle of a summarised axis
+local THRESHOLD, EDGE, LINE = 1000, 3, 75   -- NumPy's threshold, edgeitems and linewidth
 
-local function shape_str(shape) return "[" .. table.concat(shape, ",") .. "]" end
+-- nil (the default): as many digits as rebuild every value exactly. A number k: at most k
+-- fraction digits (of the mantissa, in scientific notation), NumPy's `precision` (8 there);
+-- shorter lines, but float64 (and rarely float32) values no longer rebuild exactly.
+format.precision = nil
 
+local GAP = {}                               -- marks the elided middle of a summarised axis
+
+local floor, abs, huge = math.floor, math.abs, math.huge
+local sformat, rep, concat = string.format, string.rep, table.concat
+local mtype = math.type                      -- Lua 5.3+: integers print with %d
+
+local function shape_str(shape) return "[" .. concat(shape, ",") .. "]" end
+format.shape_str = shape_str
+
+-- "<traced float32[3,4]>"; a 0-d tracer is "<traced float32[]>"
 function format.tracer(dtype, shape)
-  return "<traced " .. dtype .. shape_str(shape) .. ">"
+  return "<traced " .. tostring(dtype) .. shape_str(shape or {}) .. ">"
 end
 
--- the flat indices shown along each axis: all of them, or the first and last EDGE with a gap
-local function axis_picks(n, summarise)
-  local picks = {}
-  if summarise and n > 2 * EDGE then
-    for i = 0, EDGE - 1 do picks[#picks + 1] = i end
-    picks[#picks + 1] = GAP
-    for i = n - EDGE, n - 1 do picks[#picks + 1] = i end
-  else
-    for i = 0, n - 1 do picks[#picks + 1] = i end
+-- ------------------------------------------------------------------ rounding to a dtype
+
+-- significand bits, smallest and largest normal exponent, most digits ever needed
+local FLOATS = {
+  float64  = {p = 53, emin = -1022, emax = 1023, maxd = 17},
+  float32  = {p = 24, emin = -126,  emax = 127,  maxd = 9},
+  float16  = {p = 11, emin = -14,   emax = 15,   maxd = 5},
+  bfloat16 = {p = 8,  emin = -126,  emax = 127,  maxd = 4},
+}
+
+local frexp = math.frexp or function(a)    -- Lua 5.4 dropped math.frexp; a > 0 and finite
+  local e = floor(math.log(a, 2)) + 1
+  local m = a / 2 ^ e
+  while m >= 1 do e = e + 1; m = a / 2 ^ e end
+  while m < 0.5 do e = e - 1; m = a / 2 ^ e end
+  return m, e
+end
+
+-- v (a double) rounded to the nearest value of a binary format (ties to even), as a C cast
+-- from double to float does; the identity for float64
+local has_ffi, ffi = pcall(require, "ffi")
+local function rounder(fl)
+  if fl.p == 53 then return function(v) return v end end
+  if fl.p == 24 and has_ffi then             -- LuaJIT: let the machine round
+    local f32 = ffi.new("float[1]")
+    return function(v) f32[0] = v; return f32[0] end
   end
-  return picks
+  local p, emin, overflow = fl.p, fl.emin, 2 ^ (fl.emax + 1)
+  local tiny = 2 ^ emin
+  return function(v)
+    if v ~= v or v == 0 then return v end
+    local a = abs(v)
+    if a >= overflow then return v < 0 and -huge or huge end
+    local e = emin                           -- subnormals share the smallest exponent's step
+    if a >= tiny then
+      local _, x = frexp(a)                  -- 2^(x-1) <= a < 2^x
+      e = x - 1
+    end
+    local ulp = 2 ^ (e - p + 1)
+    local q = a / ulp                        -- exact: scaling by a power of two
+    local f = floor(q)
+    local r = q - f
+    if r > 0.5 or (r == 0.5 and f % 2 == 1) then f = f + 1 end
+    a = f * ulp
+    if a >= overflow then a = huge end
+    return v < 0 and -a or a
+  end
+end
+format._rounder = function(dtype) return rounder(FLOATS[dtype] or FLOATS.float64) end
+
+-- ------------------------------------------------------------------ element formats
+
+local function special(v)
+  if v ~= v then return "0/0" end
+  if v == huge then return "1/0" end
+  if v == -huge then return "-1/0" end
 end
 
--- Collect the shown values (calling get only for them) into a nested structure.
+-- The texts of the float values of one array (finite or not), all in one format: fixed
+-- ("%.Nf") or scientific ("%.Ne") with the smallest N at which every value's text gives the
+-- value back (or format.precision, if smaller).
+local function float_texts(values, dtype)
+  local fl = FLOATS[dtype] or FLOATS.float64
+  local round = rounder(fl)
+  local n = #values
+  local finite, nf, maxabs, minabs = {}, 0, 0, huge
+  for i = 1, n do
+    -- values should already be the dtype's; rounding makes sure (the digits are its digits)
+    local v = round(values[i])
+    values[i] = v
+    if v == v and v ~= huge and v ~= -huge then
+      nf = nf + 1
+      finite[nf] = v
+      local a = abs(v)
+      if a > maxabs then maxabs = a end
+      if a ~= 0 and a < minabs then minabs = a end
+    end
+  end
+  local sci = maxabs > 0 and (maxabs >= 1e16 or minabs < 1e-4 or maxabs / minabs > 1e3)
+  local conv = sci and "e" or "f"
+  -- N that surely rebuilds: maxd significant digits; fixed notation holds values >= 1e-4
+  -- (at most 3 leading zeros after the point) below 1e16
+  local hi = sci and fl.maxd - 1 or fl.maxd + 3
+
+  -- the texts at N, or nil as soon as one of them does not give its value back
+  local function attempt(N)
+    local f, out = "%." .. N .. conv, {}
+    for i = 1, nf do
+      local v = finite[i]
+      local s = sformat(f, v)
+      if round(tonumber(s)) ~= v then return nil end
+      out[i] = s
+    end
+    return out
+  end
+
+  local cap, capped = format.precision, false
+  if cap then
+    cap = cap > 1 and floor(cap) or 1
+    if cap < hi then hi, capped = cap, true end   -- then values may no longer rebuild
+  end
+  -- gallop up from 1 (most arrays need few digits, and a failing N fails fast), then bisect;
+  -- the N kept is one whose texts were all checked
+  local best
+  local lo, N = 1, 1
+  while N < hi do
+    local out = attempt(N)
+    if out then best, hi = out, N; break end
+    lo = N + 1
+    N = N * 2
+  end
+  while lo < hi do
+    local mid = floor((lo + hi) / 2)
+    local out = attempt(mid)
+    if out then best, hi = out, mid else lo = mid + 1 end
+  end
+  best = best or attempt(hi)
+  if not best then
+    -- capped (or, which cannot happen, the known-good N failed): the texts at hi as they are
+    best = {}
+    local f = capped and "%." .. hi .. conv or "%.16e"
+    sci = sci or not capped
+    for i = 1, nf do best[i] = sformat(f, finite[i]) end
+  end
+
+  if sci then
+    -- one exponent width for all: C writes at least two digits, NumPy pads to the widest
+    local ew = 2
+    for i = 1, nf do
+      local e = #best[i] - (best[i]:find("e", 1, true) + 1)
+      if e > ew then ew = e end
+    end
+    if ew > 2 then
+      for i = 1, nf do
+        local mant, sign, digits = best[i]:match("^(.-)e([%-+])(%d+)$")
+        best[i] = mant .. "e" .. sign .. rep("0", ew - #digits) .. digits
+      end
+    end
+  end
+
+  local out, k = {}, 0
+  for i = 1, n do
+    local v = values[i]
+    local s = special(v)
+    if not s then k = k + 1; s = best[k] end
+    out[i] = s
+  end
+  return out
+end
+
+local function int_text(v)
+  if type(v) == "cdata" then return (tostring(v):gsub("U?LL$", "")) end   -- LuaJIT int64
+  if v == 0 then return "0" end
+  if mtype and mtype(v) == "integer" then return sformat("%d", v) end
+  return sformat("%.0f", v)                  -- exact for integral doubles of any size
+end
+
+local function bool_text(v)
+  if v == true or (type(v) == "number" and v ~= 0) then return "true" end
+  return "false"
+end
+
+-- the texts of the shown values, in order
+local function texts(dtype, values)
+  if dtype == "bool" or not (FLOATS[dtype] or tostring(dtype):match("float")) then
+    local fmt = dtype == "bool" and bool_text or int_text
+    local out = {}
+    for i = 1, #values do out[i] = fmt(values[i]) end
+    return out
+  end
+  return float_texts(values, dtype)
+end
+
+-- ------------------------------------------------------------------ layout
+
+-- Collect the shown values into a nested structure of indices into `values`, calling get only
+-- for them (each once).
 local function gather(get, shape, summarise)
+  local nd = #shape
   local strides, n = {}, 1
-  for d = #shape, 1, -1 do
+  for d = nd, 1, -1 do
     strides[d] = n
     n = n * shape[d]
   end
-  local values = {}
+  local values, count = {}, 0
+  local function picks(extent)
+    if summarise and extent > 2 * EDGE then
+      local p = {}
+      for i = 0, EDGE - 1 do p[#p + 1] = i end
+      p[#p + 1] = GAP
+      for i = extent - EDGE, extent - 1 do p[#p + 1] = i end
+      return p
+    end
+  end
   local function rec(d, base)
-    local node = {}
-    for _, i in ipairs(axis_picks(shape[d], summarise)) do
+    local node, extent, stride = {}, shape[d], strides[d]
+    local p = picks(extent)
+    local m = p and #p or extent
+    for k = 1, m do
+      local i
+      if p then i = p[k] else i = k - 1 end
       if i == GAP then
-        node[#node + 1] = GAP
-      elseif d == #shape then
-        local v = get(base + i * strides[d])
-        node[#node + 1] = v
-        values[#values + 1] = v
+        node[k] = GAP
+      elseif d == nd then
+        count = count + 1
+        values[count] = get(base + i * stride)
+        node[k] = count
       else
-        node[#node + 1] = rec(d + 1, base + i * strides[d])
+        node[k] = rec(d + 1, base + i * stride)
       end
     end
     return node
@@ -54,121 +255,76 @@ local function gather(get, shape, summarise)
   return rec(1, 0), values
 end
 
--- One formatter for all the values of an array, as NumPy chooses: integers plainly; floats
--- with the fewest digits (up to 8 significant) that show every value, or scientific notation
--- when magnitudes span more than 1e3 or leave [1e-4, 1e16).
--- the fewest significant digits that give v back at its own precision (float32 values were
--- widened to doubles on the way here; NumPy prints them by their float32 digits)
-local f32 = ffi.new("float[1]")
-local function shortest(v, single)
-  for d = 0, single and 8 or 16 do   -- %.de has d + 1 significant digits
-    local s = string.format("%." .. d .. "e", v)
-    local back = tonumber(s)
-    if single then
-      f32[0] = back
-      back = f32[0]
-    end
-    if back == v then return d + 1, s end
-  end
-  return 17, string.format("%.16e", v)
-end
-
-local function float_formatter(values, single)
-  local finite, maxabs, minabs = {}, 0, math.huge
-  for _, v in ipairs(values) do
-    if v == v and v ~= math.huge and v ~= -math.huge then
-      finite[#finite + 1] = v
-      local a = math.abs(v)
-      if a > maxabs then maxabs = a end
-      if a ~= 0 and a < minabs then minabs = a end
-    end
-  end
-  local sci = #finite > 0 and maxabs > 0 and (maxabs >= 1e16 or minabs < 1e-4 or maxabs / minabs > 1e3)
-  local function special(v)
-    if v ~= v then return "0/0" end
-    if v == math.huge then return "1/0" end
-    if v == -math.huge then return "-1/0" end
-  end
-  -- the fewest significant digits that give every value back (the text rebuilds the array)
-  local sig = 1
-  for _, v in ipairs(finite) do sig = math.max(sig, (shortest(v, single))) end
-  if sci then
-    return function(v)
-      return special(v) or (string.format("%." .. (sig - 1 > 0 and sig - 1 or 1) .. "e", v):gsub("e([%-+])0*(%d%d)", "e%1%2"))
-    end
-  end
-  local decimals = 1
-  for _, v in ipairs(finite) do
-    local _, s = shortest(v, single)
-    local mant, exp = s:match("^%-?(%d[%.%d]*)e([%-+]%d+)$")
-    local digits = #mant:gsub("%.", ""):gsub("0+$", "")
-    local frac = math.max(0, digits - 1 - tonumber(exp))
-    if frac > decimals then decimals = frac end
-  end
-  return function(v)
-    return special(v) or string.format("%." .. decimals .. "f", v)
-  end
-end
-
-local function formatter(dtype, values)
-  if dtype == "bool" then return function(v) return v and "true" or "false" end end
-  if dtype:match("^float") or dtype == "bfloat16" then return float_formatter(values, dtype ~= "float64") end
-  return function(v) return string.format("%d", v) end
-end
-
--- Lay out the nested structure with right-aligned columns and NumPy's line breaks.
-local function render(node, fmt, width, depth, ndim, indent)
-  if ndim == 0 then return fmt(node) end
-  local parts = {}
+-- Lay out a nested structure whose opening brace sits at column `col` (0-based): rows break
+-- onto new lines aligned under the brace, blocks of 3-d and deeper arrays are separated by
+-- blank lines, and long rows wrap with continuation lines at the row's content column.
+local function render(node, cells, depth, ndim, col, out)
+  out[#out + 1] = "{"
   if depth == ndim then
-    local line, lines = {}, {}
-    local len = indent
-    for _, v in ipairs(node) do
-      local cell = v == GAP and string.rep(" ", width - 3) .. "..." or string.rep(" ", width - #fmt(v)) .. fmt(v)
-      if #line > 0 and len + #cell + 2 > LINE then
-        lines[#lines + 1] = table.concat(line, ", ")
-        line, len = {}, indent
+    local pad = rep(" ", col + 1)
+    local pos = col + 1                      -- the column where the next text goes
+    for k = 1, #node do
+      local i = node[k]
+      local cell = i == GAP and "..." or cells[i]
+      if k > 1 then
+        -- the line with ", cell" and its closing "," or "}" must fit in LINE columns
+        if pos + 2 + #cell + 1 > LINE then
+          out[#out + 1] = ",\n" .. pad
+          pos = col + 1
+        else
+          out[#out + 1] = ", "
+          pos = pos + 2
+        end
       end
-      line[#line + 1] = cell
-      len = len + #cell + 2
+      out[#out + 1] = cell
+      pos = pos + #cell
     end
-    lines[#lines + 1] = table.concat(line, ", ")
-    return "{" .. table.concat(lines, ",\n" .. string.rep(" ", indent + 1)) .. "}"
-  end
-  for _, child in ipairs(node) do
-    if child == GAP then
-      parts[#parts + 1] = "..."
-    else
-      parts[#parts + 1] = render(child, fmt, width, depth + 1, ndim, indent + 1)
+  else
+    local sep = ",\n" .. rep("\n", ndim - depth - 1) .. rep(" ", col + 1)
+    for k = 1, #node do
+      if k > 1 then out[#out + 1] = sep end
+      local child = node[k]
+      if child == GAP then
+        out[#out + 1] = "..."
+      else
+        render(child, cells, depth + 1, ndim, col + 1, out)
+      end
     end
   end
-  -- blocks of 3-d and deeper arrays are separated by blank lines, as in NumPy
-  local sep = ",\n" .. string.rep("\n", math.max(0, ndim - depth - 1)) .. string.rep(" ", indent + 1)
-  return "{" .. table.concat(parts, sep) .. "}"
+  out[#out + 1] = "}"
 end
 
--- get(i): element i (0-based, row-major); shape: table of extents; dtype: its name
+local PREFIX = "hl.array("
+
+-- get(i): element i (0-based flat index, row-major) as a Lua number or boolean;
+-- shape: table of extents (empty for 0-d; extents may be 0); dtype: its name.
 function format.array(get, shape, dtype)
+  dtype = dtype or "float32"
+  local suffix = dtype == "float32" and ")" or ', "' .. dtype .. '")'
   local n = 1
-  for _, e in ipairs(shape) do n = n * e end
-  local suffix = dtype == "float32" and ")" or string.format(", %q)", dtype)
+  for d = 1, #shape do n = n * shape[d] end
   if n == 0 then
-    return "hl.zeros({" .. table.concat(shape, ", ") .. "}" .. (dtype == "float32" and ")" or string.format(", %q)", dtype))
+    -- nested empty tables cannot say [2, 0]; zeros of that shape can
+    return "hl.zeros({" .. concat(shape, ", ") .. "}" .. suffix
   end
   if #shape == 0 then
-    local v = get(0)
-    return "hl.array(" .. formatter(dtype, {v})(v) .. suffix
+    return PREFIX .. texts(dtype, {get(0)})[1] .. suffix
   end
-  local summarise = n > THRESHOLD
-  local nested, values = gather(get, shape, summarise)
-  local fmt = formatter(dtype, values)
-  local width = summarise and 3 or 1
-  for _, v in ipairs(values) do
-    local w = #fmt(v)
+  local nested, values = gather(get, shape, n > THRESHOLD)
+  local cells = texts(dtype, values)
+  local width = 0
+  for i = 1, #cells do
+    local w = #cells[i]
     if w > width then width = w end
   end
-  return "hl.array(" .. render(nested, fmt, width, 1, #shape, #"hl.array(") .. suffix
+  for i = 1, #cells do
+    local w = #cells[i]
+    if w < width then cells[i] = rep(" ", width - w) .. cells[i] end
+  end
+  local out = {PREFIX}
+  render(nested, cells, 1, #shape, #PREFIX, out)
+  out[#out + 1] = suffix
+  return concat(out)
 end
 
-format.shape_str = shape_str
 return format

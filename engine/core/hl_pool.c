@@ -1,0 +1,126 @@
+#include "hl_pool.h"
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { MAX_THREADS = 256 };
+static const long SPIN_NS = 3000000;   /* 3 ms of spinning after a job before sleeping */
+
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t wake;
+  int nthreads, started;
+  /* the current job */
+  hl_task_fn fn;
+  void *ctx;
+  uint8_t *closure;
+  int min, extent;
+  int next, done, status;   /* atomics */
+  long generation;          /* atomic: bumped for each job */
+  int busy;                 /* atomic: a job is running */
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+
+static long now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* take tasks of the current job until none are left */
+static void work(void) {
+  for (;;) {
+    int i = __atomic_fetch_add(&pool.next, 1, __ATOMIC_ACQ_REL);
+    if (i >= pool.extent) return;
+    int rc = pool.fn(pool.ctx, pool.min + i, pool.closure);
+    if (rc) {
+      int zero = 0;
+      __atomic_compare_exchange_n(&pool.status, &zero, rc, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    }
+    __atomic_add_fetch(&pool.done, 1, __ATOMIC_ACQ_REL);
+  }
+}
+
+static void *worker(void *arg) {
+  (void)arg;
+  long seen = 0;
+  for (;;) {
+    long spin_until = now_ns() + SPIN_NS;
+    long g;
+    while ((g = __atomic_load_n(&pool.generation, __ATOMIC_ACQUIRE)) == seen) {
+      cpu_relax();
+      if (now_ns() > spin_until) {
+        pthread_mutex_lock(&pool.lock);
+        while (__atomic_load_n(&pool.generation, __ATOMIC_ACQUIRE) == seen) pthread_cond_wait(&pool.wake, &pool.lock);
+        pthread_mutex_unlock(&pool.lock);
+      }
+    }
+    seen = g;
+    work();
+  }
+  return NULL;
+}
+
+int hl_pool_threads(void) {
+  if (pool.nthreads) return pool.nthreads;
+  const char *env = getenv("HALUA_NUM_THREADS");
+  int n = env ? atoi(env) : 0;
+  if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  pool.nthreads = n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
+  return pool.nthreads;
+}
+
+void hl_pool_set_threads(int n) {
+  if (!pool.started) pool.nthreads = n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
+}
+
+static void start_workers(void) {
+  pthread_mutex_lock(&pool.lock);
+  if (!pool.started) {
+    for (int k = 1; k < hl_pool_threads(); k++) {
+      pthread_t t;
+      if (pthread_create(&t, NULL, worker, NULL) == 0) pthread_detach(t);
+    }
+    pool.started = 1;
+  }
+  pthread_mutex_unlock(&pool.lock);
+}
+
+static int run_inline(void *ctx, hl_task_fn f, int min, int extent, uint8_t *closure) {
+  for (int i = 0; i < extent; i++) {
+    int rc = f(ctx, min + i, closure);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+int hl_pool_par_for(void *ctx, hl_task_fn f, int min, int extent, uint8_t *closure) {
+  if (extent <= 1 || hl_pool_threads() == 1) return run_inline(ctx, f, min, extent, closure);
+  int zero = 0;
+  if (!__atomic_compare_exchange_n(&pool.busy, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+    return run_inline(ctx, f, min, extent, closure);   /* nested, or another thread's job runs */
+  if (!pool.started) start_workers();
+  pool.fn = f;
+  pool.ctx = ctx;
+  pool.closure = closure;
+  pool.min = min;
+  pool.extent = extent;
+  __atomic_store_n(&pool.next, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&pool.done, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&pool.status, 0, __ATOMIC_RELEASE);
+  pthread_mutex_lock(&pool.lock);
+  __atomic_add_fetch(&pool.generation, 1, __ATOMIC_ACQ_REL);
+  pthread_cond_broadcast(&pool.wake);
+  pthread_mutex_unlock(&pool.lock);
+  work();
+  while (__atomic_load_n(&pool.done, __ATOMIC_ACQUIRE) < extent) cpu_relax();
+  int rc = __atomic_load_n(&pool.status, __ATOMIC_ACQUIRE);
+  __atomic_store_n(&pool.busy, 0, __ATOMIC_RELEASE);
+  return rc;
+}

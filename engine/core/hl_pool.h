@@ -1,0 +1,14 @@
+/* The engine's thread pool for pipelines' parallel loops. Workers spin for a while after each
+ * job before they sleep: on virtual machines an idle vCPU can take milliseconds to wake, which
+ * halved parallel speed with a sleeping pool. The calling thread takes tasks too. A parallel
+ * loop started while another runs (nested, or from a second host thread) runs inline. */
+#ifndef HL_POOL_H
+#define HL_POOL_H
+#include <stdint.h>
+
+typedef int (*hl_task_fn)(void *ctx, int index, uint8_t *closure);
+/* Run f(ctx, i, closure) for i in [min, min + extent); returns the first non-zero status. */
+int hl_pool_par_for(void *ctx, hl_task_fn f, int min, int extent, uint8_t *closure);
+int hl_pool_threads(void);          /* threads that run tasks, the caller included */
+void hl_pool_set_threads(int n);    /* before the first parallel loop; HALUA_NUM_THREADS too */
+#endif
