@@ -7,15 +7,15 @@
  * own relative error. Measured accuracy against glibc is checked by tests/c/vmath_check.cpp.
  *
  * Fast-math: Halide compiles with LLVM's reassociation, contraction, no-NaNs and no-infs flags, and
- * its own simplifier also reassociates floats. strict_float would stop that, but Halide 14 then
- * marks the whole pipeline StrictFloat (no FMA anywhere, e.g. in a fused matmul). Instead:
+ * its own simplifier reassociates floats too (it rewrote x + x*y as x*(y + 1), and (m - 1) + t as
+ * (t + m) - 1, costing up to 2000 ulp). strict_float would stop that, but Halide 14 then marks
+ * the whole pipeline StrictFloat (no FMA anywhere, e.g. in a fused matmul). Instead:
  *  - NaN/inf/zero tests look at the bits (float compares against NaN may be folded away);
- *  - the few steps whose rounding must not be regrouped (the split ln2 and pi/2 constants, the
- *    two-step scaling by 2^k, rounding-error terms) go through barrier(): a select on a
- *    data-dependent condition, which neither LLVM's reassociation nor Halide's simplifier looks
- *    through. Its other arm is taken only for NaN inputs, whose result is replaced anyway;
- *  - where a compensated step would be fragile anyway, it is done in double, with bits to spare
- *    whatever the order of the operations (pow's log, the trig reduction). */
+ *  - every step whose rounding must not be regrouped (the small term added last to a
+ *    polynomial, the split ln2 and pi constants, the two-step scaling by 2^k, rounding-error
+ *    terms) goes through barrier(), which neither simplifier sees through (a select does not
+ *    do: Halide moves arithmetic into select arms);
+ *  - pow's log and the trig reduction are done in double, with bits to spare. */
 #include "hl_vmath.h"
 #include <cmath>
 

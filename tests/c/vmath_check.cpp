@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cfloat>
-#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -163,16 +162,16 @@ const Unary kUnary[] = {
     {"expm1", hl_vmath_expm1, [](double x) { return std::expm1(x); }, 2, -20, 95, 0},
     {"log", hl_vmath_log, [](double x) { return std::log(x); }, 1.5, 0, 4, 0},
     {"log1p", hl_vmath_log1p, [](double x) { return std::log1p(x); }, 2, -1, 4, 0},
-    {"tanh", hl_vmath_tanh, [](double x) { return std::tanh(x); }, 2.5, -10, 10, 0},
-    {"sinh", hl_vmath_sinh, [](double x) { return std::sinh(x); }, 2.5, -95, 95, 0},
-    {"cosh", hl_vmath_cosh, [](double x) { return std::cosh(x); }, 2.5, -95, 95, 0},
+    {"tanh", hl_vmath_tanh, [](double x) { return std::tanh(x); }, 2, -10, 10, 0},
+    {"sinh", hl_vmath_sinh, [](double x) { return std::sinh(x); }, 2, -95, 95, 0},
+    {"cosh", hl_vmath_cosh, [](double x) { return std::cosh(x); }, 2, -95, 95, 0},
     {"sin", hl_vmath_sin, [](double x) { return std::sin(x); }, 1.5, -10, 10, 6.0e9},
     {"cos", hl_vmath_cos, [](double x) { return std::cos(x); }, 1.5, -10, 10, 6.0e9},
-    {"tan", hl_vmath_tan, [](double x) { return std::tan(x); }, 3, -10, 10, 6.0e9},
+    {"tan", hl_vmath_tan, [](double x) { return std::tan(x); }, 3.5, -10, 10, 6.0e9},
     {"atan", hl_vmath_atan, [](double x) { return std::atan(x); }, 2, -10, 10, 0},
     {"asin", hl_vmath_asin, [](double x) { return std::asin(x); }, 2.5, -1, 1, 0},
-    {"acos", hl_vmath_acos, [](double x) { return std::acos(x); }, 2.5, -1, 1, 0},
-    {"erf", hl_vmath_erf, ref_erf, 4, -5, 5, 0},
+    {"acos", hl_vmath_acos, [](double x) { return std::acos(x); }, 1.5, -1, 1, 0},
+    {"erf", hl_vmath_erf, ref_erf, 2, -5, 5, 0},
 };
 
 std::vector<float> unary_inputs(const Unary &u) {
@@ -251,7 +250,7 @@ void check_atan2() {
   for (int k = 0; k < 2 << 20; k++) y.push_back((float)rng.uniform(-10, 10)), x.push_back((float)rng.uniform(-10, 10));
   for (int k = 0; k < 1 << 20; k++)   /* wide ratios, tiny and huge */
     y.push_back(rng.sign(rng.logu(1e-44, 1e38))), x.push_back(rng.sign(rng.logu(1e-44, 1e38)));
-  check_binary("atan2", hl_vmath_atan2, [](double a, double b) { return std::atan2(a, b); }, 2.5, y, x);
+  check_binary("atan2", hl_vmath_atan2, [](double a, double b) { return std::atan2(a, b); }, 2, y, x);
 }
 
 void check_pow() {
@@ -273,7 +272,7 @@ void check_pow() {
   }
   for (int k = 0; k < 1 << 20; k++)   /* denormal bases */
     x.push_back(from_u32((uint32_t)(rng.next() % 0x800000))), y.push_back((float)rng.uniform(-1.2, 1.2));
-  check_binary("pow", hl_vmath_pow, [](double a, double b) { return std::pow(a, b); }, 4, x, y);
+  check_binary("pow", hl_vmath_pow, [](double a, double b) { return std::pow(a, b); }, 1.5, x, y);
 }
 
 /* best of five runs of `reps` realizations over in (one thread, vectorised by 16), in ms */
@@ -297,7 +296,9 @@ Expr builtin_tanh(Expr x) { return Halide::tanh(x); }
 Expr builtin_exp(Expr x) { return Halide::exp(x); }
 
 /* 2^24 floats in [-10, 10]: once from memory (one 64 MiB array; memory bandwidth bounds both
- * versions there), and as 1024 passes over 2^14 floats that stay in cache (the compute cost) */
+ * versions there), and as 1024 passes over 2^14 floats that stay in cache (the compute cost).
+ * Halide's built-in tanh calls libm per lane; its built-in exp is its own polynomial, which is
+ * faster than hl_vmath_exp but measured at 5.3 ulp and gives 0 for NaN and +inf. */
 void timings() {
   const int n = 1 << 24, m = 1 << 14;
   Buffer<float> in(n), out(n), in_c(m), out_c(m);
