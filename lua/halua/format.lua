@@ -193,6 +193,9 @@ local function int_text(v)
   if type(v) == "cdata" then return (tostring(v):gsub("U?LL$", "")) end   -- LuaJIT int64
   if v == 0 then return "0" end
   if mtype and mtype(v) == "integer" then return sformat("%d", v) end
+  -- int64's largest, 2^63 - 1, arrives as the double 2^63: print the int64 (which reads
+  -- back as the same double)
+  if v >= 9223372036854775807 then return "9223372036854775807" end
   return sformat("%.0f", v)                  -- exact for integral doubles of any size
 end
 

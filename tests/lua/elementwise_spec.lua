@@ -166,3 +166,192 @@ suite("promotion and weakly typed Lua numbers", function(case)
   case("clip", function() return hl.clip(m, -1, 1.5) end, "np.clip(a, -1, 1.5)", {m}, {dtype = "float32"})
   case("clip with one bound", function() return hl.clip(m, nil, 0) end, "np.minimum(a, 0)", {m}, {dtype = "float32"})
 end)
+
+-- every op is also a method; special values in float64; NumPy's round-half-to-even
+suite("methods and float64 special values", function(case)
+  local x = np.rand({2, 3}, 0.1, 0.9)
+  for _, u in ipairs(unary) do
+    case("x:" .. u[1] .. "()", function() return x[u[1]](x) end, u[2], {x}, {dtype = "float32", atol = 2e-6})
+  end
+  for _, op in ipairs {"isnan", "isinf", "isfinite", "logical_not"} do
+    case("x:" .. op .. "()", function() return x[op](x) end, "np." .. op .. "(a)", {x}, {dtype = "bool"})
+  end
+  local y = np.rand({3}, 0.5, 2)
+  for _, bop in ipairs(binary) do
+    case("a:" .. bop[1] .. "(b)", function() return x[bop[1]](x, y) end, bop[2], {x, y}, {dtype = compare[bop[1]] and "bool" or "float32"})
+  end
+  local special64 = hl.array({0 / 0, 1 / 0, -1 / 0, 0, -0.0, 1e-310, -1e-310, 1e308, -1e308, 1, -1, 0.5}, "float64")
+  for _, u in ipairs(unary) do
+    local v = special64
+    if u[1] == "sin" or u[1] == "cos" or u[1] == "tan" then
+      v = hl.array({0 / 0, 1 / 0, -1 / 0, 0, -0.0, 1e-310, -1e-310, 1e6, -1e6, 1, -1, 0.5}, "float64")
+    end
+    case(u[1] .. " float64 on NaN, inf, zeros, denormals, huge", function() return hl[u[1]](v) end, u[2], {v}, {dtype = "float64"})
+  end
+  for _, op in ipairs {"isnan", "isinf", "isfinite"} do
+    case(op .. " float64", function() return hl[op](special64) end, "np." .. op .. "(a)", {special64}, {dtype = "bool"})
+  end
+  local halves = hl.array({0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5, 4.5, 1e7 + 0.5, 0.49999997, -0.0, 8388609})
+  case("round float32 ties to even", function() return hl.round(halves) end, "np.round(a)", {halves}, {dtype = "float32"})
+  local halves64 = hl.array({0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5, 4.5, 2 ^ 52 + 1, 0.49999999999999994, 1e15 + 0.5}, "float64")
+  case("round float64 ties to even", function() return hl.round(halves64) end, "np.round(a)", {halves64}, {dtype = "float64"})
+  local ints = hl.array({-2147483647, -1, 0, 1, 2147483647}, "int32")
+  for _, op in ipairs {"abs", "sign", "neg", "square"} do
+    case(op .. " int32 extremes", function() return hl[op](ints) end, "np." .. (op == "neg" and "negative" or op) .. "(a)", {ints}, {dtype = "int32"})
+  end
+  local ints64 = hl.array({-(2 ^ 40), -1, 0, 1, 2 ^ 40}, "int64")
+  for _, op in ipairs {"abs", "sign", "neg", "floor", "ceil", "round"} do
+    case(op .. " int64", function() return hl[op](ints64) end, "np." .. (op == "neg" and "negative" or op) .. "(a)", {ints64}, {dtype = "int64"})
+  end
+end)
+
+-- weakly typed Lua numbers on either side of every binary op, for each dtype
+suite("Lua numbers as operands", function(case)
+  local arrays = {
+    float32 = np.rand({2, 3}, -3, 3), float64 = np.rand({2, 3}, -3, 3, "float64"),
+    int32 = np.rand({2, 3}, -5, 6, "int32"), int64 = np.rand({2, 3}, -5, 6, "int64"),
+    uint8 = np.rand({2, 3}, 0, 250, "uint8"), bool = np.rand({2, 3}, 0, 1, "bool"),
+  }
+  local function npt(dt) return dt == "bool" and "np.bool_" or "np." .. dt end
+  for _, bop in ipairs(binary) do
+    local op, expr = bop[1], bop[2]
+    for _, dt in ipairs {"float32", "float64", "int32", "uint8"} do
+      local a = arrays[dt]
+      local float = dt:match("float")
+      local skip = (not float and (op == "div" or op == "atan2" or op == "pow")) or (dt == "uint8" and (op == "mod" or op == "floor_divide"))
+      if not skip then
+        -- an integral number keeps the array's dtype
+        local k = (op == "pow") and 2 or 3
+        local want = compare[op] and "bool" or dt
+        local e1 = expr:gsub("%f[%w]b%f[^%w]", npt(dt) .. "(" .. k .. ")")
+        case(string.format("%s(%s, %d)", op, dt, k), function() return hl[op](a, k) end, e1, {a}, {dtype = want})
+        if op ~= "pow" or float then
+          local e2 = expr:gsub("%f[%w]a%f[^%w]", "A"):gsub("%f[%w]b%f[^%w]", "a"):gsub("A", npt(dt) .. "(" .. k .. ")")
+          local pos = dt == "uint8" and a or hl.abs(a) + 1
+          case(string.format("%s(%d, %s)", op, k, dt), function() return hl[op](k, pos) end, e2, {pos}, {dtype = want})
+        end
+      end
+    end
+    -- a non-integral number with an integer or bool array computes in float32
+    for _, dt in ipairs {"int32", "int64", "uint8", "bool"} do
+      local a = arrays[dt]
+      if not (op:match("^logical")) and not (op == "pow" and dt ~= "int32") then
+        local e = expr:gsub("%f[%w]a%f[^%w]", "a.astype(np.float32)"):gsub("%f[%w]b%f[^%w]", "np.float32(2.5)")
+        local want = compare[op] and "bool" or "float32"
+        case(string.format("%s(%s, 2.5) -> %s", op, dt, want), function() return hl[op](a, 2.5) end, e, {a}, {dtype = want})
+      end
+    end
+  end
+  local b = arrays.bool
+  case("bool + 2 -> int32", function() return b + 2 end, "a.astype(np.int32) + 2", {b}, {dtype = "int32"})
+  case("bool * 2.5 -> float32", function() return b * 2.5 end, "a.astype(np.float32) * np.float32(2.5)", {b}, {dtype = "float32"})
+  local u = arrays.uint8
+  case("uint8 - 10 wraps in uint8", function() return u - 10 end, "a - np.uint8(10)", {u}, {dtype = "uint8"})
+  case("uint8 * 2.5 -> float32", function() return u * 2.5 end, "a.astype(np.float32) * np.float32(2.5)", {u}, {dtype = "float32"})
+  local i = arrays.int32
+  case("int32 / 2 -> float32", function() return i / 2 end, "a.astype(np.float32) / np.float32(2)", {i}, {dtype = "float32"})
+  case("2 / float32", function() return 2 / (hl.abs(arrays.float32) + 1) end, "np.float32(2) / (np.abs(a) + 1)", {arrays.float32}, {dtype = "float32"})
+  case("7 % int32 (Python sign rule)", function() return 7 % (i * 0 + hl.array({3, -3, 2}, "int32")) end,
+       "np.mod(7, a * 0 + np.array([3, -3, 2], np.int32))", {i}, {dtype = "int32"})
+  case("2 ^ float32", function() return 2 ^ arrays.float32 end, "np.float32(2) ** a", {arrays.float32}, {dtype = "float32"})
+  case("-int32", function() return -i end, "-a", {i}, {dtype = "int32"})
+  case("float64 * 1e-300 keeps float64 precision", function() return arrays.float64 * 1e-300 end, "a * 1e-300", {arrays.float64}, {dtype = "float64"})
+  case("float64 + 0.1 uses the double 0.1", function() return arrays.float64 + 0.1 end, "a + 0.1", {arrays.float64}, {dtype = "float64"})
+end)
+
+-- the promotion lattice bool < uint8 < int32 < int64 < float32 < float64 for every pair
+suite("promotion of every dtype pair", function(case)
+  local rank = {bool = 1, uint8 = 2, int32 = 3, int64 = 4, float32 = 5, float64 = 6}
+  local order = {"bool", "uint8", "int32", "int64", "float32", "float64"}
+  local vals = {{1, 0, 1, 1}, {0, 1, 1, 0}}
+  for _, da in ipairs(order) do
+    for _, db in ipairs(order) do
+      local want = order[math.max(rank[da], rank[db])]
+      local function mk(v, dt)
+        if dt == "bool" then local t = {} for k, e in ipairs(v) do t[k] = e ~= 0 end return hl.array(t) end
+        return hl.array({v[1] * 3, v[2] * 7, v[3] * 50, v[4] * 9}, dt)
+      end
+      local a, b = mk(vals[1], da), mk(vals[2], db)
+      local t = want == "bool" and "np.bool_" or "np." .. want
+      case(string.format("%s + %s -> %s", da, db, want), function() return a + b end,
+           string.format("(a.astype(%s) + b.astype(%s))", t, t), {a, b}, {dtype = want})
+      if da ~= db then
+        case(string.format("maximum(%s, %s) -> %s", da, db, want), function() return hl.maximum(a, b) end,
+             string.format("np.maximum(a.astype(%s), b.astype(%s))", t, t), {a, b}, {dtype = want})
+      end
+    end
+  end
+end)
+
+-- integer corner cases NumPy defines: wrap-around, Python's mod/floor_divide signs for every
+-- integer dtype, division by zero
+suite("integer corner cases", function(case)
+  local a = hl.array({2147483647, -2147483648, 100000}, "int32")
+  case("int32 add wraps", function() return a + hl.array({1, -1, 100000}, "int32") end, "a + np.array([1, -1, 100000], np.int32)", {a}, {dtype = "int32"})
+  case("int32 mul wraps", function() return a * hl.array({2, 2, 100000}, "int32") end, "a * np.array([2, 2, 100000], np.int32)", {a}, {dtype = "int32"})
+  local u = hl.array({200, 3, 0}, "uint8")
+  case("uint8 mul wraps", function() return u * hl.array({2, 100, 5}, "uint8") end, "a * np.array([2, 100, 5], np.uint8)", {u}, {dtype = "uint8"})
+  case("uint8 sub wraps", function() return u - hl.array({201, 4, 1}, "uint8") end, "a - np.array([201, 4, 1], np.uint8)", {u}, {dtype = "uint8"})
+  local p = hl.array({-7, 7, -7, 7, 5, -5, 0, 6}, "int64")
+  local q = hl.array({2, -2, -2, 2, 0, 0, 3, -4}, "int64")
+  case("mod int64 signs and zero", function() return hl.mod(p, q) end, "np.mod(a, b)", {p, q}, {dtype = "int64"})
+  case("floor_divide int64 signs and zero", function() return hl.floor_divide(p, q) end, "np.floor_divide(a, b)", {p, q}, {dtype = "int64"})
+  local m = hl.array({-2147483648, -2147483648, 9}, "int32")
+  local n = hl.array({-1, 1, -1}, "int32")
+  case("floor_divide INT_MIN by -1", function() return hl.floor_divide(m, n) end, "np.floor_divide(a, b)", {m, n}, {dtype = "int32"})
+  case("mod INT_MIN by -1", function() return hl.mod(m, n) end, "np.mod(a, b)", {m, n}, {dtype = "int32"})
+  local ud, uv = hl.array({7, 200, 5}, "uint8"), hl.array({2, 7, 0}, "uint8")
+  case("mod uint8 and zero", function() return hl.mod(ud, uv) end, "np.mod(a, b)", {ud, uv}, {dtype = "uint8"})
+  case("floor_divide uint8 and zero", function() return hl.floor_divide(ud, uv) end, "np.floor_divide(a, b)", {ud, uv}, {dtype = "uint8"})
+  local i, z = hl.array({1, -1, 0}, "int32"), hl.array({0, 0, 0}, "int32")
+  case("int32 / 0 gives inf, -inf, nan", function() return i / z end, "(a / b).astype(np.float32)", {i, z}, {dtype = "float32"})
+  local e = hl.array({0, 1, 2, 3, 10, 31}, "int32")
+  case("int32 pow", function() return hl.pow(hl.array({3, -2, 5, -1, 2, 2}, "int32"), e) end,
+       "np.power(np.array([3, -2, 5, -1, 2, 2], np.int32), a)", {e}, {dtype = "int32"})
+  local f = hl.array({-7.5, 7.5, 0, -0.0, 1 / 0, -1 / 0, 5, -5}, "float64")
+  local g = hl.array({2, -2, 3, 3, 2, 2, 1 / 0, 1 / 0}, "float64")
+  case("mod float64 signs, zeros and infinities", function() return hl.mod(f, g) end, "np.mod(a, b)", {f, g}, {dtype = "float64"})
+  case("floor_divide float64 signs, zeros and infinities", function() return hl.floor_divide(f, g) end, "np.floor_divide(a, b)", {f, g}, {dtype = "float64"})
+end)
+
+-- more broadcasting shapes: 0-d against 3-d, size-1 axes on both sides, zero-size axes
+suite("broadcasting", function(case)
+  local pairs_more = {
+    {{}, {2, 3, 4}}, {{2, 3, 4}, {1, 1, 1}}, {{2, 1, 4, 1}, {3, 1, 5}}, {{0}, {1}}, {{2, 0, 3}, {3}},
+    {{1, 0}, {4, 1}}, {{5, 1}, {1}},
+  }
+  for _, sp in ipairs(pairs_more) do
+    local a, b = np.rand(sp[1], -2, 2), np.rand(sp[2], -2, 2)
+    local name = shape_name(sp[1]) .. " with " .. shape_name(sp[2])
+    case("add " .. name, function() return hl.add(a, b) end, "a + b", {a, b}, {dtype = "float32"})
+    case("lt " .. name, function() return hl.lt(b, a) end, "b < a", {a, b}, {dtype = "bool"})
+    case("where " .. name, function() return hl.where(hl.gt(a, 0), a, b) end, "np.where(a > 0, a, b)", {a, b}, {dtype = "float32"})
+  end
+  local m = np.rand({3, 4}, -2, 2)
+  case("operators on a transposed view and a row", function() return m.T * m[1]:reshape({4, 1}) - m.T end,
+       "a.T * a[0].reshape(4, 1) - a.T", {m}, {dtype = "float32"})
+  case("ops on a strided slice", function() return hl.exp(m[{{1, 3, 2}, {4, 1, -1}}]) end, "np.exp(a[0:3:2, ::-1])", {m}, {dtype = "float32"})
+  case("ops on a broadcast_to view", function() return hl.broadcast_to(m[1], {3, 4}) + m end, "np.broadcast_to(a[0], (3, 4)) + a", {m}, {dtype = "float32"})
+end)
+
+suite("where and clip", function(case)
+  local x = np.rand({3, 4}, -2, 2)
+  local i = np.rand({3, 4}, -5, 5, "int32")
+  case("where with a 0-d condition", function() return hl.where(hl.array(true), x, -x) end, "np.where(True, a, -a)", {x}, {dtype = "float32"})
+  case("where with numbers in both branches", function() return hl.where(hl.gt(x, 0), 1, -1) end, "np.where(a > 0, 1, -1).astype(np.float32)", {x}, {dtype = false})
+  case("where with a number and an int32 array keeps int32", function() return hl.where(hl.gt(i, 0), i, 0) end, "np.where(a > 0, a, np.int32(0))", {i}, {dtype = "int32"})
+  case("where does not leak NaN from the unselected branch", function() return hl.where(hl.gt(x, 0), hl.sqrt(x), 0) end,
+       "np.where(a > 0, np.sqrt(np.abs(a)), 0).astype(np.float32)", {x}, {dtype = "float32"})
+  case("where with a float condition treats non-zero as true", function() return hl.where(hl.array({0, 2.5, -1, 0}), 1, 2) end,
+       "np.where(np.array([0, 2.5, -1, 0]), 1, 2).astype(np.float32)", {}, {dtype = false})
+  case("where float64 and int32 -> float64", function() return hl.where(hl.gt(x, 0), x:astype("float64"), i) end,
+       "np.where(a > 0, a.astype(np.float64), b)", {x, i}, {dtype = "float64"})
+  case("clip int32 with integral bounds stays int32", function() return hl.clip(i, -2, 3) end, "np.clip(a, -2, 3)", {i}, {dtype = "int32"})
+  case("clip with array bounds", function() return hl.clip(x, hl.full({4}, -0.5), hl.array({{0.1}, {1}, {2}})) end,
+       "np.clip(a, np.full(4, -0.5, np.float32), np.array([[0.1], [1], [2]], np.float32))", {x}, {dtype = "float32"})
+  case("clip with lo > hi gives hi (NumPy's order)", function() return hl.clip(x, 1, -1) end, "np.minimum(np.maximum(a, 1), -1)", {x}, {dtype = "float32"})
+  local s = hl.array({0 / 0, 1 / 0, -1 / 0, 0.5})
+  case("clip keeps NaN and clamps infinities", function() return hl.clip(s, -1, 1) end, "np.clip(a, -1, 1)", {s}, {dtype = "float32"})
+  case("clip with only lo", function() return hl.clip(x, 0) end, "np.maximum(a, 0)", {x}, {dtype = "float32"})
+  case("x:clip method", function() return x:clip(-1, 1) end, "np.clip(a, -1, 1)", {x}, {dtype = "float32"})
+end)

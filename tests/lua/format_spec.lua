@@ -187,7 +187,10 @@ describe("format.array", function()
     assert.are.equal('hl.array({ 0, 10, 20}, "int32")', fmt({0, 10, 20}, {3}, "int32"))
     assert.are.equal('hl.array({    9007199254740992, -4611686018427387904,                    7}, "int64")',
                      fmt({2 ^ 53, -2 ^ 62, 7}, {3}, "int64"))
-    assert.are.equal('hl.array(-9223372036854775808, "int64")', fmt({-2 ^ 63}, {}, "int64"))
+    -- int64's extremes as doubles: -2^63 exactly, 2^63 - 1 rounded to 2^63 (printed in range)
+    assert.are.equal('hl.array({-9223372036854775808,  9223372036854775807}, "int64")',
+                     fmt({-2 ^ 63, 2 ^ 63}, {2}, "int64"))
+    assert.are.equal(2 ^ 63, rebuild(fmt({2 ^ 63}, {1}, "int64")).values[1])
     if jit then   -- LuaJIT's boxed 64-bit integers print exactly
       local big = load_string("return 9223372036854775807LL, -9223372036854775807LL - 1")
       assert.are.equal('hl.array({ 9223372036854775807, -9223372036854775808}, "int64")',
@@ -238,6 +241,15 @@ describe("format.array", function()
     assert.are.same({0, 1, 2, 27, 28, 29, 30, 31, 32, 57, 58, 59, 60, 61, 62, 87, 88, 89,
                      1410, 1411, 1412, 1437, 1438, 1439, 1440, 1441, 1442, 1467, 1468, 1469,
                      1470, 1471, 1472, 1497, 1498, 1499}, fetched)
+    -- an axis of 7 is already long enough to elide (more than twice the 3 edge items)
+    s = format.array(function(i) return i end, {7, 150}, "int32")
+    assert.are.equal('hl.array({{   0,    1,    2, ...,  147,  148,  149},\n' ..
+                     '          { 150,  151,  152, ...,  297,  298,  299},\n' ..
+                     '          { 300,  301,  302, ...,  447,  448,  449},\n' ..
+                     '          ...,\n' ..
+                     '          { 600,  601,  602, ...,  747,  748,  749},\n' ..
+                     '          { 750,  751,  752, ...,  897,  898,  899},\n' ..
+                     '          { 900,  901,  902, ..., 1047, 1048, 1049}}, "int32")', s)
     -- a short axis is shown whole
     s = format.array(function(i) return i end, {2, 600}, "int32")
     assert.are.equal('hl.array({{   0,    1,    2, ...,  597,  598,  599},\n' ..
@@ -352,6 +364,8 @@ describe("format.array", function()
     assert.are.equal(huge, f16(65520))               -- the tie past the largest rounds to even: inf
     assert.are.equal(2 ^ -24, f16(2 ^ -24 * 0.75))   -- smallest subnormal
     assert.are.equal(0, f16(2 ^ -26))
+    assert.are.equal(1, f16(1 + 2 ^ -11))            -- tie to even, down
+    assert.are.equal(1 + 2 ^ -9, f16(1 + 3 * 2 ^ -11))    -- tie to even, up
     assert.are.equal(0.10009765625, bf16(0.1))
     assert.are.equal(1, f32(1 + 2 ^ -24))            -- tie to even, down
     assert.are.equal(1 + 2 ^ -22, f32(1 + 3 * 2 ^ -24))   -- tie to even, up

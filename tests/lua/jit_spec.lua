@@ -23,7 +23,7 @@ suite("jit matches NumPy", function(case)
   case("a captured array is an input, not a constant folded at trace time", function() return uses_upvalue(x) end,
        "a @ b + np.array([1, 2, 3, 4], np.float32)", {x, y}, {rtol = 1e-5, atol = 1e-6})
   local consts = hl.jit(function(a) return a * 0 + hl.eye(16)[{{1, 8}}] + 2 end)
-  case("arrays made inside the function", function() return consts(x) end, "a * 0 + np.eye(16)[:8] + 2", {x})
+  case("arrays made inside the function", function() return consts(x) end, "a * 0 + np.eye(16, dtype=np.float32)[:8] + 2", {x})
   local ints = hl.jit(function(a, b) return (a + b) % 3, hl.argmax(a, 2) end)
   local ia, ib = np.rand({3, 5}, -9, 9, "int32"), np.rand({3, 5}, -9, 9, "int32")
   case("integer results", function() return (ints(ia, ib)) end, "np.mod(a + b, 3)", {ia, ib}, {dtype = "int32"})

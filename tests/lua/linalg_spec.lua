@@ -26,7 +26,7 @@ suite("matmul", function(case)
   case("bool @ bool counts in int32", function() return hl.matmul(hl.array({{true, true}}), hl.array({{true}, {true}})) end,
        "np.array([[2]])", {}, {dtype = "int32"})
   case("dot of vectors", function() return hl.dot(hl.array({1, 2, 3}), hl.array({4, 5, 6})) end, "np.float32(32)", {}, {dtype = "float32"})
-  case("dot with a 0-d operand scales", function() return hl.dot(hl.array(2), hl.array({4, 5})) end, "np.array([8.0, 10.0])", {})
+  case("dot with a 0-d operand scales", function() return hl.dot(hl.array(2), hl.array({4, 5})) end, "np.array([8.0, 10.0])", {}, {dtype = "float32"})
 end)
 
 suite("transpose", function(case)

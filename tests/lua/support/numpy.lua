@@ -59,32 +59,44 @@ end
 M.tolerance = {float32 = {2e-5, 1e-6}, float64 = {1e-12, 1e-14}}
 
 -- actual: an hl array; expected: a result from a batch. opts.dtype: the dtype actual must have
--- (default: no dtype check, for ops whose dtype rule differs from NumPy's); opts.rtol, opts.atol
-function M.assert_close(actual, expected, opts)
+-- (default: NumPy's dtype; false: no dtype check, for ops whose dtype rule differs from NumPy's);
+-- opts.rtol, opts.atol (default by dtype). assert_close(actual, expected, rtol, atol) also works.
+function M.assert_close(actual, expected, opts, atol_arg)
+  if type(opts) == "number" or (opts == nil and atol_arg ~= nil) then opts = {rtol = opts, atol = atol_arg} end
   opts = opts or {}
   assert(not expected.error, "NumPy raised: " .. tostring(expected.error))
   assert(hl.core.is_array(actual), "not an array: " .. tostring(actual))
-  if opts.dtype then assert(actual.dtype == opts.dtype, "dtype " .. actual.dtype .. ", expected " .. opts.dtype) end
+  local want_dtype = opts.dtype
+  if want_dtype == nil then want_dtype = expected.dtype end
+  if want_dtype then
+    assert(actual.dtype == want_dtype, "dtype " .. actual.dtype .. ", expected " .. want_dtype .. " (NumPy's result is " .. tostring(expected.dtype) .. ")")
+  end
   local shape = actual.shape
   assert(#shape == #expected.shape and table.concat(shape, ",") == table.concat(expected.shape, ","),
          "shape [" .. table.concat(shape, ",") .. "], NumPy's [" .. table.concat(expected.shape, ",") .. "]")
   local got = hl.reshape(actual, {actual.size}):totable()
   local tol = M.tolerance[actual.dtype] or {0, 0}
   local rtol, atol = opts.rtol or tol[1], opts.atol or tol[2]
+  local function where(i)   -- the multi-index of flat element i, 1-based
+    local idx, rem = {}, i - 1
+    for d = #shape, 1, -1 do idx[d] = rem % shape[d] + 1; rem = math.floor(rem / shape[d]) end
+    return "[" .. table.concat(idx, ",") .. "] (element " .. i .. ")"
+  end
+  assert(#got == #expected.values, "got " .. #got .. " values, NumPy " .. #expected.values)
   for i, w in ipairs(expected.values) do
     local g = got[i]
     if type(w) == "boolean" or type(g) == "boolean" then
       local gb, wb = g, w
       if type(gb) ~= "boolean" then gb = gb ~= 0 end
       if type(wb) ~= "boolean" then wb = wb ~= 0 end
-      assert(gb == wb, string.format("element %d: %s, NumPy %s", i, tostring(g), tostring(w)))
+      assert(gb == wb, string.format("at %s: got %s, NumPy %s", where(i), tostring(g), tostring(w)))
     elseif w ~= w then
-      assert(g ~= g, string.format("element %d: %s, NumPy nan", i, tostring(g)))
+      assert(g ~= g, string.format("at %s: got %s, NumPy nan", where(i), tostring(g)))
     elseif w == math.huge or w == -math.huge then
-      assert(g == w, string.format("element %d: %s, NumPy %s", i, tostring(g), tostring(w)))
+      assert(g == w, string.format("at %s: got %s, NumPy %s", where(i), tostring(g), tostring(w)))
     else
       assert(g == g and math.abs(g - w) <= atol + rtol * math.abs(w),
-             string.format("element %d: %.9g, NumPy %.9g (rtol %g, atol %g)", i, g, w, rtol, atol))
+             string.format("at %s: got %.17g, NumPy %.17g (rtol %g, atol %g)", where(i), g, w, rtol, atol))
     end
   end
 end
