@@ -256,8 +256,18 @@ struct Lowerer {
     bool fl = hl_dtype_is_float(in.type.dtype);
     switch (n.prim) {
     case HL_P_SUM:
-      f(ov) = make_zero(ty);
-      f(ov) += cast(ty, x);
+      if (n.type.dtype == HL_FLOAT32) {
+        /* float32 sums accumulate in float64 (rounded once at the end): a float32 accumulator
+         * drifts by parts per thousand over millions of terms, where NumPy sums pairwise */
+        Func acc("acc" + std::to_string(i));
+        acc(ov) = make_zero(Float(64));
+        acc(ov) += cast(Float(64), x);
+        L.helpers[i] = acc;
+        f(ov) = cast(ty, acc(ov));
+      } else {
+        f(ov) = make_zero(ty);
+        f(ov) += cast(ty, x);
+      }
       break;
     case HL_P_PROD:
       f(ov) = make_one(ty);

@@ -178,7 +178,10 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
          * dimension is legal when that dimension is not reduced */
         bool inner_reduced = g->nodes[hl_node_inputs(g, &n)[0]].type.ndim > 0 &&
                              (n.attrs.i[0] >> (g->nodes[hl_node_inputs(g, &n)[0]].type.ndim - 1) & 1);
-        schedule_root(L.funcs[i], n, g->dynamic, inner_reduced ? 1 : vec, !inner_reduced, L.outputs[0]);
+        /* a float32 sum reduces in its float64 accumulator; the node is the rounding, inlined */
+        Func red = L.helpers[i].defined() ? L.helpers[i] : L.funcs[i];
+        int rvec = L.helpers[i].defined() ? t.natural_vector_size(Float(64)) : vec;
+        schedule_root(red, n, g->dynamic, inner_reduced ? 1 : rvec, !inner_reduced, L.outputs[0]);
       }
       break;
     default: schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0]); break;
@@ -287,7 +290,7 @@ void hl_schedule_cuda(hl_lowered &L, const Target &t) {
           gpu_pointwise(f.update(), n.type.ndim);
         }
       } else {
-        gpu_reduce(L, L.funcs[i], n.type.ndim, i);
+        gpu_reduce(L, L.helpers[i].defined() ? L.helpers[i] : L.funcs[i], n.type.ndim, i);
       }
       break;
     default:
