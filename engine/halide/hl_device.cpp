@@ -164,30 +164,35 @@ extern "C" void hl_device_free(int device, void *handle) {
   delete b;
 }
 
-extern "C" int hl_device_copy_to_device(int device, uint64_t dst, const void *src, size_t nbytes) {
+/* host <-> device copies in pieces of at most 1 GiB (extents are 32-bit) */
+static int copy_bytes(int device, uint64_t dev, void *host, size_t nbytes, bool to_device) {
   if (need_cuda(device, "device_put")) return -1;
   for (size_t off = 0; off < nbytes; off += kChunk) {
     size_t n = nbytes - off < kChunk ? nbytes - off : kChunk;
     halide_dimension_t dim;
-    halide_buffer_t b = byte_buffer(dst + off, (char *)src + off, n, &dim);
-    b.set_host_dirty(true);
-    if (b.device_interface->copy_to_device(call_context(), &b, b.device_interface))
-      return hl_error("device_put: copying %zu bytes to cuda failed: %s", nbytes, take_runtime_error().c_str());
+    halide_buffer_t b = byte_buffer(dev + off, (char *)host + off, n, &dim);
+    const halide_device_interface_t *di = b.device_interface;
+    int rc;
+    if (to_device) {
+      b.set_host_dirty(true);
+      rc = di->copy_to_device(call_context(), &b, di);
+    } else {
+      b.set_device_dirty(true);
+      rc = di->copy_to_host(call_context(), &b);
+    }
+    if (rc)
+      return hl_error("device_put: copying %zu bytes %s cuda failed: %s", nbytes, to_device ? "to" : "from",
+                      take_runtime_error().c_str());
   }
   return 0;
 }
 
+extern "C" int hl_device_copy_to_device(int device, uint64_t dst, const void *src, size_t nbytes) {
+  return copy_bytes(device, dst, const_cast<void *>(src), nbytes, true);
+}
+
 extern "C" int hl_device_copy_to_host(int device, void *dst, uint64_t src, size_t nbytes) {
-  if (need_cuda(device, "device_put")) return -1;
-  for (size_t off = 0; off < nbytes; off += kChunk) {
-    size_t n = nbytes - off < kChunk ? nbytes - off : kChunk;
-    halide_dimension_t dim;
-    halide_buffer_t b = byte_buffer(src + off, (char *)dst + off, n, &dim);
-    b.set_device_dirty(true);
-    if (b.device_interface->copy_to_host(call_context(), &b))
-      return hl_error("device_put: copying %zu bytes from cuda failed: %s", nbytes, take_runtime_error().c_str());
-  }
-  return 0;
+  return copy_bytes(device, src, dst, nbytes, false);
 }
 
 extern "C" int hl_device_sync(int device) {
