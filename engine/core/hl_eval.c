@@ -89,7 +89,8 @@ static int trace_apply(hl_trace *t, int prim, int nin, const hl_array *const *in
 static _Thread_local hl_graph eager_graph;
 
 static int stride_class(const hl_array *a) {
-  if (a->ndim == 0) return HL_STRIDE_UNIT;
+  /* a one-element innermost axis reaches Halide with unit stride (hl_backend.cpp) */
+  if (a->ndim == 0 || a->shape[a->ndim - 1] == 1) return HL_STRIDE_UNIT;
   int64_t s = a->strides[a->ndim - 1];
   return s == 1 ? HL_STRIDE_UNIT : s == 0 ? HL_STRIDE_ZERO : HL_STRIDE_ANY;
 }

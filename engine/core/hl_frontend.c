@@ -15,6 +15,21 @@ int hl_op_reshape(const hl_array *a, int ndim, const int64_t *shape, hl_array *o
   return hl_apply(HL_P_RESHAPE, 1, &a, &at, out);
 }
 
+/* 0 when the shapes broadcast, -1 when not; records no error */
+static int hl_broadcast_shapes_quiet(int n, const hl_array *const *arrays, int *ndim, int64_t *shape) {
+  int r = 0;
+  for (int k = 0; k < n; k++) r = arrays[k]->ndim > r ? arrays[k]->ndim : r;
+  for (int a = 0; a < r; a++) shape[a] = 1;
+  for (int k = 0; k < n; k++)
+    for (int a = 0; a < arrays[k]->ndim; a++) {
+      int64_t *s = &shape[a + r - arrays[k]->ndim], e = arrays[k]->shape[a];
+      if (*s == 1) *s = e;
+      else if (e != 1 && e != *s) return -1;
+    }
+  *ndim = r;
+  return 0;
+}
+
 int hl_broadcast_shapes(const char *op, int n, const hl_array *const *arrays, int *ndim, int64_t *shape) {
   int r = 0;
   for (int k = 0; k < n; k++) r = arrays[k]->ndim > r ? arrays[k]->ndim : r;
@@ -25,7 +40,14 @@ int hl_broadcast_shapes(const char *op, int n, const hl_array *const *arrays, in
       int64_t *s = &shape[a + r - x->ndim], e = x->shape[a];
       if (*s == 1) *s = e;
       else if (e != 1 && e != *s) {
-        if (n == 2) return hl_error("%s: cannot broadcast shapes %s and %s", op, SHAPE(arrays[0]), SHAPE(arrays[1]));
+        /* name the operand that clashes and the first one it clashes with */
+        for (int j = 0; j < k; j++) {
+          const hl_array *pair[2] = {arrays[j], x};
+          int nd;
+          int64_t tmp[HL_MAX_DIMS];
+          if (hl_broadcast_shapes_quiet(2, pair, &nd, tmp))
+            return hl_error("%s: cannot broadcast shapes %s and %s", op, SHAPE(arrays[j]), SHAPE(x));
+        }
         return hl_error("%s: cannot broadcast shape %s with the others", op, SHAPE(x));
       }
     }

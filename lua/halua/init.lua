@@ -17,7 +17,32 @@ for _, d in ipairs {"float32", "float64", "float16", "bfloat16", "int8", "int32"
   hl[d] = d
 end
 
-local function shape_str(s) return "[" .. table.concat(s, ",") .. "]" end
+local function shape_str(s)
+  local parts = {}
+  for i, e in ipairs(s) do parts[i] = tostring(e) end
+  return "[" .. table.concat(parts, ",") .. "]"
+end
+
+-- Composites report errors under their own name, not their inner primitives' ("halua: mean:
+-- axis 3 ..." rather than "halua: sum: ..."). Only the first op name of the message changes.
+local function pack_(...) return {n = select("#", ...), ...} end
+local function named(op, f)
+  return function(...)
+    local r = pack_(pcall(f, ...))
+    if r[1] then return unpack(r, 2, r.n) end
+    local msg = tostring(r[2])
+    error((msg:gsub("^halua: [%w_]+: ", "halua: " .. op .. ": ", 1)), 0)
+  end
+end
+
+-- an array from an array, a number or a boolean (as the primitives take them); anything else,
+-- tables included, is op's error
+local function as_array(x, op, argn)
+  if is_array(x) then return x end
+  local t = type(x)
+  if t == "number" or t == "boolean" then return core.array(x) end
+  fail("%s: argument %d is a %s, expected an array%s", op, argn or 1, t, t == "table" and " (make one with hl.array)" or "")
+end
 
 -- ---------------------------------------------------------------- devices
 
@@ -104,6 +129,9 @@ end
 
 function hl.linspace(a, b, n, dtype)
   n = n or 50
+  if type(a) ~= "number" or type(b) ~= "number" or type(n) ~= "number" then
+    fail("linspace: start, stop and n must be numbers")
+  end
   if n < 0 or n ~= math.floor(n) then fail("linspace: n must be a non-negative integer, got %s", tostring(n)) end
   local i = core.iota("float64", {n}, 0)
   local step = n > 1 and (b - a) / (n - 1) or 0
@@ -126,6 +154,7 @@ for name, f in pairs(P) do hl[name] = f end
 hl.negative = P.neg
 -- where(c, a, b) and clip(x, lo, hi)
 function hl.clip(x, lo, hi)
+  x = as_array(x, "clip")
   if lo ~= nil then x = P.maximum(x, lo) end
   if hi ~= nil then x = P.minimum(x, hi) end
   return x
@@ -178,7 +207,7 @@ end
 local function reducer(name)
   local prim = P[name]
   return function(x, axes, keepdims)
-    if not is_array(x) then x = hl.array(x) end
+    x = as_array(x, name)
     if type(axes) == "boolean" then axes, keepdims = nil, axes end
     local ax = norm_axes(name, axes, x.ndim)
     local r = prim(x, mask_of(ax))
@@ -191,7 +220,7 @@ for _, name in ipairs {"sum", "prod", "max", "min"} do hl[name] = reducer(name) 
 local function arg_reducer(name)
   local prim = P[name]
   return function(x, axis, keepdims)
-    if not is_array(x) then x = hl.array(x) end
+    x = as_array(x, name)
     if axis == nil then
       x = core.reshape(x, {x.size})
       axis = 1
@@ -213,6 +242,7 @@ local function count(x, axes)
 end
 
 function hl.mean(x, axes, keepdims)
+  x = as_array(x, "mean")
   if type(axes) == "boolean" then axes, keepdims = nil, axes end
   local s = hl.sum(x, axes, keepdims)
   if s.dtype ~= "float32" and s.dtype ~= "float64" then s = s:astype("float32") end
@@ -221,7 +251,7 @@ end
 
 function hl.logsumexp(x, axes, keepdims)
   if type(axes) == "boolean" then axes, keepdims = nil, axes end
-  if not is_array(x) then x = hl.array(x) end
+  x = as_array(x, "logsumexp")
   if x.dtype ~= "float32" and x.dtype ~= "float64" then x = x:astype("float32") end
   local m = hl.max(x, axes, true)
   -- an all -inf row keeps max -inf: subtract 0 there so the result is -inf, not NaN
@@ -240,6 +270,7 @@ function hl.dot(a, b)
 end
 
 function hl.transpose(x, perm)
+  x = as_array(x, "transpose")
   local n = x.ndim
   local p = {}
   if perm == nil then
@@ -254,6 +285,7 @@ function hl.transpose(x, perm)
 end
 
 function hl.reshape(x, shape)
+  x = as_array(x, "reshape")
   if type(shape) == "number" then shape = {shape} end
   if type(shape) ~= "table" then fail("reshape: shape must be a number or a table, got %s", type(shape)) end
   local s, hole, known = {}, nil, 1
@@ -312,6 +344,7 @@ end
 
 hl.nn = hl.nn or {}
 function hl.nn.softmax(x, axis)
+  x = as_array(x, "softmax")
   axis = axis or -1
   local m = hl.max(x, axis, true)
   m = hl.where(P.isfinite(m), m, 0)
@@ -319,9 +352,15 @@ function hl.nn.softmax(x, axis)
   return e / hl.sum(e, axis, true)
 end
 function hl.nn.log_softmax(x, axis)
+  x = as_array(x, "log_softmax")
   axis = axis or -1
   return x - hl.logsumexp(x, axis, true)
 end
+hl.softmax = hl.nn.softmax
+
+for _, name in ipairs {"mean", "logsumexp", "clip", "arange", "linspace", "eye"} do hl[name] = named(name, hl[name]) end
+hl.nn.softmax = named("softmax", hl.nn.softmax)
+hl.nn.log_softmax = named("log_softmax", hl.nn.log_softmax)
 hl.softmax = hl.nn.softmax
 
 -- ---------------------------------------------------------------- indexing
@@ -338,6 +377,11 @@ local function axis_spec(spec, extent, axis, shape)
   end
   if type(spec) ~= "table" then fail("index: axis %d: expected a number or a range table, got %s", axis, type(spec)) end
   local a, b, step = spec[1] or 1, spec[2] or -1, spec[3] or 1
+  for _, v in ipairs {a, b, step} do
+    if type(v) ~= "number" or v ~= math.floor(v) then
+      fail("index: axis %d: range bounds and steps must be integers, got %s", axis, tostring(v))
+    end
+  end
   if step == 0 then fail("index: axis %d: step must not be 0", axis) end
   -- inclusive, 1-based, negatives from the end; clamped like string.sub
   if a < 0 then a = extent + a + 1 end
@@ -562,7 +606,8 @@ local function build(self, args, n, info, sig)
   end
   local entry = {nres = nres, defs = out_defs, consts = out_leaves, slots = slots, trace_s = os.clock() - t0}
   entry.text = core.trace_text(trace, traced)
-  entry.program = core.program_build(trace, traced, self.name)
+  -- results that do not depend on the arguments are returned as they are: nothing to compile
+  if #traced > 0 then entry.program = core.program_build(trace, traced, self.name) end
   core.trace_close(trace)
   -- constants must not keep tracers alive
   for _, s in ipairs(slots) do out_leaves[s[1]][s[2]] = false end
@@ -571,7 +616,7 @@ local function build(self, args, n, info, sig)
 end
 
 local function run(entry, arrays)
-  local outs = {core.program_run(entry.program, unpack(arrays))}
+  local outs = entry.program and {core.program_run(entry.program, unpack(arrays))} or {}
   local results = {}
   for r = 1, entry.nres do
     local leaves = {}
@@ -640,7 +685,7 @@ function jit_mt:call(...)
     -- every argument an array or number, every result a traced array: the fast path applies
     local plain = not self.has_static and #entry.slots == entry.nres
     for r = 1, entry.nres do plain = plain and entry.defs[r] == "*" end
-    local fsig = plain and signature(...)
+    local fsig = plain and entry.program and signature(...)
     if fsig then self.fast[fsig] = entry end
   end
   return run(entry, arrays)
@@ -649,10 +694,14 @@ end
 local lowered_mt = {}
 lowered_mt.__index = lowered_mt
 function lowered_mt:ir() return self.entry.text end
-function lowered_mt:stmt() return core.program_stmt(self.entry.program) end
-function lowered_mt:compile_ms() return core.program_compile_ms(self.entry.program) end
-function lowered_mt:ptx() return core.program_ptx(self.entry.program) end
-function lowered_mt:asm() return core.program_asm(self.entry.program) end
+local function program_of(self)
+  if not self.entry.program then fail("lower: this function's results do not depend on its arguments: there is no pipeline") end
+  return self.entry.program
+end
+function lowered_mt:stmt() return core.program_stmt(program_of(self)) end
+function lowered_mt:compile_ms() return self.entry.program and core.program_compile_ms(self.entry.program) or 0 end
+function lowered_mt:ptx() return core.program_ptx(program_of(self)) end
+function lowered_mt:asm() return core.program_asm(program_of(self)) end
 lowered_mt.__tostring = function(self) return self.entry.text end
 
 function jit_mt:lower(...)
@@ -682,7 +731,7 @@ function hl.jit(f, opts)
     elseif type(opts.device) == "string" and (opts.device == "cuda" or opts.device == "cuda:1") then device = CUDA
     else fail("jit: unknown device %s (use \"cpu\" or \"cuda\")", tostring(opts.device)) end
   end
-  local info = debug.getinfo(f, "S")
+  local info = type(f) == "function" and debug.getinfo(f, "S") or nil
   local name = opts.name or (info and info.short_src and ("jit " .. info.short_src .. ":" .. (info.linedefined or 0))) or "jit"
   return setmetatable({f = f, static = static, has_static = next(static) ~= nil, cache = {}, fast = {}, name = name,
                        device = device}, jit_mt)

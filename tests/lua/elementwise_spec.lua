@@ -355,3 +355,31 @@ suite("where and clip", function(case)
   case("clip with only lo", function() return hl.clip(x, 0) end, "np.maximum(a, 0)", {x}, {dtype = "float32"})
   case("x:clip method", function() return x:clip(-1, 1) end, "np.clip(a, -1, 1)", {x}, {dtype = "float32"})
 end)
+
+-- arrays large enough to take the vectorised, multi-threaded paths
+suite("large arrays", function(case)
+  math.randomseed(12)
+  local a, row = np.rand({700, 300}, -2, 2), np.rand({300}, -2, 2)
+  local col = np.rand({700, 1}, -2, 2)
+  case("add [700,300] + [300]", function() return a + row end, "a + b", {a, row}, {dtype = "float32"})
+  case("mul [700,300] * [700,1]", function() return a * col end, "a * b", {a, col}, {dtype = "float32"})
+  case("exp of a transposed [300,700] view", function() return hl.exp(a.T) end, "np.exp(a.T)", {a}, {dtype = "float32"})
+  case("tanh of a strided [350,100] slice", function() return hl.tanh(a[{{1, 700, 2}, {300, 1, -3}}]) end, "np.tanh(a[0:700:2, ::-3])", {a}, {dtype = "float32"})
+  case("where over [700,300]", function() return hl.where(hl.gt(a, row), a, col) end, "np.where(a > b, a, c)", {a, row, col}, {dtype = "float32"})
+  local i = np.rand({700, 300}, -50, 50, "int32")
+  case("int32 floor_divide and mod over [700,300]", function() return hl.floor_divide(i, 7) * 100 + hl.mod(i, -7) end,
+       "np.floor_divide(a, 7) * 100 + np.mod(a, -7)", {i}, {dtype = "int32"})
+  case("float64 [700,300] + [300]", function() return a:astype("float64") / row:astype("float64") end,
+       "a.astype(np.float64) / b.astype(np.float64)", {a, row}, {dtype = "float64"})
+end)
+
+describe("large arrays, repeated", function()
+  it("give the same bits every time (no races between worker threads)", function()
+    local x = hl.sin(hl.reshape(hl.arange(2 ^ 20, "float32"), {1024, 1024}) * 0.001)
+    local ref_sum, ref_el = hl.sum(x, 2):totable(), (x * 3 + x.T):sum():item()
+    for _ = 1, 20 do
+      assert.are.same(ref_sum, hl.sum(x, 2):totable())
+      assert.are.equal(ref_el, (x * 3 + x.T):sum():item())
+    end
+  end)
+end)

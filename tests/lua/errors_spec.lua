@@ -99,3 +99,129 @@ describe("errors", function()
     assert.are.same({{2, 2, 2}, {2, 2, 2}}, (a * 2):totable())
   end)
 end)
+
+describe("more errors", function()
+  local a = hl.ones({2, 3})
+  it("every binary op and operator names itself and both shapes when shapes do not broadcast", function()
+    for _, op in ipairs {"add", "sub", "mul", "div", "pow", "mod", "maximum", "minimum", "atan2", "floor_divide", "eq",
+                         "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"} do
+      fails("^halua: " .. op .. ": .*%[2,3%].*%[2%]", hl[op], a, hl.ones({2}))
+      fails("^halua: " .. op .. ": .*%[3,1,4%].*%[2,3%]", function() return a[op](hl.ones({3, 1, 4}), a) end)
+    end
+    for op, f in pairs {sub = function(p, q) return p - q end, mul = function(p, q) return p * q end,
+                        div = function(p, q) return p / q end, mod = function(p, q) return p % q end,
+                        pow = function(p, q) return p ^ q end} do
+      fails("^halua: " .. op .. ": cannot broadcast shapes %[2,3%] and %[2%]", f, a, hl.ones({2}))
+    end
+    fails("^halua: where: .*%[2,3%].*%[5%]", hl.where, hl.gt(a, 0), a, hl.ones({5}))
+    fails("^halua: add: cannot broadcast shapes %[2,0%] and %[3%]", hl.add, hl.zeros({2, 0}), hl.ones({3}))
+  end)
+  it("clip names itself when its bounds do not broadcast", function()
+    fails("^halua: clip: .*%[2,3%].*%[4%]", hl.clip, a, hl.ones({4}), 1)
+  end)
+  it("matmul mismatches in every form name both shapes", function()
+    fails("^halua: matmul: .*%[3%].*%[4%]", hl.matmul, hl.ones({3}), hl.ones({4}))
+    fails("^halua: matmul: .*%[2,3,4%].*%[2,5,6%]", hl.matmul, hl.ones({2, 3, 4}), hl.ones({2, 5, 6}))
+    fails("^halua: matmul: .*%[3%].*%[4,2%]", hl.matmul, hl.ones({3}), hl.ones({4, 2}))
+    fails("^halua: matmul: .*%[2,3%].*%[2%]", hl.matmul, a, hl.ones({2}))
+    fails("^halua: matmul: .*%[2,3%]", function() return a:matmul(a) end)
+  end)
+  for _, op in ipairs {"sum", "prod", "max", "min", "argmax", "argmin", "mean", "logsumexp"} do
+    it("bad axes to " .. op .. " name " .. op, function()
+      fails("^halua: " .. op .. ": axis 3 is out of range for 2 dimensions", hl[op], a, 3)
+      fails("^halua: " .. op .. ": axis %-3 is out of range", hl[op], a, -3)
+      fails("^halua: " .. op .. ": axis 0 is out of range", hl[op], a, 0)
+    end)
+  end
+  it("bad axes to the other ops", function()
+    fails("^halua: sum: axis 5 is out of range", hl.sum, a, {1, 5})
+    fails("^halua: expand_dims: axis 5 is out of range", hl.expand_dims, a, 5)
+    fails("^halua: transpose: ", hl.transpose, a, {1, 1})
+    fails("^halua: transpose: ", hl.transpose, a, {1, 3})
+    fails("^halua: concatenate: axis %-3 is out of range", hl.concatenate, {a, a}, -3)
+  end)
+  it("bad axes to softmax name softmax", function()
+    fails("^halua: softmax: axis 3 is out of range", hl.nn.softmax, a, 3)
+  end)
+  it("reshape errors show the shapes", function()
+    fails("^halua: reshape: cannot reshape %[2,3%] %(6 elements%) to %[7%]", hl.reshape, a, {7})
+    fails("^halua: reshape: only one %-1 is allowed", hl.reshape, a, {-1, 3, -1})
+    fails("^halua: reshape: .*%-2", hl.reshape, a, {-2, -3})
+    fails("^halua: reshape: .*%[0,3%]", hl.reshape, hl.zeros({0, 3}), {-1, 0})
+    fails("^halua: reshape: cannot reshape %[2,3%] %(6 elements%) to %[4%]", function() return a:reshape({4}) end)
+  end)
+  it("wrong dtype strings and non-string dtypes", function()
+    fails("^halua: .*unknown dtype float17", hl.ones, {2}, "float17")
+    fails("^halua: .*unknown dtype float17", hl.full, {2}, 1, "float17")
+    fails("^halua: .*unknown dtype flt", hl.arange, 0, 3, 1, "flt")
+    fails("^halua: .*unknown dtype", hl.eye, 2, 2, "x")
+    fails("^halua: astype: unknown dtype Float32", function() return a:astype("Float32") end)
+    fails("^halua: astype: ", function() return a:astype(3) end)
+    fails("^halua: array: ", hl.array, {1}, 3)
+  end)
+  for _, c in ipairs {
+    {"sum", "string", hl.sum, "x"}, {"mean", "string", hl.mean, "x"}, {"argmax", "function", hl.argmax, print},
+    {"reshape", "string", hl.reshape, "x", {1}}, {"transpose", "function", hl.transpose, print},
+    {"broadcast_to", "string", hl.broadcast_to, "x", {2}}, {"where", "string", hl.where, "x", a, a},
+    {"clip", "table", hl.clip, {}, 0, 1}, {"sub", "function", function() return a - print end},
+    {"mul", "string", function() return "x" * a end}, {"matmul", "string", hl.matmul, "x", a},
+    {"astype", "string", hl.astype, "x", "float32"}, {"item", "string", hl.methods.item, "x"},
+    {"exp", "string", hl.exp, "x"}, {"add", "function", hl.add, a, print}, {"concatenate", "", hl.concatenate, "x", 1},
+  } do
+    it(c[1] .. " says a " .. c[2] .. " is not an array", function()
+      fails("^halua: " .. c[1] .. ": .*" .. c[2], c[3], unpack(c, 4))
+    end)
+  end
+  it("item on arrays that do not hold one element", function()
+    fails("^halua: item: needs a one%-element array, got shape %[0%]", function() return hl.zeros({0}):item() end)
+    fails("^halua: item: needs a one%-element array, got shape %[2%]", function() return hl.ones({2}):item() end)
+  end)
+  it("assigning through an index or a field names x:at(", function()
+    for _, f in ipairs {
+      function() a[1] = 2 end, function() a[{1, 2}] = 0 end, function() a.shape = {3, 2} end,
+      function() hl.ones({3})[2] = hl.array(1) end,
+    } do
+      fails("x:at%(", f)
+    end
+  end)
+  it("jit errors start with halua: and name the op inside the traced function", function()
+    fails("^halua: matmul: inner dimensions of %[2,3%] and %[2,3%]", hl.jit(function(p) return hl.matmul(p, p) end), a)
+    fails("^halua: reshape: cannot reshape %[2,3%]", hl.jit(function(p) return hl.reshape(p, {5}) end), a)
+    fails("^halua: sum: axis 4 is out of range", hl.jit(function(p) return hl.sum(p, 4) end), a)
+  end)
+end)
+
+-- Every op in scope called with arguments a script could pass by mistake: strings, functions,
+-- coroutines, nil, booleans, ragged tables, NaN and huge numbers, wrong shapes and axes.
+-- Run in a separate process so a crash is a failure, not the end of the suite.
+describe("odd arguments to every op", function()
+  local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+  local p = io.popen("luajit " .. here .. "support/error_fuzz.lua 2>&1")
+  local out = p:read("*a")
+  p:close()
+  local by_op, done = {}, false
+  for line in out:gmatch("[^\n]+") do
+    if line == "DONE" then done = true end
+    local kind, op, call, msg = line:match("^(%u+)\t([^\t]+)\t([^\t]+)\t(.*)$")
+    if kind then
+      by_op[op] = by_op[op] or {}
+      table.insert(by_op[op], string.format("%s %s -> %s", kind == "BAD" and "raw Lua error:" or "names another op:", call, msg))
+    end
+  end
+  it("never crash the process", function()
+    assert.is_true(done, "the process ended early; its last output:\n" .. out:sub(-600))
+  end)
+  local ops = {"neg", "exp", "add", "lt", "sum", "prod", "max", "min", "argmax", "argmin", "mean", "logsumexp", "matmul",
+               "transpose", "reshape", "broadcast_to", "concatenate", "where", "clip", "array", "full", "arange",
+               "linspace", "eye", "astype", "expand_dims", "squeeze", "softmax", "index", "item"}
+  for _, op in ipairs(ops) do
+    it("give errors from " .. op .. " that start 'halua: " .. op .. ":'", function()
+      local bad = by_op[op]
+      if bad then
+        local shown = {}
+        for i = 1, math.min(#bad, 6) do shown[i] = bad[i] end
+        error(#bad .. " calls, e.g.\n  " .. table.concat(shown, "\n  "), 0)
+      end
+    end)
+  end
+end)

@@ -160,3 +160,265 @@ describe("jit", function()
     assert.truthy(err:find("^halua: jit: argument 1 holds a function"))
   end)
 end)
+
+-- jit against NumPy for every dtype in scope and for 0-d, zero-size and view inputs
+suite("jit over dtypes and shapes", function(case)
+  local f = hl.jit(function(a, b) return hl.maximum(a * b, a - b) + hl.abs(b) end)
+  for _, dt in ipairs {"float32", "float64", "int32", "int64", "uint8"} do
+    local a, b = np.rand({3, 4}, 0, 9, dt), np.rand({4}, 0, 9, dt)
+    case("elementwise chain on " .. dt, function() return f(a, b) end, "np.maximum(a * b, a - b) + np.abs(b)", {a, b}, {dtype = dt})
+  end
+  local g = hl.jit(function(a) return hl.logical_and(a, hl.logical_not(a[1])) end)
+  local bl = np.rand({3, 4}, 0, 1, "bool")
+  case("bool logic", function() return g(bl) end, "np.logical_and(a, np.logical_not(a[0]))", {bl}, {dtype = "bool"})
+  local s = hl.jit(function(a, b) return hl.sin(a) * b + 1 end)
+  local z = hl.array(0.5)
+  case("0-d inputs", function() return s(z, z) end, "np.sin(a) * a + 1", {z}, {dtype = "float32"})
+  local e = hl.zeros({0, 3})
+  case("zero-size inputs", function() return s(e, hl.ones({3})) end, "np.zeros((0, 3), np.float32)", {}, {dtype = "float32"})
+  local r = hl.jit(function(a) return hl.sum(a, {1, 3}, true), hl.argmax(a, -1), hl.mean(a), hl.logsumexp(a, 2) end)
+  local x3 = np.rand({2, 3, 4}, -2, 2)
+  case("reductions: sum over {1,3} keepdims", function() return (r(x3)) end, "np.sum(a, axis=(0, 2), keepdims=True)", {x3}, {dtype = "float32", rtol = 1e-5, atol = 1e-6})
+  case("reductions: argmax -1", function() return select(2, r(x3)) end, "np.argmax(a, axis=-1) + 1", {x3}, {dtype = "int64"})
+  case("reductions: mean", function() return select(3, r(x3)) end, "np.mean(a)", {x3}, {dtype = "float32", rtol = 1e-5, atol = 1e-6})
+  case("reductions: logsumexp", function() return select(4, r(x3)) end, "np.log(np.sum(np.exp(a), axis=1))", {x3}, {dtype = "float32", rtol = 1e-5, atol = 1e-6})
+  local w = hl.jit(function(a) return hl.where(hl.gt(a, 0), hl.sqrt(a), -a), hl.clip(a, -1, 1) end)
+  case("where and clip", function() return (w(x3)) end, "np.where(a > 0, np.sqrt(np.abs(a)), -a)", {x3}, {dtype = "float32"})
+  case("where and clip: clip", function() return select(2, w(x3)) end, "np.clip(a, -1, 1)", {x3}, {dtype = "float32"})
+  local id = hl.jit(function(a) return a end)
+  case("the identity", function() return id(x3) end, "a", {x3}, {dtype = "float32"})
+  -- inputs that are views: a transposed, a strided and a broadcast array with the same shape
+  local h = hl.jit(function(a) return a * 10 + hl.sum(a, 1) end)
+  local m = np.rand({4, 4}, -1, 1)
+  local big = np.rand({8, 8}, -1, 1)
+  case("a contiguous input", function() return h(m) end, "a * 10 + np.sum(a, axis=0)", {m}, {dtype = "float32", rtol = 1e-5, atol = 1e-6})
+  case("then a transposed view of the same shape", function() return h(m.T) end, "a.T * 10 + np.sum(a.T, axis=0)", {m}, {dtype = "float32", rtol = 1e-5, atol = 1e-6})
+  case("then a strided view of the same shape", function() return h(big[{{1, 8, 2}, {8, 1, -2}}]) end,
+       "a[0:8:2, ::-2] * 10 + np.sum(a[0:8:2, ::-2], axis=0)", {big}, {dtype = "float32", rtol = 1e-5, atol = 1e-6})
+  case("then a broadcast view of the same shape", function() return h(hl.broadcast_to(m[2], {4, 4})) end,
+       "np.broadcast_to(a[1], (4, 4)) * 10 + np.sum(np.broadcast_to(a[1], (4, 4)), axis=0)", {m}, {dtype = "float32", rtol = 1e-5, atol = 1e-6})
+  -- promotion inside jit follows the eager rules
+  local p = hl.jit(function(a, b) return a + b, a * 2.5, b / 2 end)
+  local i32, f64 = hl.array({1, 2, 3}, "int32"), hl.array({0.1, 0.2, 0.3}, "float64")
+  case("int32 + float64 -> float64 in jit", function() return (p(i32, f64)) end, "a + b", {i32, f64}, {dtype = "float64"})
+  case("int32 * 2.5 -> float32 in jit", function() return select(2, p(i32, f64)) end, "a.astype(np.float32) * np.float32(2.5)", {i32}, {dtype = "float32"})
+  case("float64 / 2 stays float64 in jit", function() return select(3, p(i32, f64)) end, "b / 2", {i32, f64}, {dtype = "float64"})
+  local q = hl.jit(function(a) return a / hl.array({2, 4, 8}, "int32") end)
+  case("int32 / int32 -> float32 in jit", function() return q(i32) end, "(a / np.array([2, 4, 8])).astype(np.float32)", {i32}, {dtype = "float32"})
+end)
+
+describe("jit, continued", function()
+  local function same(e, j)
+    assert.are.equal(e.dtype, j.dtype)
+    assert.are.same(e.shape, j.shape)
+    local et, jt = hl.reshape(e, {e.size}):totable(), hl.reshape(j, {j.size}):totable()
+    for i = 1, #et do
+      local a, b = et[i], jt[i]
+      assert.is_true(a == b or (a ~= a and b ~= b) or math.abs(a - b) <= 1e-5 * (1 + math.abs(a)),
+                     "element " .. i .. ": eager " .. tostring(a) .. ", jit " .. tostring(b))
+    end
+  end
+
+  it("gives what eager gives for several composed functions", function()
+    local a, b = np.rand({6, 5}, -2, 2), np.rand({5, 3}, -2, 2)
+    local fns = {
+      function(p, q) return hl.nn.softmax(hl.matmul(p, q), 2) end,
+      function(p, q) return hl.sum(hl.exp(-p * p) / (1 + hl.abs(p)), 1) + hl.max(q) end,
+      function(p, q) return hl.where(hl.gt(p, 0), p, p * 0.01)[{{2, 5}, {-1, 1, -2}}] end,
+      function(p, q) return hl.reshape(hl.transpose(p), {-1}) * hl.mean(q, 1)[1] end,
+      function(p, q) return hl.concatenate({p, q.T}, 1):astype("float64") / 3 end,
+      function(p, q) return hl.floor_divide(p * 10, 3) + hl.mod(p * 10, 3) end,
+      function(p, q) return hl.logsumexp(hl.matmul(p, q), {1, 2}, true) - hl.argmax(p, 2):astype("float32") end,
+    }
+    for k, f in ipairs(fns) do
+      local ok, err = pcall(same, f(a, b), hl.jit(f)(a, b))
+      assert(ok, "function " .. k .. ": " .. tostring(err))
+    end
+  end)
+
+  it("takes nested pytrees with array parts and string keys and returns them", function()
+    local f = hl.jit(function(params, batch)
+      local h = hl.tanh(hl.matmul(batch.x, params.layers[1].w) + params.layers[1].b)
+      local out = hl.matmul(h, params.layers[2].w)
+      return {loss = hl.mean((out - batch.y) ^ 2), stats = {out:max(), out:min()}, tag = "done", scale = params.scale}
+    end)
+    local params = {layers = {{w = np.rand({5, 4}, -1, 1), b = hl.zeros({4})}, {w = np.rand({4, 2}, -1, 1)}}, scale = 2}
+    local batch = {x = np.rand({3, 5}, -1, 1), y = np.rand({3, 2}, -1, 1)}
+    local r = f(params, batch)
+    assert.are.equal("done", r.tag)
+    assert.are.equal(2, r.scale)
+    assert.are.same({}, r.loss.shape)
+    local h = hl.tanh(hl.matmul(batch.x, params.layers[1].w) + params.layers[1].b)
+    local out = hl.matmul(h, params.layers[2].w)
+    assert.is_true(math.abs(r.loss:item() - hl.mean((out - batch.y) ^ 2):item()) < 1e-6)
+    assert.is_true(math.abs(r.stats[1]:item() - out:max():item()) < 1e-6)
+    assert.is_true(math.abs(r.stats[2]:item() - out:min():item()) < 1e-6)
+    -- a different tree structure retraces and still works
+    local r2 = f({layers = {{w = hl.zeros({5, 4}), b = hl.ones({4})}, {w = hl.ones({4, 2})}}, scale = 3, extra = hl.ones({1})}, batch)
+    assert.are.equal(3, r2.scale)
+    assert.is_true(math.abs(r2.stats[1]:item() - 4 * math.tanh(1)) < 1e-5)
+  end)
+
+  it("returns several results, including the same array twice and plain numbers", function()
+    local f = hl.jit(function(a) local b = a + 1; return b, b, 7, {b, k = b * 2} end)
+    local r1, r2, n, t = f(hl.ones({2}))
+    assert.are.same({2, 2}, r1:totable())
+    assert.are.same({2, 2}, r2:totable())
+    assert.are.equal(7, n)
+    assert.are.same({2, 2}, t[1]:totable())
+    assert.are.same({4, 4}, t.k:totable())
+  end)
+
+  it("counts cache misses only for new signatures", function()
+    local a, b, c = hl.ones({3, 2}), hl.ones({3, 2}) * 2, hl.ones({2, 3})
+    local a64 = a:astype("float64")
+    local f = hl.jit(function(p) return hl.sin(p) * 3.71 + hl.cos(p) end)
+    local i0 = hl.cache_info()
+    f(a)
+    local i1 = hl.cache_info()
+    assert.are.equal(i0.misses + 1, i1.misses, "the first call compiles once")
+    assert.are.equal(i0.entries + 1, i1.entries)
+    f(b)
+    f(a)
+    local i2 = hl.cache_info()
+    assert.are.equal(i1.misses, i2.misses, "the same signature does not compile again")
+    assert.are.equal(i1.entries, i2.entries)
+    f(c)
+    local i3 = hl.cache_info()
+    assert.are.equal(i2.misses + 1, i3.misses, "a new shape compiles")
+    f(a64)
+    local i4 = hl.cache_info()
+    assert.are.equal(i3.misses + 1, i4.misses, "a new dtype compiles")
+    -- another function tracing to the same program reuses it: a hit, no miss
+    local g = hl.jit(function(p) return hl.sin(p) * 3.71 + hl.cos(p) end)
+    g(a)
+    local i5 = hl.cache_info()
+    assert.are.equal(i4.misses, i5.misses)
+    assert.is_true(i5.hits > i4.hits)
+    -- but a different constant is a different program
+    local k = hl.jit(function(p) return hl.sin(p) * 3.7100000000000004 + hl.cos(p) end)
+    k(a64)
+    assert.are.equal(i5.misses + 1, hl.cache_info().misses)
+  end)
+
+  it("keeps programs that differ only in a float64 constant apart", function()
+    local x = hl.array({1}, "float64")
+    local f1 = hl.jit(function(p) return p * 1.0000000000000002 - 1 end)
+    local f2 = hl.jit(function(p) return p * 1.0000000000000004 - 1 end)
+    assert.are.equal(2 ^ -52, f1(x):item())
+    assert.are.equal(2 ^ -51, f2(x):item())
+  end)
+
+  it("retraces for a new static value, including tables and booleans", function()
+    local traces = 0
+    local f = hl.jit(function(a, cfg, flip)
+      traces = traces + 1
+      local r = a * cfg.scale
+      if flip then r = -r end
+      return r
+    end, {static_argnums = {2, 3}})
+    assert.are.same({2, 2}, f(hl.ones({2}), {scale = 2}, false):totable())
+    assert.are.same({-2, -2}, f(hl.ones({2}), {scale = 2}, true):totable())
+    assert.are.same({3, 3}, f(hl.ones({2}), {scale = 3}, false):totable())
+    assert.are.same({2, 2}, f(hl.ones({2}), {scale = 2}, false):totable())
+    assert.are.equal(3, traces)
+  end)
+
+  it("recovers from an error while tracing", function()
+    local f = hl.jit(function(a, b) return a + b end)
+    local ok, err = pcall(f, hl.ones({2, 3}), hl.ones({4}))
+    assert.is_false(ok)
+    assert.truthy(err:find("^halua: add: cannot broadcast shapes %[2,3%] and %[4%]"))
+    assert.are.same({2, 2}, f(hl.ones({2}), hl.ones({2})):totable())
+    assert.are.same({3, 3}, (hl.ones({2}) * 3):totable())
+    local g = hl.jit(function(a) return a:item() end)
+    assert.is_false(pcall(g, hl.ones({1})))
+    assert.are.same({5}, hl.jit(function(a) return a + 4 end)(hl.ones({1})):totable())
+  end)
+
+  it("prints a trace and lowers to IR and a loop nest naming the ops", function()
+    local f = function(a, b) return hl.exp(hl.matmul(a, b)):max(1) end
+    local x, y = np.rand({3, 4}, -1, 1), np.rand({4, 5}, -1, 1)
+    local t = hl.trace(f, x, y)
+    local s = tostring(t)
+    assert.is_true(#s > 0)
+    for _, word in ipairs {"matmul", "exp", "max", "float32%[3,4%]", "float32%[4,5%]"} do
+      assert.truthy(s:find(word), "trace lacks " .. word .. ":\n" .. s)
+    end
+    local lowered = hl.jit(f):lower(x, y)
+    assert.truthy(lowered:ir():find("matmul"))
+    assert.truthy(#lowered:stmt() > 0)
+    assert.truthy(lowered:stmt():find("for"))
+    assert.are.equal("string", type(tostring(lowered)))
+  end)
+
+  it("refuses tracer to Lua conversions inside jit with a message naming the alternatives", function()
+    local x = np.rand({2}, -1, 1)
+    for name, f in pairs {
+      item = function(a) return a:sum():item() end,
+      totable = function(a) local t = a:totable(); return a * t[1] end,
+      len_then_item = function(a) return a[1]:item() end,
+    } do
+      local ok, err = pcall(hl.jit(f), x)
+      assert.is_false(ok, name)
+      assert.truthy(err:find("^halua: "), name .. ": " .. err)
+      assert.truthy(err:find("hl.cond", 1, true) and err:find("hl.where", 1, true) and err:find("static_argnums", 1, true), name .. ": " .. err)
+    end
+  end)
+
+  it("tonumber on a tracer cannot give a number", function()
+    -- Lua's tonumber consults no metamethod, so it cannot raise; it must at least not give a value
+    local seen = "unset"
+    local ok = pcall(hl.jit(function(a) seen = tonumber(a); return a end), hl.ones({1}))
+    assert.is_true(not ok or seen == nil)
+  end)
+end)
+
+describe("jit, edge cases", function()
+  local x = hl.array({1, 2, 3})
+  it("compiles a result that depends only on a captured array", function()
+    local cap = hl.array({10, 20, 30})
+    local ok, r = pcall(hl.jit(function(a) return cap * 2 end), x)
+    assert(ok, tostring(r))
+    assert.are.same({20, 40, 60}, r:totable())
+  end)
+  it("compiles a function whose results only take shapes from its arguments (zeros_like)", function()
+    local ok, r = pcall(hl.jit(function(a) return hl.zeros_like(a), hl.ones(a.shape) end), x)
+    assert(ok, tostring(r))
+    assert.are.same({0, 0, 0}, r:totable())
+  end)
+  it("compiles a function of no arguments", function()
+    local ok, r = pcall(hl.jit(function() return hl.ones({2}) * 3 end))
+    assert(ok, tostring(r))
+    assert.are.same({3, 3}, r:totable())
+  end)
+  it("traces a function of no arguments (work on concrete values runs eagerly: the trace is empty)", function()
+    local ok, r = pcall(function() return tostring(hl.trace(function() return hl.ones({2}) * 3 end)) end)
+    assert(ok, tostring(r))
+    assert.are.equal("{ lambda . let\n  in () }", r)
+  end)
+  it("takes a jitted function as the function to jit", function()
+    local ok, r = pcall(function() return hl.jit(hl.jit(function(a) return a + 1 end))(x) end)
+    assert(ok, tostring(r))
+    assert.are.same({2, 3, 4}, r:totable())
+  end)
+  it("takes the same array for two arguments", function()
+    assert.are.same({1, 4, 9}, hl.jit(function(a, b) return a * b end)(x, x):totable())
+  end)
+  it("passes nil and booleans through as static values", function()
+    local f = hl.jit(function(a, b, c) return (b == nil and c) and a or -a end)
+    assert.are.same({1, 2, 3}, f(x, nil, true):totable())
+    assert.are.same({-1, -2, -3}, f(x, nil, false):totable())
+  end)
+  it("knows shapes and dtypes of tracers: #, shape, ndim, size, dtype", function()
+    local f = hl.jit(function(a) return a * #a + a.shape[1] + a.ndim + a.size, a.dtype end)
+    local r, dt = f(x)
+    assert.are.same({10, 13, 16}, r:totable())
+    assert.are.equal("float32", dt)
+  end)
+  it("returns a zero-size result and creation ops inside", function()
+    assert.are.same({0}, hl.jit(function(a) return a[{{2, 1}}] end)(x).shape)
+    assert.are.same({1, 2.5, 4}, hl.jit(function(a) return hl.matmul(hl.eye(3), a) + hl.linspace(0, 1, 3) end)(x):totable())
+    assert.are.same({1, 3, 5}, hl.jit(function(a) return a + hl.arange(3) end)(x):totable())
+  end)
+end)

@@ -40,3 +40,42 @@ describe("memory", function()
     assert.is_true(hl.core.heap_bytes() < before + 2 ^ 20)
   end)
 end)
+
+-- the bounds the brief asks for: under ~200 MB of RSS growth at any point, sampled during the loop,
+-- and a Lua heap that does not grow with the iterations, with no collectgarbage() call
+describe("memory, sampled during the loop", function()
+  local function run(iterations, body)
+    local x = hl.ones({256 * 1024}) + 0   -- 1 MB
+    local rss0, lua0 = rss_mb(), collectgarbage("count")
+    local peak_rss, peak_lua = 0, 0
+    for i = 1, iterations do
+      body(x, i)
+      if i % 100 == 0 then
+        local r = rss_mb()
+        if r then peak_rss = math.max(peak_rss, r - rss0) end
+        peak_lua = math.max(peak_lua, collectgarbage("count") - lua0)
+      end
+    end
+    assert.is_true(peak_rss < 200, string.format("RSS grew by %.0f MB", peak_rss))
+    assert.is_true(peak_lua < 16 * 1024, string.format("the Lua heap grew by %.0f KB", peak_lua))
+  end
+  it("10,000 iterations of elementwise temporaries", function()
+    run(10000, function(x, i) local t = hl.exp(x * (i / 10000)) - x; assert(t) end)
+  end)
+  it("2,000 iterations of views, reductions and concatenations", function()
+    run(2000, function(x, i)
+      local m = hl.reshape(x, {512, 512})
+      local t = hl.sum(m.T[{{1, 512, 2}}] + i, 1) + hl.concatenate({m[{{1, 256}}], m[{{257, 512}}]}, 1)[i % 512 + 1]
+      assert(t)
+    end)
+  end)
+  it("3,000 calls of a jitted function making 1 MB results", function()
+    local f = hl.jit(function(a, s) return hl.tanh(a * s) + a, hl.max(a) end)
+    local s = hl.array(0.5)
+    run(3000, function(x) local r, m = f(x, s); assert(r and m) end)
+  end)
+  it("2,000 failing calls do not leak", function()
+    local bad = hl.ones({3})
+    run(2000, function(x) assert(not pcall(hl.add, x, bad)); assert(not pcall(hl.reshape, x, {7})) end)
+  end)
+end)

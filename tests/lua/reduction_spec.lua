@@ -92,3 +92,123 @@ suite("reductions", function(case)
        "a - np.log(np.sum(np.exp(a), axis=1, keepdims=True))", {big}, {rtol = 1e-5, atol = 1e-5})
   case("mean of int32 is float32", function() return hl.mean(hl.array({1, 2, 4}, "int32")) end, "np.float32(7 / 3)", {}, {dtype = "float32"})
 end)
+
+suite("more reductions", function(case)
+  local x = np.rand({3, 4, 5}, -3, 3)
+  -- several axes with negatives, keepdims, and 1-d / 2-d inputs
+  for _, ax in ipairs {{-1, 1}, {-3, -1}, {2, -1}, {-2}} do
+    for _, keep in ipairs {false, true} do
+      for _, op in ipairs {"sum", "max", "mean", "logsumexp"} do
+        local expr = op == "logsumexp" and string.format("np.log(np.sum(np.exp(a), axis=%s, keepdims=%s))", np_axis(ax), keep and "True" or "False")
+                     or string.format("np.%s(a, axis=%s, keepdims=%s)", op, np_axis(ax), keep and "True" or "False")
+        case(string.format("%s axis=%s keepdims=%s", op, axes_name(ax), tostring(keep)), function() return hl[op](x, ax, keep) end,
+             expr, {x}, {dtype = "float32", rtol = 1e-5, atol = 1e-5})
+      end
+    end
+  end
+  case("keepdims over everything", function() return hl.sum(x, nil, true) end, "np.sum(a, keepdims=True)", {x}, {dtype = "float32", rtol = 1e-5, atol = 1e-5})
+  local v = np.rand({9}, -3, 3)
+  for _, op in ipairs {"sum", "prod", "max", "min", "mean"} do
+    case(op .. " of a 1-d array, axis 1", function() return hl[op](v, 1) end, "np." .. op .. "(a, axis=0)", {v}, {dtype = "float32", rtol = 1e-5})
+    case(op .. " of a 1-d array, axis -1, keepdims", function() return hl[op](v, -1, true) end, "np." .. op .. "(a, axis=-1, keepdims=True)", {v}, {dtype = "float32", rtol = 1e-5})
+    case(op .. " as a method", function() return x[op](x, 2) end, "np." .. op .. "(a, axis=1)", {x}, {dtype = "float32", rtol = 1e-5, atol = 1e-5})
+  end
+  -- dtypes
+  local i64 = np.rand({4, 5}, -1000, 1000, "int64")
+  local u8 = np.rand({4, 5}, 0, 255, "uint8")
+  local b = np.rand({4, 5}, 0, 1, "bool")
+  local f64 = np.rand({4, 5}, -3, 3, "float64")
+  case("sum int64 stays int64", function() return hl.sum(i64, 1) end, "np.sum(a, axis=0)", {i64}, {dtype = "int64"})
+  case("prod int64 stays int64", function() return hl.prod(i64[{{1, 2}}], 1) end, "np.prod(a[0:2], axis=0)", {i64}, {dtype = "int64"})
+  case("max/min of int64", function() return hl.max(i64, 2) - hl.min(i64, 2) end, "np.max(a, axis=1) - np.min(a, axis=1)", {i64}, {dtype = "int64"})
+  case("max of uint8 stays uint8", function() return hl.max(u8, 2) end, "np.max(a, axis=1)", {u8}, {dtype = "uint8"})
+  case("min of uint8 stays uint8", function() return hl.min(u8) end, "np.min(a)", {u8}, {dtype = "uint8"})
+  case("prod of uint8 -> int32", function() return hl.prod(u8[{{}, {1, 2}}], 2) end, "np.prod(a[:, 0:2].astype(np.int32), axis=1)", {u8}, {dtype = "int32"})
+  case("max of bool stays bool", function() return hl.max(b, 2) end, "np.max(a, axis=1)", {b}, {dtype = "bool"})
+  case("min of bool stays bool", function() return hl.min(b, 1) end, "np.min(a, axis=0)", {b}, {dtype = "bool"})
+  case("sum of bool over everything -> int32", function() return hl.sum(b) end, "np.sum(a).astype(np.int32)", {b}, {dtype = "int32"})
+  case("mean of uint8 -> float32", function() return hl.mean(u8, 2) end, "np.mean(a, axis=1).astype(np.float32)", {u8}, {dtype = "float32"})
+  case("mean of bool -> float32", function() return hl.mean(b) end, "np.mean(a).astype(np.float32)", {b}, {dtype = "float32"})
+  case("mean of float64 stays float64", function() return hl.mean(f64, {1, 2}) end, "np.mean(a, axis=(0, 1))", {f64}, {dtype = "float64"})
+  case("prod of float64", function() return hl.prod(f64, 2) end, "np.prod(a, axis=1)", {f64}, {dtype = "float64"})
+  case("logsumexp float64", function() return hl.logsumexp(f64, 2) end, "np.log(np.sum(np.exp(a), axis=1))", {f64}, {dtype = "float64"})
+  case("softmax float64", function() return hl.nn.softmax(f64, 1) end, "np.exp(a) / np.sum(np.exp(a), axis=0, keepdims=True)", {f64}, {dtype = "float64"})
+  -- argmax/argmin: keepdims, negatives, bool, 1-d, views
+  case("argmax keepdims", function() return hl.argmax(x, 2, true) end, "np.argmax(a, axis=1, keepdims=True) + 1", {x}, {dtype = "int64"})
+  case("argmin axis -2", function() return hl.argmin(x, -2) end, "np.argmin(a, axis=-2) + 1", {x}, {dtype = "int64"})
+  case("argmax of bool", function() return hl.argmax(b, 2) end, "np.argmax(a, axis=1) + 1", {b}, {dtype = "int64"})
+  case("argmax of a 1-d array", function() return hl.argmax(v) end, "np.argmax(a) + 1", {v}, {dtype = "int64"})
+  case("argmax of a transposed view", function() return hl.argmax(x.T, 1) end, "np.argmax(a.T, axis=0) + 1", {x}, {dtype = "int64"})
+  case("argmax over everything of a transposed view", function() return hl.argmax(x.T) end, "np.argmax(a.T) + 1", {x}, {dtype = "int64"})
+  case("argmax of an all -inf row", function() return hl.argmax(hl.array({{-1 / 0, -1 / 0}, {1, 1 / 0}}), 2) end,
+       "np.array([1, 2], np.int64)", {}, {dtype = "int64"})
+  case("argmin of float64 with NaN", function() return hl.argmin(hl.array({3, 0 / 0, -1, 0 / 0}, "float64")) end,
+       "np.argmin(np.array([3, np.nan, -1, np.nan])) + 1", {}, {dtype = "int64"})
+  -- non-contiguous inputs: transposed, strided, broadcast (stride 0)
+  case("sum of a transposed view over axis 2", function() return hl.sum(x.T, 2) end, "np.sum(a.T, axis=1)", {x}, {dtype = "float32", rtol = 1e-5, atol = 1e-5})
+  case("max of a strided slice", function() return hl.max(x[{{1, 3, 2}, {4, 1, -1}, {1, 5, 2}}], {1, 3}) end,
+       "np.max(a[0:3:2, ::-1, 0:5:2], axis=(0, 2))", {x}, {dtype = "float32"})
+  -- (the reference sums in float64: NumPy's own float32 sum down axis 0 drifts by 1e-5 here)
+  case("sum of a broadcast_to view", function() return hl.sum(hl.broadcast_to(v, {1000, 9}), 1) end,
+       "np.sum(np.broadcast_to(a, (1000, 9)).astype(np.float64), axis=0).astype(np.float32)", {v}, {dtype = "float32", rtol = 1e-5, atol = 1e-4})
+  case("mean of a broadcast_to view over everything", function() return hl.mean(hl.broadcast_to(v:reshape({9, 1}), {9, 300})) end,
+       "np.mean(np.broadcast_to(a.reshape(9, 1), (9, 300)))", {v}, {dtype = "float32", rtol = 1e-5, atol = 1e-6})
+  -- empty and special inputs
+  case("mean of an empty array is NaN", function() return hl.mean(hl.zeros({0})) end, "np.float32(np.nan)", {}, {dtype = "float32"})
+  case("mean over a zero-size axis is NaN", function() return hl.mean(hl.zeros({2, 0}), 2) end, "np.full(2, np.nan, np.float32)", {}, {dtype = "float32"})
+  case("sum over a non-empty axis of a zero-size array", function() return hl.sum(hl.zeros({0, 3}), 2) end, "np.zeros(0, np.float32)", {}, {dtype = "float32"})
+  case("sum of int32 over a zero-size axis", function() return hl.sum(hl.zeros({3, 0}, "int32"), 2) end, "np.zeros(3, np.int32)", {}, {dtype = "int32"})
+  local sp = hl.array({{1 / 0, 1}, {1 / 0, -1 / 0}, {-1 / 0, -1 / 0}, {0 / 0, 1}})
+  case("logsumexp with +inf, both infinities, all -inf, NaN", function() return hl.logsumexp(sp, 2) end,
+       "np.log(np.sum(np.exp(a), axis=1))", {sp}, {dtype = "float32"})
+  case("sum with both infinities is NaN", function() return hl.sum(sp, 2) end, "np.sum(a, axis=1)", {sp}, {dtype = "float32"})
+  case("prod of zero and inf is NaN", function() return hl.prod(hl.array({0, 1 / 0, 2})) end, "np.prod(np.array([0, np.inf, 2], np.float32))", {}, {dtype = "float32"})
+  case("softmax with -inf entries", function() return hl.nn.softmax(hl.array({{-1 / 0, 0, 1}, {2, -1 / 0, -1 / 0}}), 2) end,
+       "(lambda z: np.exp(z) / np.exp(z).sum(1, keepdims=True))(np.array([[-np.inf, 0, 1], [2, -np.inf, -np.inf]], np.float32))", {}, {dtype = "float32"})
+  case("softmax axis -1 of a 3-d array", function() return hl.nn.softmax(x, -1) end,
+       "np.exp(a) / np.sum(np.exp(a), axis=-1, keepdims=True)", {x}, {dtype = "float32", rtol = 1e-5, atol = 1e-7})
+  -- a large float32 sum should be about as accurate as NumPy's pairwise summation
+  case("sum of 10^7 float32 values of 0.1", function() return hl.sum(hl.full({10000000}, 0.1)) end,
+       "np.float32(np.sum(np.full(10**7, np.float32(0.1), np.float64)))", {}, {dtype = "float32", rtol = 1e-4})
+  case("mean of 4 x 2.5*10^6 float32 values along rows", function() return hl.mean(hl.full({4, 2500000}, 0.1), 2) end,
+       "np.full(4, np.float32(0.1), np.float32)", {}, {dtype = "float32", rtol = 1e-4})
+end)
+
+-- arrays made by zeros/ones/full/*_like, and broadcasts, with size-1 axes (the last one included)
+suite("reductions of constant and broadcast arrays with size-1 axes", function(case)
+  for _, s in ipairs {{2, 1}, {1, 2, 1}, {3, 2, 1, 2, 1}, {1, 2}, {2, 1, 3}} do
+    local shp = table.concat(s, ", ")
+    local name = "[" .. table.concat(s, ",") .. "]"
+    case("sum of ones " .. name .. " over axis 1", function() return hl.sum(hl.ones(s), 1) end,
+         "np.sum(np.ones((" .. shp .. ",), np.float32), axis=0)", {}, {dtype = "float32"})
+    case("max of zeros " .. name .. " over everything", function() return hl.max(hl.zeros(s)) end,
+         "np.max(np.zeros((" .. shp .. ",), np.float32))", {}, {dtype = "float32"})
+    case("argmax of full " .. name .. " over axis -1", function() return hl.argmax(hl.full(s, 2), -1) end,
+         "np.argmax(np.full((" .. shp .. ",), 2, np.float32), axis=-1) + 1", {}, {dtype = "int64"})
+    case("mean of a 0-d broadcast to " .. name .. " over axis 1", function() return hl.mean(hl.broadcast_to(hl.array(3), s), 1) end,
+         "np.mean(np.full((" .. shp .. ",), 3, np.float32), axis=0)", {}, {dtype = "float32"})
+  end
+  case("sum of int32 full {3,1} over axis 1", function() return hl.sum(hl.full({3, 1}, 2, "int32"), 1) end,
+       "np.full(1, 6, np.int32)", {}, {dtype = "int32"})
+  case("sum of ones_like over axis 2", function() return hl.sum(hl.ones_like(hl.array({{1}, {2}})), 2) end,
+       "np.ones(2, np.float32)", {}, {dtype = "float32"})
+  case("sum of ones {3,2,1,2,1} over {1,2}", function() return hl.sum(hl.ones({3, 2, 1, 2, 1}), {1, 2}) end,
+       "np.full((1, 2, 1), 6, np.float32)", {}, {dtype = "float32"})
+end)
+
+suite("large reductions", function(case)
+  math.randomseed(13)
+  local a = np.rand({700, 300}, -2, 2)
+  case("sum [700,300] over axis 1", function() return hl.sum(a, 1) end, "np.sum(a.astype(np.float64), axis=0)", {a}, {dtype = "float32", rtol = 1e-5, atol = 1e-4})
+  case("sum [700,300] over axis 2", function() return hl.sum(a, 2) end, "np.sum(a.astype(np.float64), axis=1)", {a}, {dtype = "float32", rtol = 1e-5, atol = 1e-4})
+  case("max [700,300] over axis 1", function() return hl.max(a, 1) end, "np.max(a, axis=0)", {a}, {dtype = "float32"})
+  case("argmax [700,300] over axis 1", function() return hl.argmax(a, 1) end, "np.argmax(a, axis=0) + 1", {a}, {dtype = "int64"})
+  case("argmin [700,300] over everything", function() return hl.argmin(a) end, "np.argmin(a) + 1", {a}, {dtype = "int64"})
+  case("mean of a transposed [300,700] view over axis 2", function() return hl.mean(a.T, 2) end, "np.mean(a.T.astype(np.float64), axis=1)", {a},
+       {dtype = "float32", rtol = 1e-5, atol = 1e-5})
+  case("logsumexp [700,300] over axis 2", function() return hl.logsumexp(a, 2) end, "np.log(np.sum(np.exp(a.astype(np.float64)), axis=1))", {a},
+       {dtype = "float32", rtol = 1e-5, atol = 1e-5})
+  local i = np.rand({700, 300}, -1000, 1000, "int32")
+  case("sum int32 [700,300] over everything", function() return hl.sum(i) end, "np.sum(a)", {i}, {dtype = "int32"})
+  case("max int32 [700,300] over axis 2", function() return hl.max(i, 2) end, "np.max(a, axis=1)", {i}, {dtype = "int32"})
+end)
