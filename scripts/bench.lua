@@ -37,7 +37,9 @@ local function print_table(rows, res, peers, names, title, doc)
     local ref = peers[key] and peers[key][names[1]:lower()]
     local ratio = "n/a"
     if h and ref then
-      ratio = better == "lower" and string.format("%.2fx faster", ref / h) or string.format("%.0f%%", 100 * h / ref)
+      if better == "higher" then ratio = string.format("%.0f%%", 100 * h / ref)
+      elseif ref >= h then ratio = string.format("%.2fx faster", ref / h)
+      else ratio = string.format("%.2fx slower", h / ref) end
     end
     lines[#lines + 1] = string.format("| %s | %s | %s | %s |", label, fmt(h), table.concat(cells, " | "), ratio)
   end
