@@ -135,3 +135,51 @@ void hl_storage_release(hl_storage *s) {
 }
 
 size_t hl_heap_bytes(void) { return __atomic_load_n(&heap_bytes, __ATOMIC_RELAXED); }
+
+/* ---- scratch memory for pipelines' own buffers (Halide's custom_malloc) ----
+ * Large scratch blocks come from the same 2 MiB-aligned huge pages and are kept for reuse:
+ * with malloc's scattered 4 KiB pages, matmul's packed panels hit different cache sets in each
+ * process and ran at half speed in some. A header before the block records its size. */
+enum { SCRATCH_HEADER = 64, SCRATCH_LARGE = 1 << 16, SCRATCH_SLOTS = 16 };
+static struct { void *block; size_t size; } scratch_free[SCRATCH_SLOTS];
+static pthread_mutex_t scratch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void *hl_scratch_alloc(size_t n) {
+  size_t total = n + 2 * SCRATCH_HEADER;   /* Halide may read a little past either end */
+  char *block = NULL;
+  if (total >= SCRATCH_LARGE) {
+    size_t rounded = (total + HUGE_MIN - 1) / HUGE_MIN * HUGE_MIN;
+    pthread_mutex_lock(&scratch_lock);
+    for (int i = 0; i < SCRATCH_SLOTS && !block; i++)
+      if (scratch_free[i].block && scratch_free[i].size == rounded) {
+        block = scratch_free[i].block;
+        scratch_free[i].block = NULL;
+      }
+    pthread_mutex_unlock(&scratch_lock);
+    if (!block) block = huge_alloc(rounded);
+    total = rounded;
+  } else {
+    block = aligned_alloc(SCRATCH_HEADER, (total + SCRATCH_HEADER - 1) / SCRATCH_HEADER * SCRATCH_HEADER);
+  }
+  if (!block) return NULL;
+  *(size_t *)block = total;
+  return block + SCRATCH_HEADER;
+}
+
+void hl_scratch_free(void *p) {
+  if (!p) return;
+  char *block = (char *)p - SCRATCH_HEADER;
+  size_t total = *(size_t *)block;
+  if (total >= SCRATCH_LARGE) {
+    pthread_mutex_lock(&scratch_lock);
+    for (int i = 0; i < SCRATCH_SLOTS; i++)
+      if (!scratch_free[i].block) {
+        scratch_free[i].block = block;
+        scratch_free[i].size = total;
+        block = NULL;
+        break;
+      }
+    pthread_mutex_unlock(&scratch_lock);
+  }
+  free(block);
+}

@@ -27,6 +27,10 @@ void hl_storage_release(hl_storage *s);
 
 /* Bytes of engine storage alive now (ours, not wrapped). The Lua layer steps its GC on this. */
 size_t hl_heap_bytes(void);
+/* Memory for pipelines' internal buffers (Halide's custom_malloc/custom_free): 64-byte aligned,
+ * large blocks huge-page backed and reused. */
+void *hl_scratch_alloc(size_t n);
+void hl_scratch_free(void *p);
 /* Free the blocks kept for reuse (large freed blocks are cached, up to 1 GiB in 16 blocks). */
 void hl_storage_trim(void);
 #endif

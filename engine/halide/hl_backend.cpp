@@ -14,6 +14,7 @@
 extern "C" {
 #include "hl_error.h"
 #include "hl_pool.h"
+#include "hl_storage.h"
 }
 
 using namespace Halide;
@@ -41,6 +42,10 @@ struct RunContext : JITUserContext {
 };
 
 void record_error(JITUserContext *c, const char *msg) { static_cast<RunContext *>(c)->message += msg; }
+
+/* pipelines' internal buffers come from the engine's scratch memory (hl_storage.c) */
+void *scratch_malloc(JITUserContext *, size_t n) { return hl_scratch_alloc(n); }
+void scratch_free(JITUserContext *, void *p) { hl_scratch_free(p); }
 
 /* parallel loops go to the engine's pool (hl_pool.c) */
 int pool_par_for(JITUserContext *ctx, int (*f)(JITUserContext *, int, uint8_t *), int min, int extent, uint8_t *closure) {
@@ -132,6 +137,8 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
   hl_device_handlers(ctx.handlers);
   ctx.handlers.custom_error = record_error;
   ctx.handlers.custom_do_par_for = pool_par_for;
+  ctx.handlers.custom_malloc = scratch_malloc;
+  ctx.handlers.custom_free = scratch_free;
   JITUserContext *pctx = &ctx;
   argv[0] = &pctx;
   for (int j = 0; j < nb; j++) {
