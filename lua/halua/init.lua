@@ -25,10 +25,10 @@ end
 
 -- Composites report errors under their own name, not their inner primitives' ("halua: mean:
 -- axis 3 ..." rather than "halua: sum: ..."). Only the first op name of the message changes.
-local function pack_(...) return {n = select("#", ...), ...} end
+local function pack(...) return {n = select("#", ...), ...} end
 local function named(op, f)
   return function(...)
-    local r = pack_(pcall(f, ...))
+    local r = pack(pcall(f, ...))
     if r[1] then return unpack(r, 2, r.n) end
     local msg = tostring(r[2])
     error((msg:gsub("^halua: [%w_]+: ", "halua: " .. op .. ": ", 1)), 0)
@@ -521,8 +521,6 @@ local function static_sig(v)
   end
   return type(v) == "number" and string.format("%.17g", v) or tostring(v)
 end
-
-local function pack(...) return {n = select("#", ...), ...} end
 
 local jit_mt = {}
 jit_mt.__index = jit_mt
