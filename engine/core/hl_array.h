@@ -29,7 +29,6 @@ int hl_array_alloc_on(hl_array *out, int device, hl_dtype dtype, int ndim, const
 int hl_array_device(const hl_array *a);   /* 0 host, 1 CUDA; a tracer's is its graph's */
 void hl_array_release(hl_array *a);            /* drops the storage reference */
 void hl_array_copy_ref(hl_array *dst, const hl_array *src);   /* dst shares src's storage */
-static inline int hl_array_is_tracer(const hl_array *a) { return a->graph != NULL; }
 int hl_array_is_contiguous(const hl_array *a);
 static inline void *hl_array_data(const hl_array *a) {
   return (char *)a->storage->data + a->offset * (int64_t)hl_dtype_size(a->dtype);

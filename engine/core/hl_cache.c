@@ -21,15 +21,14 @@ static hl_cache_stats stats;
 static int log_compiles = -1;
 static _Thread_local hl_key scratch;   /* reused: eager ops build a key per call */
 
-void hl_cache_set_log(int on) { log_compiles = on; }
-
 static entry *find(uint64_t h, const hl_key *k) {
   for (entry *e = buckets[h % NBUCKETS]; e; e = e->next)
     if (e->hash == h && e->len == k->len && memcmp(e->key, k->bytes, k->len) == 0) return e;
   return NULL;
 }
 
-struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name, int *was_miss) {
+/* HALUA_LOG_COMPILES=1 prints each compile, its time and why the cache missed. */
+struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name) {
   if (log_compiles < 0) {
     const char *v = getenv("HALUA_LOG_COMPILES");
     log_compiles = v && *v && strcmp(v, "0") != 0;
@@ -40,7 +39,6 @@ struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name, int *was_mis
   if (e) {
     stats.hits++;
     pthread_mutex_unlock(&lock);
-    if (was_miss) *was_miss = 0;
     return e->kernel;
   }
   pthread_mutex_unlock(&lock);
@@ -74,7 +72,6 @@ struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name, int *was_mis
   if (log_compiles)
     fprintf(stderr, "halua: compiled %s in %.1f ms (%d nodes; cache miss: no pipeline with this %s)\n", name,
             hl_kernel_compile_ms(k), g->nnodes, g->dynamic ? "primitive, dtype, rank and attributes" : "IR and input signature");
-  if (was_miss) *was_miss = 1;
   return k;
 }
 

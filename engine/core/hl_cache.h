@@ -10,10 +10,8 @@ typedef struct {
   double compile_ms;
 } hl_cache_stats;
 
-/* The kernel for g (compiled on a miss). `why` is filled with the reason on a miss when not NULL. */
-struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name, int *was_miss);
+/* The kernel for g, compiled on a miss; `name` is for messages. */
+struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name);
 hl_cache_stats hl_cache_info(void);
 void hl_cache_clear(void);
-/* HALUA_LOG_COMPILES=1: print each compile, its time and why the cache missed. */
-void hl_cache_set_log(int on);
 #endif

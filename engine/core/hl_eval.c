@@ -112,7 +112,7 @@ static int run_single(int prim, int nin, const hl_array *const *in, const hl_att
   }
   int id = hl_graph_add(g, prim, nin, ids, attrs);
   if (id < 0 || hl_graph_set_outputs(g, 1, &id)) return -1;
-  struct hl_kernel *k = hl_cache_get(g, hl_prims[prim].name, NULL);
+  struct hl_kernel *k = hl_cache_get(g, hl_prims[prim].name);
   if (!k) return -1;
   return hl_kernel_run(k, in, &out);
 }
@@ -325,7 +325,7 @@ int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, cons
   }
   if (hl_graph_set_outputs(&t->g, nout, ids) || hl_graph_prune(&t->g, &p->g)) return -1;
   p->nargs = t->g.nparams - t->ncaptures;
-  p->kernel = hl_cache_get(&p->g, name, NULL);
+  p->kernel = hl_cache_get(&p->g, name);
   if (!p->kernel) {
     hl_graph_free(&p->g);
     return -1;

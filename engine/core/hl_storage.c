@@ -45,15 +45,6 @@ static int cache_put(void *data, size_t padded) {
   return kept;
 }
 
-void hl_storage_trim(void) {
-  pthread_mutex_lock(&cache_lock);
-  for (int i = 0; i < CACHE_SLOTS; i++) {
-    free(block_cache[i].data);
-    block_cache[i].data = NULL;
-  }
-  cached_bytes = 0;
-  pthread_mutex_unlock(&cache_lock);
-}
 
 /* Halide may read a little past the end of a buffer in vector tails: pad allocations. */
 enum { ALIGN = 64, PAD = 64 };

@@ -31,6 +31,4 @@ size_t hl_heap_bytes(void);
  * large blocks huge-page backed and reused. */
 void *hl_scratch_alloc(size_t n);
 void hl_scratch_free(void *p);
-/* Free the blocks kept for reuse (large freed blocks are cached, up to 1 GiB in 16 blocks). */
-void hl_storage_trim(void);
 #endif

@@ -27,7 +27,6 @@ struct hl_kernel {
   Internal::JITModule::argv_wrapper entry = nullptr;
   int nparams = 0, noutputs = 0;
   std::vector<int> param_ranks, output_ranks;
-  std::vector<hl_dtype> param_dtypes;
   double compile_ms = 0;
   std::string name;     /* for messages: the primitive or the jitted function */
   std::string symbol;   /* the compiled function's unique name */
@@ -108,10 +107,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name) {
     k->nparams = g->nparams;
     k->noutputs = g->noutputs;
     for (int i = 0; i < g->nnodes; i++)
-      if (g->nodes[i].prim == HL_P_PARAM) {
-        k->param_ranks.push_back(g->nodes[i].type.ndim);
-        k->param_dtypes.push_back(g->nodes[i].type.dtype);
-      }
+      if (g->nodes[i].prim == HL_P_PARAM) k->param_ranks.push_back(g->nodes[i].type.ndim);
     for (int j = 0; j < g->noutputs; j++) k->output_ranks.push_back(g->nodes[g->outputs[j]].type.ndim);
   } catch (const Halide::Error &e) {
     hl_error("%s: compiling the pipeline failed: %s", name, e.what());

@@ -211,9 +211,8 @@ struct Lowerer {
     throw CompileError(std::string("halua: internal: no lowering for ") + hl_prims[prim].name);
   }
 
-  static Expr convert(Expr x, hl_dtype from, hl_dtype to) {
+  static Expr convert(Expr x, hl_dtype to) {
     if (to == HL_BOOL) return from_bool(as_bool(x));
-    (void)from;
     return cast(hl_halide_type(to), x);
   }
 
@@ -225,7 +224,7 @@ struct Lowerer {
     std::vector<Expr> x;
     for (int k = 0; k < n.nin; k++) x.push_back(call(input(n, k), args));
     Expr e;
-    if (n.prim == HL_P_CAST) e = convert(x[0], tin, n.attrs.dtype);
+    if (n.prim == HL_P_CAST) e = convert(x[0], n.attrs.dtype);
     else if (n.prim == HL_P_SELECT) e = select(as_bool(x[0]), x[1], x[2]);
     else if (n.nin == 1) e = unary(n.prim, x[0], tin);
     else e = binary(n.prim, x[0], x[1], tin);

@@ -648,30 +648,20 @@ static int l_program_run(lua_State *L) {
   return n;
 }
 
-static int l_program_text(lua_State *L) {
-  program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
-  char *s = hl_graph_text(&u->p.g);
-  lua_pushstring(L, s ? s : "");
+/* push a string the engine allocated and free it; NULL means the engine recorded an error */
+static int push_owned(lua_State *L, char *s) {
+  if (!s) return raise(L);
+  lua_pushstring(L, s);
   free(s);
   return 1;
 }
 
 static int l_program_stmt(lua_State *L) {
-  program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
-  char *s = hl_kernel_stmt(u->p.kernel);
-  if (!s) return raise(L);
-  lua_pushstring(L, s);
-  free(s);
-  return 1;
+  return push_owned(L, hl_kernel_stmt(((program_ud *)luaL_checkudata(L, 1, PROGRAM_MT))->p.kernel));
 }
 
 static int l_program_asm(lua_State *L) {
-  program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
-  char *s = hl_kernel_asm(u->p.kernel);
-  if (!s) return raise(L);
-  lua_pushstring(L, s);
-  free(s);
-  return 1;
+  return push_owned(L, hl_kernel_asm(((program_ud *)luaL_checkudata(L, 1, PROGRAM_MT))->p.kernel));
 }
 
 static int l_program_ptx(lua_State *L) {
@@ -700,9 +690,8 @@ static int l_trace_text(lua_State *L) {
   if (hl_graph_set_outputs(&t->g, n, ids) || hl_graph_prune(&t->g, &pruned)) return raise(L);
   char *s = hl_graph_text(&pruned);
   hl_graph_free(&pruned);
-  lua_pushstring(L, s ? s : "");
-  free(s);
-  return 1;
+  if (!s) hl_error("trace: out of memory printing the program");
+  return push_owned(L, s);
 }
 
 /* signature(...) -> a string naming the dtypes and shapes of the array arguments,
@@ -802,7 +791,6 @@ static const luaL_Reg core_funcs[] = {
     {"trace_text", l_trace_text},
     {"program_build", l_program_build},
     {"program_run", l_program_run},
-    {"program_text", l_program_text},
     {"program_stmt", l_program_stmt},
     {"program_compile_ms", l_program_compile_ms},
     {"program_ptx", l_program_ptx},

@@ -416,7 +416,6 @@ local function index(x, key)
   if #out ~= #shape then r = core.reshape(r, out) end
   return r
 end
-hl.index = index
 
 -- x:at(idx):set(v) and friends: functional updates through a mask
 local updater = {}
@@ -585,7 +584,6 @@ local function build(self, args, n, info, sig)
       targs[i] = a
     end
   end
-  local t0 = os.clock()
   local results = pack(self.f(unpack(targs, 1, n)))
   local nres = results.n
   -- the outputs: tracers of this trace become pipeline outputs; anything else is returned as is
@@ -602,7 +600,7 @@ local function build(self, args, n, info, sig)
       end
     end
   end
-  local entry = {nres = nres, defs = out_defs, consts = out_leaves, slots = slots, trace_s = os.clock() - t0}
+  local entry = {nres = nres, defs = out_defs, consts = out_leaves, slots = slots}
   entry.text = core.trace_text(trace, traced)
   -- results that do not depend on the arguments are returned as they are: nothing to compile
   if #traced > 0 then entry.program = core.program_build(trace, traced, self.name) end
