@@ -7,6 +7,7 @@
 #include "hl_frontend.h"
 #include "hl_backend.h"
 #include "hl_device.h"
+#include "hl_lua.h"
 #include <lauxlib.h>
 #include <lua.h>
 #include <math.h>
@@ -23,6 +24,7 @@ static int raise(lua_State *L) {
   lua_pushstring(L, hl_error_message());
   return lua_error(L);
 }
+int hl_lua_raise(lua_State *L) { return raise(L); }
 
 /* Raise a formatted message (lua_pushfstring's formats: %s %d %f %%). */
 static int raisef(lua_State *L, const char *fmt, ...) {
@@ -86,6 +88,9 @@ static hl_array *push_array(lua_State *L, const hl_array *src, int trace_idx) {
   if (a->storage) heap_check(L);
   return a;
 }
+
+hl_array *hl_lua_to_array(lua_State *L, int idx) { return to_array(L, idx); }
+void hl_lua_push_array(lua_State *L, hl_array *a) { push_array(L, a, 0); }
 
 /* The result of an op: a tracer result shares its env (trace) with an input tracer. */
 static void push_result(lua_State *L, hl_array *r, int first, int last) {
@@ -856,5 +861,6 @@ int luaopen_halua_core(lua_State *L) {
   }
   lua_pushvalue(L, mt);
   lua_setfield(L, core, "array_mt");
+  hl_lua_register_io(L, core);
   return 1;
 }

@@ -744,6 +744,9 @@ function hl.cache_info() return core.cache_info() end
 function hl.cache_clear() return core.cache_clear() end
 hl.methods = methods
 
+-- the parts that live in their own files
+require("halua.io")(hl, core)
+
 -- HALUA_DEVICE chooses the default device for a whole run (e.g. HALUA_DEVICE=cuda)
 local env_device = os.getenv("HALUA_DEVICE")
 if env_device and env_device ~= "" then hl.default_device(env_device) end

@@ -1,0 +1,14 @@
+/* What the binding's other files share with hl_lua.c: array userdata in and out, and raising the
+ * engine's error message. */
+#ifndef HL_LUA_H
+#define HL_LUA_H
+#include "hl_array.h"
+#include <lua.h>
+
+hl_array *hl_lua_to_array(lua_State *L, int idx);   /* NULL when idx holds no array */
+void hl_lua_push_array(lua_State *L, hl_array *a);  /* a concrete array; takes ownership */
+int hl_lua_raise(lua_State *L);                     /* raises hl_error_message() */
+
+/* hl_lua_io.c: .npy/.npz reading and writing, registered into the core table at core_idx */
+void hl_lua_register_io(lua_State *L, int core_idx);
+#endif
