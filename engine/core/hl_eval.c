@@ -10,7 +10,20 @@
 
 void hl_trace_init(hl_trace *t) { memset(t, 0, sizeof *t); }
 
+static void drop_values(hl_trace *t) {
+  for (int k = 0; k < t->cap_values; k++) hl_array_release(&t->values[k]);
+  free(t->values);
+  t->values = NULL;
+  t->cap_values = 0;
+}
+
+void hl_trace_close(hl_trace *t) {
+  t->closed = 1;
+  drop_values(t);
+}
+
 void hl_trace_free(hl_trace *t) {
+  drop_values(t);
   for (int k = 0; k < t->ncaptures; k++) hl_array_release(&t->captures[k]);
   free(t->captures);
   free(t->capture_param);
@@ -39,8 +52,29 @@ static int same_view(const hl_array *a, const hl_array *b) {
          !memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim);
 }
 
-/* A concrete array used inside a trace becomes an extra input of the pipeline. */
+/* a tape keeps node `id`'s value (a plain array: no graph reference) */
+static int keep_value(hl_trace *t, int id, const hl_array *v) {
+  if (id >= t->cap_values) {
+    int c = t->cap_values ? 2 * t->cap_values : 64;
+    while (c <= id) c *= 2;
+    hl_array *nv = realloc(t->values, sizeof(hl_array) * (size_t)c);
+    if (!nv) return hl_error("out of memory recording for autodiff");
+    memset(nv + t->cap_values, 0, sizeof(hl_array) * (size_t)(c - t->cap_values));
+    t->values = nv;
+    t->cap_values = c;
+  }
+  hl_array_copy_ref(&t->values[id], v);
+  t->values[id].graph = NULL;
+  return 0;
+}
+
+/* A concrete array used inside a trace becomes an extra input of the pipeline (on a tape: a
+ * node holding its value). */
 static int capture(hl_trace *t, const hl_array *a) {
+  if (t->tape) {
+    int id = hl_graph_add_param(&t->g, a->dtype, a->ndim, a->shape);
+    return id < 0 || keep_value(t, id, a) ? -1 : id;
+  }
   for (int k = 0; k < t->ncaptures; k++)
     if (same_view(&t->captures[k], a)) return t->capture_param[k];
   if (t->ncaptures == t->cap_captures) {
@@ -57,8 +91,19 @@ static int capture(hl_trace *t, const hl_array *a) {
   /* constants the traced code made (on the host, say) move to where the pipeline runs at its
    * first run, so that lowering needs no device */
   hl_array_copy_ref(&t->captures[t->ncaptures], a);
+  t->captures[t->ncaptures].graph = NULL;   /* a recorded array of a finished tape: keep the data */
   t->capture_param[t->ncaptures++] = id;
   return id;
+}
+
+static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *at, hl_array *out);
+
+/* the same view with no graph reference */
+static const hl_array *plain(const hl_array *a, hl_array *tmp) {
+  if (!a->graph) return a;
+  *tmp = *a;
+  tmp->graph = NULL;
+  return tmp;
 }
 
 static int trace_apply(hl_trace *t, int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out) {
@@ -69,18 +114,67 @@ static int trace_apply(hl_trace *t, int prim, int nin, const hl_array *const *in
   if (nin > 64) return hl_error("%s: too many operands", name);
   for (int k = 0; k < nin; k++) {
     if (in[k]->graph == &t->g) ids[k] = in[k]->node;
-    else if (in[k]->graph) return hl_error("%s: operands come from two different traces (nested hl.jit tracers mixed)", name);
+    else if (hl_live_trace(in[k]))
+      return hl_error("%s: operands come from two different traces (hl.jit tracers of another function, or "
+                      "values recorded by hl.grad mixed with hl.jit tracers)", name);
     else if ((ids[k] = capture(t, in[k])) < 0) return -1;
   }
+  hl_array value = {0};
+  if (t->tape) {
+    /* run it now, on the inputs' data */
+    hl_array tmp[64];
+    const hl_array *vin[64];
+    for (int k = 0; k < nin; k++) vin[k] = plain(in[k], &tmp[k]);
+    if (eager_apply(prim, nin, vin, attrs, &value)) return -1;
+  }
   int id = hl_graph_add(&t->g, prim, nin, ids, attrs);
-  if (id < 0) return -1;
-  const hl_type *ty = &t->g.nodes[id].type;
-  memset(out, 0, sizeof *out);
-  out->dtype = ty->dtype;
-  out->ndim = ty->ndim;
-  memcpy(out->shape, ty->shape, sizeof ty->shape);
+  if (id < 0 || (t->tape && keep_value(t, id, &value))) {
+    hl_array_release(&value);
+    return -1;
+  }
+  if (t->tape) {
+    *out = value;   /* takes the reference */
+  } else {
+    const hl_type *ty = &t->g.nodes[id].type;
+    memset(out, 0, sizeof *out);
+    out->dtype = ty->dtype;
+    out->ndim = ty->ndim;
+    memcpy(out->shape, ty->shape, sizeof ty->shape);
+  }
   out->graph = &t->g;
   out->node = id;
+  return 0;
+}
+
+int hl_trace_source(hl_trace *t, int prim, const hl_attrs *attrs, hl_array *out) {
+  return trace_apply(t, prim, 0, NULL, attrs, out);
+}
+
+int hl_trace_variable(hl_trace *t, const hl_array *x, hl_array *out) {
+  hl_attrs id = {.dtype = x->dtype};
+  const hl_array *in = x;
+  hl_array tmp;
+  if (x->graph != &t->g) {
+    if (hl_live_trace(x)) return hl_error("autodiff: the value comes from another trace");
+    in = plain(x, &tmp);
+  }
+  return trace_apply(t, HL_P_CAST, 1, &in, &id, out);
+}
+
+int hl_trace_node_value(hl_trace *t, int node, hl_array *out) {
+  if (node < 0 || node >= t->g.nnodes) return hl_error("autodiff: no node %d in the trace", node);
+  const hl_type *ty = &t->g.nodes[node].type;
+  if (t->tape) {
+    if (node >= t->cap_values || !t->values[node].storage) return hl_error("autodiff: the tape no longer holds node %d", node);
+    hl_array_copy_ref(out, &t->values[node]);
+  } else {
+    memset(out, 0, sizeof *out);
+    out->dtype = ty->dtype;
+    out->ndim = ty->ndim;
+    memcpy(out->shape, ty->shape, sizeof ty->shape);
+  }
+  out->graph = &t->g;
+  out->node = node;
   return 0;
 }
 
@@ -285,7 +379,7 @@ static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_at
     }
     break;
   case HL_K_ELEMWISE:
-    if (prim == HL_P_CAST && at->dtype == in[0]->dtype) {
+    if ((prim == HL_P_CAST && at->dtype == in[0]->dtype) || prim == HL_P_STOP_GRADIENT) {
       hl_array_copy_ref(out, in[0]);   /* arrays are immutable: no copy needed */
       return 0;
     }
@@ -308,9 +402,16 @@ static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_at
 }
 
 int hl_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out) {
-  for (int k = 0; k < nin; k++)
-    if (in[k]->graph) return trace_apply((hl_trace *)in[k]->graph, prim, nin, in, attrs, out);
-  return eager_apply(prim, nin, in, attrs, out);
+  for (int k = 0; k < nin; k++) {
+    hl_trace *t = hl_live_trace(in[k]);
+    if (t) return trace_apply(t, prim, nin, in, attrs, out);
+  }
+  /* recorded arrays of a finished tape are plain data: results never point at a graph */
+  hl_array tmp[64];
+  const hl_array *vin[64];
+  if (nin > 64) return hl_error("%s: too many operands", hl_prims[prim].name);
+  for (int k = 0; k < nin; k++) vin[k] = plain(in[k], &tmp[k]);
+  return eager_apply(prim, nin, vin, attrs, out);
 }
 
 /* ---- programs ---- */
@@ -388,7 +489,7 @@ void hl_program_free(hl_program *p) {
 
 int hl_to_device(const hl_array *a, int device, hl_array *out) {
   int from = hl_array_device(a);
-  if (from == device || a->graph) {
+  if (from == device || hl_is_abstract(a)) {
     hl_array_copy_ref(out, a);
     return 0;
   }

@@ -5,16 +5,43 @@
 #define HL_EVAL_H
 #include "hl_ir.h"
 
+/* A trace is either a jit trace (tracers are abstract: a node and a type) or a tape, which
+ * autodiff records outside jit: every op also runs now, and each node keeps its concrete value,
+ * so recorded arrays have both data and a node, and Lua code can look at their values. */
 typedef struct hl_trace {
   hl_graph g;
   hl_array *captures;   /* concrete arrays used by the traced code: extra pipeline inputs */
   int *capture_param;   /* node of each capture */
   int ncaptures, cap_captures;
-  int closed;           /* the trace finished: its tracers must not be used any more */
+  int closed;           /* finished: its tracers must not be used any more; a tape records no more */
+  int tape;             /* a tape: values[node] holds each node's value */
+  hl_array *values;
+  int cap_values;
 } hl_trace;
 
 void hl_trace_init(hl_trace *t);
 void hl_trace_free(hl_trace *t);
+/* Stop recording (a tape's arrays then act as plain arrays) and drop a tape's node values. */
+void hl_trace_close(hl_trace *t);
+
+/* The trace an op on `a` records into: a tracer's (even a closed one, to report its escape), or a
+ * recorded array's while its tape is open. NULL for plain arrays. */
+static inline hl_trace *hl_live_trace(const hl_array *a) {
+  hl_trace *t = (hl_trace *)a->graph;
+  if (!t || (a->storage && t->closed)) return NULL;
+  return t;
+}
+/* a tracer without data (inside hl.jit) */
+static inline int hl_is_abstract(const hl_array *a) { return a->graph && !a->storage; }
+
+/* Autodiff's variables: a new node standing for x, distinct from every other use of x (so nested
+ * derivatives never confuse their variables): an identity of x's node, after capturing x when it
+ * is plain. */
+int hl_trace_variable(hl_trace *t, const hl_array *x, hl_array *out);
+/* A source node (CONST, IOTA) recorded into t. */
+int hl_trace_source(hl_trace *t, int prim, const hl_attrs *attrs, hl_array *out);
+/* A node's value as an array of the trace: a tracer, or on a tape the value recorded there. */
+int hl_trace_node_value(hl_trace *t, int node, hl_array *out);
 /* A new tracer standing for an argument of the traced function. */
 int hl_trace_arg(hl_trace *t, int device, hl_dtype dtype, int ndim, const int64_t *shape, hl_array *out);
 

@@ -69,8 +69,8 @@ int hl_op_broadcast_to(const hl_array *a, int ndim, const int64_t *shape, hl_arr
 /* A Lua number as a 0-d array of dtype t: a CONST node in a trace, else a concrete array. */
 static int scalar(double v, hl_dtype t, const hl_array *like, hl_array *out) {
   hl_attrs at = {.dtype = t, .f = v};
-  if (like && like->graph) {
-    /* record the constant into the same trace */
+  if (like && hl_is_abstract(like)) {
+    /* record the constant into the same trace (a tape records the concrete one when used) */
     hl_trace *tr = (hl_trace *)like->graph;
     int id = hl_graph_add(&tr->g, HL_P_CONST, 0, NULL, &at);
     if (id < 0) return -1;
@@ -107,7 +107,7 @@ int hl_op_elemwise(int prim, int nin, const hl_operand *ops, const hl_attrs *att
   hl_dtype t = HL_BOOL;
   const hl_array *like = NULL;   /* a tracer, else any array: scalars go to its trace or device */
   for (int k = 0; k < nin; k++) {
-    if (ops[k].array && ops[k].array->graph && ((hl_trace *)ops[k].array->graph)->closed)
+    if (ops[k].array && hl_is_abstract(ops[k].array) && ((hl_trace *)ops[k].array->graph)->closed)
       return hl_error("%s: this tracer escaped the hl.jit trace that made it; return it from the function instead", name);
     if (ops[k].array && (!like || ops[k].array->graph)) like = ops[k].array;
     if (k < first || !ops[k].array) continue;

@@ -225,6 +225,7 @@ struct Lowerer {
     for (int k = 0; k < n.nin; k++) x.push_back(call(input(n, k), args));
     Expr e;
     if (n.prim == HL_P_CAST) e = convert(x[0], n.attrs.dtype);
+    else if (n.prim == HL_P_STOP_GRADIENT) e = x[0];
     else if (n.prim == HL_P_SELECT) e = select(as_bool(x[0]), x[1], x[2]);
     else if (n.nin == 1) e = unary(n.prim, x[0], tin);
     else e = binary(n.prim, x[0], x[1], tin);

@@ -238,14 +238,19 @@ static int l_full(lua_State *L) {
   if (!isb && lua_type(L, 2) != LUA_TNUMBER) raisef(L, "halua: full: fill value must be a number or boolean, got %s", luaL_typename(L, 2));
   double v = isb ? lua_toboolean(L, 2) : lua_tonumber(L, 2);
   hl_dtype t = check_dtype(L, 3, "full", isb ? HL_BOOL : HL_FLOAT32);
+  /* full(shape, v, dtype, tracer): a constant of the tracer's trace (no pipeline input) */
+  hl_array *like = lua_isnoneornil(L, 4) ? NULL : check_array(L, 4, "full");
   /* a 0-d value broadcast (stride 0): no kernel, no n-element fill until someone needs it */
   hl_array s, r;
   hl_attrs at = {.dtype = t, .f = v};
-  if (hl_apply(HL_P_CONST, 0, NULL, &at, &s)) return raise(L);
+  if (like && hl_is_abstract(like) ? hl_trace_source((hl_trace *)like->graph, HL_P_CONST, &at, &s)
+                                   : hl_apply(HL_P_CONST, 0, NULL, &at, &s))
+    return raise(L);
   int rc = hl_op_broadcast_to(&s, n, shape, &r);
   hl_array_release(&s);
   if (rc) return raise(L);
-  push_array(L, &r, 0);
+  if (like) push_result(L, &r, 4, 4);
+  else push_array(L, &r, 0);
   return 1;
 }
 
@@ -449,7 +454,7 @@ static hl_array *on_host(lua_State *L, hl_array *x) {
 
 static int l_item(lua_State *L) {
   hl_array *x = check_array(L, 1, "item");
-  if (x->graph) return tracer_error(L, "item");
+  if (hl_is_abstract(x)) return tracer_error(L, "item");
   x = on_host(L, x);
   int64_t n = hl_shape_size(x->ndim, x->shape);
   if (n != 1) {
@@ -474,7 +479,7 @@ static void totable_rec(lua_State *L, const hl_array *a, int depth, int64_t *fla
 
 static int l_totable(lua_State *L) {
   hl_array *x = check_array(L, 1, "totable");
-  if (x->graph) return tracer_error(L, "totable");
+  if (hl_is_abstract(x)) return tracer_error(L, "totable");
   x = on_host(L, x);
   int64_t flat = 0;
   totable_rec(L, x, 0, &flat);
@@ -484,7 +489,7 @@ static int l_totable(lua_State *L) {
 /* get(x, flat0): one element, for the printer */
 static int l_get(lua_State *L) {
   hl_array *x = check_array(L, 1, "get");
-  if (x->graph) return tracer_error(L, "tostring");
+  if (hl_is_abstract(x)) return tracer_error(L, "tostring");
   if (hl_array_device(x) != HL_DEVICE_CPU) return raisef(L, "halua: get: the array is on cuda; copy it with x:to(\"cpu\")");
   push_elem(L, x, (int64_t)luaL_checknumber(L, 2));
   return 1;
@@ -499,7 +504,7 @@ static int l_info(lua_State *L) {
     lua_pushnumber(L, (double)x->shape[k]);
     lua_rawseti(L, -2, k + 1);
   }
-  lua_pushboolean(L, x->graph != NULL);
+  lua_pushboolean(L, hl_is_abstract(x));
   return 3;
 }
 
@@ -510,7 +515,7 @@ static int l_is_array(lua_State *L) {
 
 static int l_is_tracer(lua_State *L) {
   hl_array *x = to_array(L, 1);
-  lua_pushboolean(L, x && x->graph);
+  lua_pushboolean(L, x && hl_is_abstract(x));
   return 1;
 }
 
@@ -597,8 +602,136 @@ static int l_trace_arg(lua_State *L) {
 }
 
 static int l_trace_close(lua_State *L) {
+  hl_trace_close(check_trace(L, 1));
+  return 0;
+}
+
+/* ---- what autodiff reads and makes (lua/halua/ad.lua) ---- */
+
+static int l_tape_new(lua_State *L) {
+  l_trace_new(L);
+  check_trace(L, -1)->tape = 1;
+  return 1;
+}
+
+/* trace_of(x) -> the trace x records into (nil for plain arrays and finished tapes), its node */
+static int l_trace_of(lua_State *L) {
+  hl_array *x = to_array(L, 1);
+  if (!x || !hl_live_trace(x)) return 0;
+  lua_getfenv(L, 1);
+  lua_rawgeti(L, -1, 1);
+  lua_pushinteger(L, x->node);
+  return 2;
+}
+
+/* node_in(trace, x) -> x's node when x belongs to the trace (also once a tape has stopped), else nil */
+static int l_node_in(lua_State *L) {
+  hl_trace *t = check_trace(L, 1);
+  hl_array *x = to_array(L, 2);
+  if (!x || x->graph != &t->g) return 0;
+  lua_pushinteger(L, x->node);
+  return 1;
+}
+
+/* tape_stop(tape): record no more; the values stay for the backward pass */
+static int l_tape_stop(lua_State *L) {
   check_trace(L, 1)->closed = 1;
   return 0;
+}
+
+/* trace_variable(trace, x) -> a fresh node of the trace standing for x */
+static int l_trace_variable(lua_State *L) {
+  hl_trace *t = check_trace(L, 1);
+  hl_array *x = check_array(L, 2, "autodiff");
+  hl_array r;
+  if (hl_trace_variable(t, x, &r)) return raise(L);
+  push_array(L, &r, 1);
+  return 1;
+}
+
+/* node_value(trace, node) -> the node's value: a tracer, or the recorded array on a tape */
+static int l_node_value(lua_State *L) {
+  hl_trace *t = check_trace(L, 1);
+  hl_array r;
+  if (hl_trace_node_value(t, (int)luaL_checkinteger(L, 2), &r)) return raise(L);
+  push_array(L, &r, 1);
+  return 1;
+}
+
+/* strip(x) -> x's data as a plain array (no node) */
+static int l_strip(lua_State *L) {
+  hl_array *x = check_array(L, 1, "autodiff");
+  if (!x->graph) {
+    lua_settop(L, 1);
+    return 1;
+  }
+  if (!x->storage) return raisef(L, "halua: autodiff: a traced value has no data to strip");
+  hl_array r;
+  hl_array_copy_ref(&r, x);
+  r.graph = NULL;
+  push_array(L, &r, 0);
+  return 1;
+}
+
+static void set_int_list(lua_State *L, const char *key, int n, const int64_t *v, int64_t add) {
+  lua_createtable(L, n, 0);
+  for (int k = 0; k < n; k++) {
+    lua_pushnumber(L, (double)(v[k] + add));
+    lua_rawseti(L, -2, k + 1);
+  }
+  lua_setfield(L, -2, key);
+}
+
+/* graph_nodes(trace, first, last) -> {[id] = {op, ins = {ids}, dtype, shape, attributes}} for the
+ * nodes first..last, in the 1-based conventions of the Lua API (axes, perms) */
+static int l_graph_nodes(lua_State *L) {
+  hl_trace *t = check_trace(L, 1);
+  int first = (int)luaL_checkinteger(L, 2), last = (int)luaL_checkinteger(L, 3);
+  if (first < 0) first = 0;
+  if (last >= t->g.nnodes) last = t->g.nnodes - 1;
+  lua_createtable(L, 0, last - first + 1);
+  for (int id = first; id <= last; id++) {
+    const hl_node *n = &t->g.nodes[id];
+    const hl_attrs *a = &n->attrs;
+    lua_createtable(L, 0, 8);
+    lua_pushstring(L, hl_prims[n->prim].name);
+    lua_setfield(L, -2, "op");
+    const int *ins = hl_node_inputs(&t->g, n);
+    lua_createtable(L, n->nin, 0);
+    for (int k = 0; k < n->nin; k++) {
+      lua_pushinteger(L, ins[k]);
+      lua_rawseti(L, -2, k + 1);
+    }
+    lua_setfield(L, -2, "ins");
+    lua_pushstring(L, hl_dtype_name(n->type.dtype));
+    lua_setfield(L, -2, "dtype");
+    set_int_list(L, "shape", n->type.ndim, n->type.shape, 0);
+    switch (hl_prims[n->prim].kind) {
+    case HL_K_REDUCE: {
+      int64_t axes[HL_MAX_DIMS];
+      int na = 0, nd = t->g.nodes[ins[0]].type.ndim;
+      for (int k = 0; k < nd; k++)
+        if (a->i[0] >> k & 1) axes[na++] = k;
+      set_int_list(L, "axes", na, axes, 1);
+      break;
+    }
+    case HL_K_CONCAT:
+      lua_pushinteger(L, (lua_Integer)a->i[0] + 1);
+      lua_setfield(L, -2, "axis");
+      break;
+    case HL_K_VIEW:
+      if (n->prim == HL_P_TRANSPOSE) set_int_list(L, "perm", n->type.ndim, a->i, 1);
+      if (n->prim == HL_P_SLICE) {
+        set_int_list(L, "start", n->type.ndim, a->i, 0);
+        set_int_list(L, "step", n->type.ndim, a->i + HL_MAX_DIMS, 0);
+      }
+      break;
+    default:
+      break;
+    }
+    lua_rawseti(L, -2, id);
+  }
+  return 1;
 }
 
 typedef struct {
@@ -710,7 +843,7 @@ static int l_signature(lua_State *L) {
     if (n > sizeof buf - 200) return 0;
     int t = lua_type(L, k);
     hl_array *a = t == LUA_TUSERDATA ? to_array(L, k) : NULL;
-    if (!a || a->graph) return 0;
+    if (!a || hl_live_trace(a)) return 0;
     buf[n++] = (char)('a' + a->dtype);
     buf[n++] = (char)('0' + hl_array_device(a));
     for (int d = 0; d < a->ndim; d++) n += (size_t)snprintf(buf + n, sizeof buf - n, "%lld,", (long long)a->shape[d]);
@@ -738,7 +871,7 @@ static int l_cache_info(lua_State *L) {
 static int l_to_device(lua_State *L) {
   hl_array *x = check_array(L, 1, "device_put");
   int device = (int)luaL_checkinteger(L, 2);
-  if (x->graph) return raisef(L, "halua: device_put: traced values stay where their function runs");
+  if (hl_is_abstract(x)) return raisef(L, "halua: device_put: traced values stay where their function runs");
   hl_array r;
   if (hl_to_device(x, device, &r)) return raise(L);
   push_array(L, &r, 0);
@@ -765,6 +898,16 @@ static int l_cache_clear(lua_State *L) {
   (void)L;
   hl_cache_clear();
   return 0;
+}
+
+/* prim_names() -> every primitive's name, in table order */
+static int l_prim_names(lua_State *L) {
+  lua_createtable(L, HL_NPRIMS, 0);
+  for (int p = 0; p < HL_NPRIMS; p++) {
+    lua_pushstring(L, hl_prims[p].name);
+    lua_rawseti(L, -2, p + 1);
+  }
+  return 1;
 }
 
 static int l_heap_bytes(lua_State *L) {
@@ -794,6 +937,14 @@ static const luaL_Reg core_funcs[] = {
     {"trace_arg", l_trace_arg},
     {"trace_close", l_trace_close},
     {"trace_text", l_trace_text},
+    {"tape_new", l_tape_new},
+    {"trace_of", l_trace_of},
+    {"node_in", l_node_in},
+    {"tape_stop", l_tape_stop},
+    {"trace_variable", l_trace_variable},
+    {"node_value", l_node_value},
+    {"strip", l_strip},
+    {"graph_nodes", l_graph_nodes},
     {"program_build", l_program_build},
     {"program_run", l_program_run},
     {"program_stmt", l_program_stmt},
@@ -808,6 +959,7 @@ static const luaL_Reg core_funcs[] = {
     {"sync", l_sync},
     {"cache_clear", l_cache_clear},
     {"heap_bytes", l_heap_bytes},
+    {"prim_names", l_prim_names},
     {NULL, NULL},
 };
 

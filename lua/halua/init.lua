@@ -95,7 +95,13 @@ end
 function hl.full(shape, v, dtype) return placed(core.full(shape, v, dtype)) end
 function hl.zeros(shape, dtype) return placed(core.full(shape, 0, dtype or "float32")) end
 function hl.ones(shape, dtype) return placed(core.full(shape, 1, dtype or "float32")) end
-local function like(x, v) return core.to_device(core.full(x.shape, v, x.dtype), core.device_of(x)) end
+-- a filled array like x: a constant of x's trace when x is traced, else on x's device
+local function like(x, v, shape, dtype)
+  local r = core.full(shape or x.shape, v, dtype or x.dtype, x)
+  if core.is_tracer(x) then return r end
+  return core.to_device(r, core.device_of(x))
+end
+hl.fill_like = like
 function hl.zeros_like(x) return like(x, 0) end
 function hl.ones_like(x) return like(x, 1) end
 function hl.full_like(x, v) return like(x, v) end
@@ -401,7 +407,8 @@ local function axis_spec(spec, extent, axis, shape)
   end
 end
 
-local function index(x, key)
+-- the slice a key selects: per-axis starts (0-based), steps and counts, and the result's shape
+local function selection(x, key)
   local shape = x.shape
   local specs = type(key) == "table" and key or {key}
   if #specs > #shape then fail("index: %d indices for shape %s", #specs, shape_str(shape)) end
@@ -412,34 +419,40 @@ local function index(x, key)
     starts[d], steps[d], counts[d] = s, st, n
     if not drop then out[#out + 1] = n end
   end
+  return starts, steps, counts, out
+end
+
+local function index(x, key)
+  local starts, steps, counts, out = selection(x, key)
   local r = core.slice(x, starts, steps, counts)
-  if #out ~= #shape then r = core.reshape(r, out) end
+  if #out ~= #counts then r = core.reshape(r, out) end
   return r
 end
 
--- x:at(idx):set(v) and friends: functional updates through a mask
+-- x:at(idx):set(v) and friends: functional updates. The new values are placed into x's shape by
+-- the transpose of the slice (as autodiff does), then chosen by a mask, so an update is ordinary
+-- ops: it traces into pipelines, and gradients flow to both x and v.
 local updater = {}
 updater.__index = updater
--- Eager scatter through Lua tables: O(size) work per update, correct for every index form.
--- (A pipeline scatter primitive replaces this with the indexing work.)
 local function scatter(self, v, combine)
   local x = self.x
-  local sel = index(x, self.idx)
-  local new = hl.broadcast_to(hl.asarray(combine(sel, v), x.dtype):astype(x.dtype), sel.shape)
-  local ids = index(hl.reshape(core.iota("float64", {x.size}, 0), x.shape), self.idx)
-  local flat_ids, flat_vals = {}, {}
-  local function walk(t, u)
-    if type(t) == "table" then
-      for i = 1, #t do walk(t[i], u[i]) end
-    else
-      flat_ids[#flat_ids + 1] = t
-      flat_vals[#flat_vals + 1] = u
-    end
+  local starts, steps, counts = selection(x, self.idx)
+  local sel = core.reshape(core.slice(x, starts, steps, counts), counts)
+  if type(v) ~= "number" and type(v) ~= "boolean" and not is_array(v) then
+    fail("at: the update value must be a number, boolean or array, got %s", type(v))
   end
-  walk(ids:totable(), new:totable())
-  local xs = hl.flatten(x):totable()
-  for i, id in ipairs(flat_ids) do xs[id + 1] = flat_vals[i] end
-  return hl.reshape(hl.array(xs, x.dtype), x.shape)
+  if is_array(v) then
+    local ok, err = pcall(hl.broadcast_to, v, select(4, selection(x, self.idx)))
+    if not ok then
+      fail("at: the update value of shape %s does not broadcast to the selection's shape %s", shape_str(v.shape),
+           shape_str(select(4, selection(x, self.idx))))
+    end
+    v = core.reshape(err, counts)
+  end
+  local new = hl.broadcast_to(hl.astype(hl.asarray(combine(sel, v), x.dtype), x.dtype), counts)
+  local placed = hl.rules.unslice(new, x.shape, starts, steps)
+  local mask = hl.rules.unslice(hl.fill_like(x, true, counts, "bool"), x.shape, starts, steps)
+  return hl.where(mask, placed, x)
 end
 function updater:set(v) return scatter(self, v, function(_, b) return b end) end
 function updater:add(v) return scatter(self, v, function(a, b) return a + b end) end
@@ -447,7 +460,6 @@ function updater:mul(v) return scatter(self, v, function(a, b) return a * b end)
 function updater:min(v) return scatter(self, v, function(a, b) return P.minimum(a, b) end) end
 function updater:max(v) return scatter(self, v, function(a, b) return P.maximum(a, b) end) end
 function methods.at(x, idx)
-  if core.is_tracer(x) then fail("at: functional updates of traced arrays are not supported yet; compute the result with hl.where") end
   return setmetatable({x = x, idx = idx}, updater)
 end
 
@@ -521,6 +533,9 @@ local function static_sig(v)
   return type(v) == "number" and string.format("%.17g", v) or tostring(v)
 end
 
+-- shared with ad.lua: the jit traces being built (innermost last) and the open autodiff tape
+local state = {tracing = {}, tape = nil}
+
 local jit_mt = {}
 jit_mt.__index = jit_mt
 
@@ -584,7 +599,15 @@ local function build(self, args, n, info, sig)
       targs[i] = a
     end
   end
-  local results = pack(self.f(unpack(targs, 1, n)))
+  -- autodiff records onto the trace being built (ad.lua)
+  local tracing = state.tracing
+  tracing[#tracing + 1] = trace
+  local ok, results = pcall(function() return pack(self.f(unpack(targs, 1, n))) end)
+  tracing[#tracing] = nil
+  if not ok then
+    core.trace_close(trace)
+    error(results, 0)
+  end
   local nres = results.n
   -- the outputs: tracers of this trace become pipeline outputs; anything else is returned as is
   local out_leaves, out_defs = {}, {}
@@ -657,6 +680,8 @@ function jit_mt:__call(...)
 end
 
 function jit_mt:call(...)
+  -- under an autodiff tape (hl.grad outside jit) the function runs op by op, recorded
+  if state.tape then return self.f(...) end
   -- fast path: plain array arguments, a compiled entry whose results are arrays
   if not self.has_static then
     local sig = signature(...)
@@ -746,6 +771,7 @@ hl.methods = methods
 
 -- the parts that live in their own files
 require("halua.io")(hl, core)
+hl.rules = require("halua.ad")(hl, core, state)
 
 -- HALUA_DEVICE chooses the default device for a whole run (e.g. HALUA_DEVICE=cuda)
 local env_device = os.getenv("HALUA_DEVICE")
