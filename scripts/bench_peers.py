@@ -40,6 +40,27 @@ try:
     put("fused_ms", "torch", best_of(lambda: torch.tanh(x * y + z), 3, 3) * 1e3)
     m = torch.ones(1024, 1024)
     put("matmul1024_gflops", "torch", 2 * 1024 ** 3 / best_of(lambda: m @ m, 3, 5) / 1e9)
+    # the MLP rows: eager PyTorch autograd, the way a PyTorch user writes the step
+    torch.manual_seed(1)
+    def uniform(*shape, scale):
+        return ((torch.rand(*shape) - 0.5) * scale).requires_grad_()
+    ps = [uniform(784, 1024, scale=0.1), torch.zeros(1024, requires_grad=True),
+          uniform(1024, 1024, scale=0.06), torch.zeros(1024, requires_grad=True),
+          uniform(1024, 10, scale=0.1), torch.zeros(10, requires_grad=True)]
+    xb = (torch.rand(256, 784) - 0.5) * 2
+    yb = torch.nn.functional.one_hot(torch.arange(256) % 10, 10).float()
+    def value_and_grad():
+        w1, b1, w2, b2, w3, b3 = ps
+        h = torch.relu(xb @ w1 + b1)
+        h = torch.relu(h @ w2 + b2)
+        loss = -(torch.log_softmax(h @ w3 + b3, -1) * yb).sum() / 256
+        return loss, torch.autograd.grad(loss, ps)
+    def sgd():
+        loss, gs = value_and_grad()
+        with torch.no_grad():
+            return loss, [p - 0.01 * g for p, g in zip(ps, gs)]
+    put("mlp_grad_ms", "torch", best_of(value_and_grad, 5, 3) * 1e3)
+    put("mlp_sgd_ms", "torch", best_of(sgd, 5, 3) * 1e3)
 except ImportError:
     pass
 

@@ -335,6 +335,12 @@ static int unit_rows(const hl_array *a, hl_array *tmp, const hl_array **use) {
   return 1;
 }
 
+int hl_matmul_into(const hl_array *a, const hl_array *b, hl_array *out) {
+  const hl_array *in[2] = {a, b};
+  if (hl_shape_size(out->ndim, out->shape) == 0) return 0;
+  return run_single(HL_P_MATMUL, 2, in, NULL, out);
+}
+
 static int eager_matmul(const hl_array *const *in, const hl_type *ty, hl_array *out) {
   int dev = hl_array_device(in[0]);
   if (hl_array_alloc_on(out, dev, ty->dtype, ty->ndim, ty->shape)) return -1;

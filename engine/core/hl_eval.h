@@ -66,6 +66,10 @@ void hl_program_free(hl_program *p);
 /* out = a on `device` (a copy when it is elsewhere; a shared reference when it is there). */
 int hl_to_device(const hl_array *a, int device, hl_array *out);
 
+/* out = a @ b into out's (allocated, possibly strided) view through the cached matmul kernel:
+ * the CPU extern stage of jit pipelines. */
+int hl_matmul_into(const hl_array *a, const hl_array *b, hl_array *out);
+
 /* Make a contiguous copy (a kernel run) unless `a` already is; out shares or owns. */
 int hl_contiguous(const hl_array *a, hl_array *out);
 #endif

@@ -1,4 +1,5 @@
 #include "hl_cublas.h"
+#include "hl_extern_matmul.h"
 #include <dlfcn.h>
 #include <mutex>
 #include <string>
@@ -56,26 +57,8 @@ bool hl_cublas_available() {
 }
 
 extern "C" int halua_cublas_matmul(halide_buffer_t *A, halide_buffer_t *B, int K, halide_buffer_t *C) {
+  if (hl_matmul_bounds_query(A, B, K, C)) return 0;
   int r = C->dimensions;
-  if (A->is_bounds_query() || B->is_bounds_query() || C->is_bounds_query()) {
-    /* the regions needed for C's: A is k x m(C's rows), B is n(C's columns) x k, batches as C's.
-     * Parameters arrive as real buffers even in a bounds query: only query buffers are filled. */
-    if (A->is_bounds_query()) {
-      A->dim[0].min = 0;
-      A->dim[0].extent = K;
-      A->dim[1].min = C->dim[1].min;
-      A->dim[1].extent = C->dim[1].extent;
-      for (int d = 2; d < r; d++) A->dim[d].min = C->dim[d].min, A->dim[d].extent = C->dim[d].extent;
-    }
-    if (B->is_bounds_query()) {
-      B->dim[0].min = C->dim[0].min;
-      B->dim[0].extent = C->dim[0].extent;
-      B->dim[1].min = 0;
-      B->dim[1].extent = K;
-      for (int d = 2; d < r; d++) B->dim[d].min = C->dim[d].min, B->dim[d].extent = C->dim[d].extent;
-    }
-    return 0;
-  }
   if (!hl_cublas_available() || !handle()) return -1;
   if (A->dim[0].stride != 1 || B->dim[0].stride != 1 || C->dim[0].stride != 1) return -2;
   int N = C->dim[0].extent, M = C->dim[1].extent;

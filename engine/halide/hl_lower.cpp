@@ -313,14 +313,22 @@ struct Lowerer {
     aa[0] = k;       /* A[..., m, k] */
     ba[1] = k;       /* B[..., k, n] */
     Type ty = hl_halide_type(n.type.dtype);
+    /* extern stages' operands are parameters or materialised Funcs */
+    auto operand = [&](int s) {
+      const hl_node &sn = node(s);
+      return sn.prim == HL_P_PARAM ? ExternFuncArgument(L.params[sn.attrs.i[0]]) : ExternFuncArgument(L.funcs[s]);
+    };
     if (g->device == HL_DEVICE_CUDA && hl_dtype_is_float(n.type.dtype) && hl_cublas_available()) {
-      /* cuBLAS as an extern stage; its operands are parameters or materialised Funcs */
-      auto operand = [&](int s) {
-        const hl_node &sn = node(s);
-        return sn.prim == HL_P_PARAM ? ExternFuncArgument(L.params[sn.attrs.i[0]]) : ExternFuncArgument(L.funcs[s]);
-      };
+      /* cuBLAS as an extern stage */
       L.funcs[i].define_extern("halua_cublas_matmul", {operand(a), operand(b), extent(a, r - 1)}, ty, r,
                                NameMangling::C, DeviceAPI::CUDA);
+      return;
+    }
+    if (g->device == HL_DEVICE_CPU && !g->dynamic && !getenv("HALUA_FUSED_MATMUL")) {
+      /* in a jit pipeline, the engine's cached matmul kernel as an extern stage: compiled once per
+       * process rather than once per pipeline (most of a training step's compile time) */
+      L.funcs[i].define_extern("halua_cpu_matmul", {operand(a), operand(b), extent(a, r - 1)}, ty, r,
+                               NameMangling::C, DeviceAPI::Host);
       return;
     }
     Func prod("prod" + std::to_string(i));

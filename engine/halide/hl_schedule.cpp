@@ -154,7 +154,8 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
   std::vector<int> output_of(g->nnodes, -1);
   for (int k = 0; k < g->noutputs; k++) {
     int i = g->outputs[k];
-    if (L.consumers[i] == 0 && output_of[i] < 0 && g->nodes[i].prim == HL_P_MATMUL) output_of[i] = k;
+    if (L.consumers[i] == 0 && output_of[i] < 0 && g->nodes[i].prim == HL_P_MATMUL && !L.funcs[i].is_extern())
+      output_of[i] = k;
   }
   std::vector<char> output_done(g->noutputs, 0);
   for (int i = 0; i < g->nnodes; i++) {
@@ -167,7 +168,10 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
       continue;
     }
     switch (hl_prims[n.prim].kind) {
-    case HL_K_MATMUL: schedule_matmul(L, i, vec, L.outputs[0], L.funcs[i]); break;
+    case HL_K_MATMUL:
+      if (L.funcs[i].is_extern()) L.funcs[i].compute_root();   /* the engine's matmul kernel */
+      else schedule_matmul(L, i, vec, L.outputs[0], L.funcs[i]);
+      break;
     case HL_K_REDUCE:
       if (n.prim == HL_P_ARGMAX || n.prim == HL_P_ARGMIN) {
         /* the extreme value, then the index search: both along the reduced axis */

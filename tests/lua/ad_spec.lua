@@ -96,8 +96,10 @@ describe("tapes and jit", function()
     -- contiguous inputs (a broadcast view would be copied first, by a kernel of its own)
     local w = hl.array({{1, 1}, {1, 1}, {1, 1}}, "float64")
     local a = hl.array({{1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}}, "float64")
+    hl.matmul(a, w)   -- the engine's matmul kernel, which pipelines call for their matmuls
+    local before = hl.cache_info().entries
     local v, g = f(w, a)
-    assert.are.equal(1, hl.cache_info().entries)
+    assert.are.equal(before + 1, hl.cache_info().entries)
     close(v, 8 * math.tanh(3))
     close(g, hl.full({3, 2}, 4 * (1 - math.tanh(3) ^ 2), "float64"))
   end)
