@@ -1,4 +1,5 @@
 #include "hl_device.h"
+#include <cpuid.h>
 #include <dlfcn.h>
 #include <mutex>
 #include <string>
@@ -93,8 +94,19 @@ const size_t kChunk = (size_t)1 << 30;
 
 }  // namespace
 
+/* Halide 14 reads AVX512-BF16 and VNNI as Sapphire Rapids, whose LLVM CPU has AVX512-FP16;
+ * CPUs with the first two but not FP16 (AMD Zen 4 and 5) then die on an illegal instruction
+ * wherever LLVM picks a half-precision move. Keep the feature only where CPUID confirms FP16. */
+static Target host_target(void) {
+  Target t = get_host_target();
+  unsigned a, b, c, d;
+  bool fp16 = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 23));
+  if (t.has_feature(Target::AVX512_SapphireRapids) && !fp16) t = t.without_feature(Target::AVX512_SapphireRapids);
+  return t;
+}
+
 Target hl_device_target(int device) {
-  Target t = get_host_target()
+  Target t = host_target()
                  .with_feature(Target::JIT)
                  .with_feature(Target::UserContext)
                  .with_feature(Target::LargeBuffers);
