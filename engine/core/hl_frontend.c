@@ -91,14 +91,15 @@ static int scalar(double v, hl_dtype t, const hl_array *like, hl_array *out) {
 static hl_dtype input_rule(int prim, hl_dtype t) {
   switch (hl_prims[prim].in) {
   case HL_IN_FLOAT: return hl_dtype_is_float(t) ? t : HL_FLOAT32;
-  case HL_IN_NUM: return t == HL_BOOL ? HL_INT32 : t;
+  case HL_IN_NUM:
+  case HL_IN_INT: return t == HL_BOOL ? HL_INT32 : t;
   case HL_IN_BOOL: return HL_BOOL;
   default: return t;
   }
 }
 
 int hl_op_elemwise(int prim, int nin, const hl_operand *ops, const hl_attrs *attrs, hl_array *out) {
-  enum { MAXO = 3 };
+  enum { MAXO = 4 };
   const char *name = hl_prims[prim].name;
   if (nin > MAXO) return hl_error("%s: too many operands", name);
   int first = prim == HL_P_SELECT ? 1 : 0;   /* where's condition takes no part in promotion */

@@ -37,7 +37,9 @@ static int infer_elemwise(int prim, int nin, const hl_type *in, const hl_attrs *
     if (in[k].dtype != in[first].dtype)
       return hl_error("%s: operand dtypes %s and %s differ", p->name, hl_dtype_name(in[first].dtype), hl_dtype_name(in[k].dtype));
   hl_dtype t = in[first].dtype;
-  if ((p->in == HL_IN_FLOAT && !hl_dtype_is_float(t)) || (p->in == HL_IN_NUM && t == HL_BOOL) ||
+  if ((p->in == HL_IN_INT || p->in == HL_IN_BITS) && hl_dtype_is_float(t))
+    return hl_error("%s: needs integer%s operands, got %s", p->name, p->in == HL_IN_BITS ? " or bool" : "", hl_dtype_name(t));
+  if ((p->in == HL_IN_FLOAT && !hl_dtype_is_float(t)) || ((p->in == HL_IN_NUM || p->in == HL_IN_INT) && t == HL_BOOL) ||
       (p->in == HL_IN_BOOL && t != HL_BOOL))
     return hl_error("%s: operands of dtype %s are not accepted here", p->name, hl_dtype_name(t));
   *out = in[0];

@@ -207,13 +207,68 @@ struct Lowerer {
     case HL_P_LOGICAL_AND: return from_bool(as_bool(a) && as_bool(b));
     case HL_P_LOGICAL_OR: return from_bool(as_bool(a) || as_bool(b));
     case HL_P_LOGICAL_XOR: return from_bool(as_bool(a) != as_bool(b));
+    case HL_P_BITWISE_AND: return a & b;
+    case HL_P_BITWISE_OR: return a | b;
+    case HL_P_BITWISE_XOR: return a ^ b;
+    case HL_P_LEFT_SHIFT:
+    case HL_P_RIGHT_SHIFT: {
+      /* Halide (like C) leaves shifts by the width or more undefined, and shifts a signed value
+       * the other way for a negative amount: clamp, then pick NumPy's results out of range */
+      Type ty = a.type();
+      Expr bits = Internal::make_const(ty, ty.bits()), zero = make_zero(ty);
+      Expr in_range = b >= zero && b < bits;
+      Expr amount = clamp(b, zero, bits - 1);
+      if (prim == HL_P_LEFT_SHIFT) return select(in_range, a << amount, zero);
+      Expr fill = ty.is_int() ? select(a < zero, Internal::make_const(ty, -1), zero) : zero;
+      return select(in_range, a >> amount, fill);
+    }
     }
     throw CompileError(std::string("halua: internal: no lowering for ") + hl_prims[prim].name);
   }
 
   static Expr convert(Expr x, hl_dtype to) {
     if (to == HL_BOOL) return from_bool(as_bool(x));
-    return cast(hl_halide_type(to), x);
+    Type ty = hl_halide_type(to);
+    /* Halide 14 rewrites (float64)uint8 * c into a widening multiply its codegen rejects;
+     * the exponent trick (2^52 + v, minus 2^52) is exact and opaque to that rewrite */
+    if (x.type() == UInt(8) && ty == Float(64)) {
+      Expr two52 = reinterpret(Float(64), Expr((uint64_t)0x4330000000000000ull));
+      return reinterpret(Float(64), cast(UInt(64), x) | Expr((uint64_t)0x4330000000000000ull)) - two52;
+    }
+    return cast(ty, x);
+  }
+
+  /* Threefry-2x32, 20 rounds (Salmon et al., SC'11), in uint32 arithmetic. Each intermediate is
+   * a Let, so the expression stays linear in the rounds (inlined, the reuse of x0 and x1 would
+   * make it a tree of 2^20 nodes for Halide's passes). The Let values are wrapped in a
+   * reinterpret to int32 (free in LLVM): Halide's simplifier substitutes Lets whose value is a
+   * sum with a variable operand, which re-inlines the rounds where no loop holds them. */
+  static Expr threefry(const std::vector<Expr> &in) {
+    Type u32 = UInt(32), i32 = Int(32), out = in[0].type();
+    static int uid = 0;
+    std::string tag = "tf" + std::to_string(uid++) + "_";
+    std::vector<std::pair<std::string, Expr>> lets;
+    auto bind = [&](Expr v) {
+      std::string nm = tag + std::to_string(lets.size());
+      lets.push_back({nm, reinterpret(i32, v)});
+      return reinterpret(u32, Internal::Variable::make(i32, nm));
+    };
+    Expr k0 = bind(cast(u32, in[0])), k1 = bind(cast(u32, in[1]));
+    Expr ks[3] = {k0, k1, bind(k0 ^ k1 ^ Internal::make_const(u32, 0x1BD11BDA))};
+    Expr x0 = bind(cast(u32, in[2]) + k0), x1 = bind(cast(u32, in[3]) + k1);
+    static const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+    for (int g = 1; g <= 5; g++) {
+      for (int r : rot[(g - 1) % 2]) {
+        x0 = bind(x0 + x1);
+        x1 = bind(((x1 << r) | (x1 >> (32 - r))) ^ x0);
+      }
+      x0 = bind(x0 + ks[g % 3]);
+      x1 = bind(x1 + ks[(g + 1) % 3] + Internal::make_const(u32, g));
+    }
+    Expr body = (cast(UInt(64), x0) << 32) | cast(UInt(64), x1);
+    body = cast(out, body);
+    for (auto it = lets.rbegin(); it != lets.rend(); ++it) body = Internal::Let::make(it->first, it->second, body);
+    return body;
   }
 
   void elemwise(int i) {
@@ -227,6 +282,7 @@ struct Lowerer {
     if (n.prim == HL_P_CAST) e = convert(x[0], n.attrs.dtype);
     else if (n.prim == HL_P_STOP_GRADIENT) e = x[0];
     else if (n.prim == HL_P_SELECT) e = select(as_bool(x[0]), x[1], x[2]);
+    else if (n.prim == HL_P_THREEFRY) e = threefry(x);
     else if (n.nin == 1) e = unary(n.prim, x[0], tin);
     else e = binary(n.prim, x[0], x[1], tin);
     L.funcs[i](hl_vars(r)) = e;

@@ -121,6 +121,7 @@ void schedule_matmul(hl_lowered &L, int i, int vec, Func sized, Func out) {
 }
 
 bool expensive(int prim) {
+  if (prim == HL_P_THREEFRY) return true;   /* 20 rounds; its two words are read apart */
   return hl_prims[prim].in == HL_IN_FLOAT && prim != HL_P_DIV && prim != HL_P_RECIPROCAL && prim != HL_P_SQRT;
 }
 

@@ -277,7 +277,7 @@ static int l_elemwise(lua_State *L) {
     lua_pushfstring(L, "halua: %s: takes %d operands, got %d", name, n, lua_gettop(L));
     return lua_error(L);
   }
-  hl_operand ops[3];
+  hl_operand ops[4];
   for (int k = 0; k < n; k++) get_operand(L, k + 1, &ops[k], name);
   hl_array r;
   if (hl_op_elemwise(prim, n, ops, NULL, &r)) return raise(L);

@@ -772,6 +772,7 @@ hl.methods = methods
 -- the parts that live in their own files
 require("halua.io")(hl, core)
 hl.rules = require("halua.ad")(hl, core, state)
+hl.random = require("halua.random")(hl, core)
 
 -- HALUA_DEVICE chooses the default device for a whole run (e.g. HALUA_DEVICE=cuda)
 local env_device = os.getenv("HALUA_DEVICE")

@@ -118,7 +118,8 @@ return function(hl, core)
     local r = hl.reciprocal(a * a + b * b)
     return {b * r, -a * r}
   end)
-  for _, name in ipairs {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"} do
+  for _, name in ipairs {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+                         "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "threefry2x32"} do
     R[name] = nondiff()
   end
   R.where = {

@@ -1,0 +1,189 @@
+-- hl.random: counter-based random numbers. A key is an int64 array of two 32-bit words; bits
+-- come from Threefry-2x32 (20 rounds, Salmon et al. 2011, as JAX uses) computed with ordinary
+-- array ops, so they are the same eagerly, under jit and on every device, and `split` and
+-- `fold_in` are pure. The 32-bit words live in int64 arrays: every sum is taken modulo 2^32
+-- with a mask, so no operation depends on integer overflow.
+return function(hl, core)
+  local R = {}
+  local function fail(msg, ...) error("halua: " .. string.format(msg, ...), 0) end
+  local is_array = core.is_array
+
+  local MASK = 0xFFFFFFFF
+  local band, bor, bxor = hl.bitwise_and, hl.bitwise_or, hl.bitwise_xor
+  local shl, shr = hl.left_shift, hl.right_shift
+
+  -- Threefry-2x32 of the counter pairs (x0[i], x1[i]) under key (k0, k1): one primitive (its
+  -- rounds are lowered in engine/halide/hl_lower.cpp) that packs the two result words
+  local threefry_prim = core.prims.threefry2x32
+  local function threefry(k0, k1, x0, x1)
+    local p = threefry_prim(k0, k1, x0, x1)
+    return band(shr(p, 32), MASK), band(p, MASK)
+  end
+  R.threefry2x32 = function(key, x0, x1)
+    local k = R.check_key("threefry2x32", key)
+    return threefry(k[1], k[2], hl.asarray(x0, "int64"), hl.asarray(x1, "int64"))
+  end
+
+  function R.check_key(op, key)
+    if not is_array(key) or key.dtype ~= "int64" or key.ndim ~= 1 or key.shape[1] ~= 2 then
+      local what = is_array(key) and (key.dtype .. "[" .. table.concat(key.shape, ",") .. "]") or type(key)
+      fail("random.%s: expected a key (an int64[2] array from hl.random.key or split), got %s", op, what)
+    end
+    return {key[1], key[2]}
+  end
+
+  -- n 32-bit words (int64 array of shape {n}) for this key, as JAX orders them: the counters
+  -- 0..n-1 (padded to even) are split into halves that form the pairs
+  local function bits(k, n)
+    local half = math.ceil(n / 2)
+    if half == 0 then return hl.zeros({0}, "int64") end
+    local x0 = hl.arange(half, "int64")
+    local x1 = x0 + half
+    local y0, y1 = threefry(k[1], k[2], x0, x1)
+    local all = hl.concatenate({y0, y1}, 1)
+    if 2 * half ~= n then all = all[{{1, n}}] end
+    return all
+  end
+
+  local function shape_of(op, shape)
+    if type(shape) == "number" then shape = {shape} end
+    if type(shape) ~= "table" then fail("random.%s: shape must be a table of extents or a number, got %s", op, type(shape)) end
+    local n = 1
+    for i, s in ipairs(shape) do
+      if type(s) ~= "number" or s < 0 or s ~= math.floor(s) then
+        fail("random.%s: shape entry %d must be a non-negative integer, got %s", op, i, tostring(s))
+      end
+      n = n * s
+    end
+    return shape, n
+  end
+
+  function R.key(seed)
+    if type(seed) ~= "number" or seed ~= math.floor(seed) or math.abs(seed) >= 2 ^ 53 then
+      fail("random.key: the seed must be an integer number below 2^53, got %s", tostring(seed))
+    end
+    if seed < 0 then seed = seed + 2 ^ 64 end   -- as a 64-bit two's complement word pair
+    local hi = math.floor(seed / 2 ^ 32) % 2 ^ 32
+    local lo = seed % 2 ^ 32
+    return hl.array({hi, lo}, "int64")
+  end
+
+  function R.split(key, n)
+    local k = R.check_key("split", key)
+    n = n or 2
+    if type(n) ~= "number" or n < 1 or n ~= math.floor(n) then fail("random.split: n must be a positive integer, got %s", tostring(n)) end
+    return hl.reshape(bits(k, 2 * n), {n, 2})
+  end
+
+  function R.fold_in(key, data)
+    local k = R.check_key("fold_in", key)
+    if type(data) == "number" then
+      if data ~= math.floor(data) then fail("random.fold_in: data must be an integer, got %s", tostring(data)) end
+      data = hl.array(data % 2 ^ 32, "int64")
+    elseif is_array(data) then
+      data = band(hl.astype(data, "int64"), MASK)
+    else
+      fail("random.fold_in: data must be an integer or an integer array, got %s", type(data))
+    end
+    local y0, y1 = threefry(k[1], k[2], hl.zeros({}, "int64"), data)
+    return hl.stack and hl.stack({y0, y1}) or hl.concatenate({hl.reshape(y0, {1}), hl.reshape(y1, {1})}, 1)
+  end
+
+  -- the raw 32-bit words, shaped
+  function R.bits(key, shape)
+    local k = R.check_key("bits", key)
+    local s, n = shape_of("bits", shape)
+    return hl.reshape(bits(k, n), s)
+  end
+
+  local function check_float(op, dtype)
+    dtype = dtype or "float32"
+    if dtype ~= "float32" and dtype ~= "float64" then fail("random.%s: dtype must be float32 or float64, got %s", op, tostring(dtype)) end
+    return dtype
+  end
+
+  -- uniform on [0, 1): 24 random bits for float32, 53 for float64 (every value exactly representable)
+  local function unit(k, n, dtype)
+    if dtype == "float32" then
+      return hl.astype(shr(bits(k, n), 8), "float32") * 2 ^ -24
+    end
+    local w = bits(k, 2 * n)
+    local hi, lo = w[{{1, n}}], w[{{n + 1, 2 * n}}]
+    local m = bor(shl(shr(hi, 5), 26), shr(lo, 6))
+    return hl.astype(m, "float64") * 2 ^ -53
+  end
+
+  function R.uniform(key, shape, dtype, lo, hi)
+    if type(dtype) == "number" then dtype, lo, hi = nil, dtype, lo end
+    local k = R.check_key("uniform", key)
+    local s, n = shape_of("uniform", shape)
+    dtype = check_float("uniform", dtype)
+    lo, hi = lo or 0, hi or 1
+    local u = hl.reshape(unit(k, n, dtype), s)
+    if lo == 0 and hi == 1 then return u end
+    return u * (hi - lo) + lo
+  end
+
+  -- Box-Muller: sqrt(-2 log u1) cos(2 pi u2) with u1 in (0, 1]: exact in distribution
+  function R.normal(key, shape, dtype)
+    local k = R.check_key("normal", key)
+    local s, n = shape_of("normal", shape)
+    dtype = check_float("normal", dtype)
+    local u = unit(k, 2 * n, dtype)
+    if n == 0 then return hl.zeros(s, dtype) end
+    local u1, u2 = 1 - u[{{1, n}}], u[{{n + 1, 2 * n}}]
+    return hl.reshape(hl.sqrt(-2 * hl.log(u1)) * hl.cos(2 * math.pi * u2), s)
+  end
+
+  function R.bernoulli(key, p, shape)
+    local k = R.check_key("bernoulli", key)
+    if p == nil then p = 0.5 end
+    if shape == nil then shape = is_array(p) and p.shape or {} end
+    local s, n = shape_of("bernoulli", shape)
+    local dtype = is_array(p) and p.dtype == "float64" and "float64" or "float32"
+    return hl.lt(hl.reshape(unit(k, n, dtype), s), p)
+  end
+
+  function R.randint(key, shape, lo, hi, dtype)
+    local k = R.check_key("randint", key)
+    local s, n = shape_of("randint", shape)
+    if type(lo) ~= "number" or type(hi) ~= "number" or lo ~= math.floor(lo) or hi ~= math.floor(hi) then
+      fail("random.randint: lo and hi must be integers (hi excluded)")
+    end
+    if hi <= lo then fail("random.randint: hi (%d) must be greater than lo (%d)", hi, lo) end
+    dtype = dtype or "int32"
+    -- 53 uniform bits scaled: the bias is below (hi - lo) / 2^53
+    local r = hl.floor(unit(k, n, "float64") * (hi - lo))
+    return hl.reshape(hl.astype(hl.minimum(r, hi - lo - 1) + lo, dtype), s)
+  end
+
+  -- Gumbel-max: the argmax of logits + Gumbel noise is a sample of softmax(logits); 1-based
+  function R.categorical(key, logits, axis)
+    local k = R.check_key("categorical", key)
+    if not is_array(logits) then fail("random.categorical: logits must be an array, got %s", type(logits)) end
+    axis = axis or -1
+    local n = logits.size
+    local dtype = logits.dtype == "float64" and "float64" or "float32"
+    -- u strictly inside (0, 1): the middle of each of 2^24 cells
+    local u = (hl.astype(shr(bits(k, n), 8), dtype) + 0.5) * 2 ^ -24
+    local g = -hl.log(-hl.log(hl.reshape(u, logits.shape)))
+    return hl.argmax(logits + g, axis)
+  end
+
+  -- a random permutation of 1..n: each position's rank among n random words (ties by position)
+  function R.permutation(key, n)
+    local k = R.check_key("permutation", key)
+    if type(n) ~= "number" or n < 0 or n ~= math.floor(n) then fail("random.permutation: n must be a non-negative integer, got %s", tostring(n)) end
+    if n == 0 then return hl.zeros({0}, "int64") end
+    local w = bits(k, n)
+    local row, col = hl.reshape(w, {n, 1}), hl.reshape(w, {1, n})
+    local idx = hl.arange(n, "int64")
+    local before = hl.logical_or(hl.lt(col, row), hl.logical_and(hl.eq(col, row), hl.lt(hl.reshape(idx, {1, n}), hl.reshape(idx, {n, 1}))))
+    local rank = hl.sum(hl.astype(before, "int64"), 2)                  -- 0-based rank of each position
+    -- out[r] = the position whose rank is r (1-based)
+    local hit = hl.eq(hl.reshape(rank, {n, 1}), hl.reshape(idx, {1, n}))
+    return hl.sum(hl.astype(hit, "int64") * hl.reshape(idx + 1, {n, 1}), 1)
+  end
+
+  return R
+end
