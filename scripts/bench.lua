@@ -68,6 +68,48 @@ local function read_peers(cmd)
   return peers
 end
 
+-- an MLP 784 -> 1024 -> 1024 -> 10 on a batch of 256 (float32): forward + backward, and an SGD
+-- step, on `dev`; `time(f, reps, inner)` is the device's timer. Fills res.mlp_*.
+local function uniform(shape, scale)
+  local n, t = 1, {}
+  for _, v in ipairs(shape) do n = n * v end
+  for i = 1, n do t[i] = (math.random() - 0.5) * scale end
+  return hl.reshape(hl.array(t), shape)
+end
+local function mlp_rows(res, dev, time)
+  math.randomseed(1)
+  local params = {w1 = uniform({784, 1024}, 0.1), b1 = hl.zeros(1024),
+                  w2 = uniform({1024, 1024}, 0.06), b2 = hl.zeros(1024),
+                  w3 = uniform({1024, 10}, 0.1), b3 = hl.zeros(10)}
+  for k, v in pairs(params) do params[k] = (v + 0):to(dev) end
+  local batch = uniform({256, 784}, 2):to(dev)
+  local labels = {}
+  for i = 1, 256 do labels[i] = {} for j = 1, 10 do labels[i][j] = (i % 10 == j - 1) and 1 or 0 end end
+  labels = hl.array(labels):to(dev)
+  local function mlp_loss(p, x, y)
+    local h = hl.maximum(hl.matmul(x, p.w1) + p.b1, 0)
+    h = hl.maximum(hl.matmul(h, p.w2) + p.b2, 0)
+    return -(hl.nn.log_softmax(hl.matmul(h, p.w3) + p.b3, -1) * y):sum() / 256
+  end
+  local grad_step = hl.jit(hl.value_and_grad(mlp_loss))
+  res.mlp_grad_ms = time(function() return grad_step(params, batch, labels) end, 5, 3) * 1e3
+  local sgd_step = hl.jit(function(p, x, y)
+    local l, g = hl.value_and_grad(mlp_loss)(p, x, y)
+    local q = {}
+    for k, v in pairs(p) do q[k] = v - 0.01 * g[k] end
+    return l, q
+  end)
+  local t0 = now()
+  sgd_step:lower(params, batch, labels)
+  res.mlp_compile_ms = (now() - t0) * 1e3
+  res.mlp_sgd_ms = time(function() return sgd_step(params, batch, labels) end, 5, 3) * 1e3
+end
+local mlp_table_rows = {
+  {"mlp_grad_ms", "MLP 784-1024-1024-10, batch 256: value_and_grad, jit (ms)", "lower"},
+  {"mlp_sgd_ms", "MLP train step (value_and_grad + SGD), jit (ms)", "lower"},
+  {"mlp_compile_ms", "compile time of that train step (ms)", "lower"},
+}
+
 if device == "cuda" then
   -- the GPU rows: copy bandwidth, a fused chain, matmul 4096^3, against PyTorch and JAX
   io.stderr:write("bench: running the peers (PyTorch, JAX) on the GPU...\n")
@@ -87,10 +129,12 @@ if device == "cuda" then
   local m = hl.ones({4096, 4096}):to("cuda")
   local mm = hl.jit(function(u, v) return hl.matmul(u, v) end)
   res.matmul4096_gflops = 2 * 4096 ^ 3 / gpu_best(function() return mm(m, m) end, 3, 3) / 1e9
+  mlp_rows(res, "cuda", gpu_best)
   print_table({
     {"copy_GBs", "copy 2^26 float32 (GB/s, read+write)", "higher"},
     {"fused_ms", "tanh(a*b+c), 2^26 float32 (ms)", "lower"},
     {"matmul4096_gflops", "matmul 4096^3 float32 (GFLOP/s)", "higher"},
+    unpack(mlp_table_rows),
   }, res, peers, {"Torch", "JAX"}, "Benchmarks on CUDA", "benchmarks-cuda.md")
   return
 end
@@ -114,39 +158,7 @@ res.copy_GBs = 2 * 4 * n / best_of(function() return copy(x) end, 3, 5) / 1e9
 local m = hl.ones({1024, 1024}) + 0
 local mm = hl.jit(function(u, v) return hl.matmul(u, v) end)
 res.matmul1024_gflops = 2 * 1024 ^ 3 / best_of(function() return mm(m, m) end, 3, 5) / 1e9
-
--- an MLP 784 -> 1024 -> 1024 -> 10 on a batch of 256 (float32): forward + backward, and an SGD step
-local function uniform(shape, scale)
-  local n, t = 1, {}
-  for _, v in ipairs(shape) do n = n * v end
-  for i = 1, n do t[i] = (math.random() - 0.5) * scale end
-  return hl.reshape(hl.array(t), shape)
-end
-math.randomseed(1)
-local params = {w1 = uniform({784, 1024}, 0.1), b1 = hl.array(hl.zeros(1024):totable()),
-                w2 = uniform({1024, 1024}, 0.06), b2 = hl.array(hl.zeros(1024):totable()),
-                w3 = uniform({1024, 10}, 0.1), b3 = hl.array(hl.zeros(10):totable())}
-local batch = uniform({256, 784}, 2)
-local labels = {}
-for i = 1, 256 do labels[i] = {} for j = 1, 10 do labels[i][j] = (i % 10 == j - 1) and 1 or 0 end end
-labels = hl.array(labels)
-local function mlp_loss(p, x, y)
-  local h = hl.maximum(hl.matmul(x, p.w1) + p.b1, 0)
-  h = hl.maximum(hl.matmul(h, p.w2) + p.b2, 0)
-  return -(hl.nn.log_softmax(hl.matmul(h, p.w3) + p.b3, -1) * y):sum() / 256
-end
-local grad_step = hl.jit(hl.value_and_grad(mlp_loss))
-res.mlp_grad_ms = best_of(function() return grad_step(params, batch, labels) end, 5, 3) * 1e3
-local sgd_step = hl.jit(function(p, x, y)
-  local l, g = hl.value_and_grad(mlp_loss)(p, x, y)
-  local q = {}
-  for k, v in pairs(p) do q[k] = v - 0.01 * g[k] end
-  return l, q
-end)
-local t0 = now()
-sgd_step:lower(params, batch, labels)
-res.mlp_compile_ms = (now() - t0) * 1e3
-res.mlp_sgd_ms = best_of(function() return sgd_step(params, batch, labels) end, 5, 3) * 1e3
+mlp_rows(res, "cpu", best_of)
 
 print_table({
   {"eager_add8_us", "eager a + b, 8 float32 (us/op)", "lower"},
@@ -154,7 +166,5 @@ print_table({
   {"fused_ms", "tanh(a*b+c), 2^24 float32, jit (ms)", "lower"},
   {"copy_GBs", "copy 2^24 float32 (GB/s, read+write)", "higher"},
   {"matmul1024_gflops", "matmul 1024^3 float32 (GFLOP/s)", "higher"},
-  {"mlp_grad_ms", "MLP 784-1024-1024-10, batch 256: value_and_grad, jit (ms)", "lower"},
-  {"mlp_sgd_ms", "MLP train step (value_and_grad + SGD), jit (ms)", "lower"},
-  {"mlp_compile_ms", "compile time of that train step (ms)", "lower"},
+  unpack(mlp_table_rows),
 }, res, peers, {"NumPy", "Torch"}, "Benchmarks on the CPU", "benchmarks.md")

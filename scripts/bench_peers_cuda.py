@@ -30,6 +30,27 @@ try:
         put("fused_ms", "torch", best_of(lambda: torch.tanh(x * y + z), s) * 1e3)
         a = torch.ones(M, M, device="cuda")
         put("matmul4096_gflops", "torch", 2 * M ** 3 / best_of(lambda: a @ a, s, 3, 5) / 1e9)
+        # the MLP rows: eager PyTorch autograd, the way a PyTorch user writes the step
+        torch.manual_seed(1)
+        def uniform(*shape, scale):
+            return ((torch.rand(*shape, device="cuda") - 0.5) * scale).requires_grad_()
+        ps = [uniform(784, 1024, scale=0.1), torch.zeros(1024, device="cuda", requires_grad=True),
+              uniform(1024, 1024, scale=0.06), torch.zeros(1024, device="cuda", requires_grad=True),
+              uniform(1024, 10, scale=0.1), torch.zeros(10, device="cuda", requires_grad=True)]
+        xb = (torch.rand(256, 784, device="cuda") - 0.5) * 2
+        yb = torch.nn.functional.one_hot(torch.arange(256, device="cuda") % 10, 10).float()
+        def value_and_grad():
+            w1, b1, w2, b2, w3, b3 = ps
+            h = torch.relu(xb @ w1 + b1)
+            h = torch.relu(h @ w2 + b2)
+            loss = -(torch.log_softmax(h @ w3 + b3, -1) * yb).sum() / 256
+            return loss, torch.autograd.grad(loss, ps)
+        def sgd():
+            loss, gs = value_and_grad()
+            with torch.no_grad():
+                return loss, [p - 0.01 * g for p, g in zip(ps, gs)]
+        put("mlp_grad_ms", "torch", best_of(value_and_grad, s) * 1e3)
+        put("mlp_sgd_ms", "torch", best_of(sgd, s) * 1e3)
 except Exception as e:
     print("torch:", e, file=sys.stderr)
 try:
@@ -44,6 +65,26 @@ try:
     a = jnp.ones((M, M))
     mm = jax.jit(lambda a, b: a @ b)
     put("matmul4096_gflops", "jax", 2 * M ** 3 / best_of(lambda: mm(a, a).block_until_ready(), s, 3, 5) / 1e9)
+    # the MLP rows: jax.jit(jax.value_and_grad(loss)), and the SGD step compiled whole
+    k = jax.random.split(jax.random.PRNGKey(1), 4)
+    ps = {"w1": (jax.random.uniform(k[0], (784, 1024)) - 0.5) * 0.1, "b1": jnp.zeros(1024),
+          "w2": (jax.random.uniform(k[1], (1024, 1024)) - 0.5) * 0.06, "b2": jnp.zeros(1024),
+          "w3": (jax.random.uniform(k[2], (1024, 10)) - 0.5) * 0.1, "b3": jnp.zeros(10)}
+    xb = (jax.random.uniform(k[3], (256, 784)) - 0.5) * 2
+    yb = jax.nn.one_hot(jnp.arange(256) % 10, 10)
+    def loss(p, x, y):
+        h = jax.nn.relu(x @ p["w1"] + p["b1"])
+        h = jax.nn.relu(h @ p["w2"] + p["b2"])
+        return -(jax.nn.log_softmax(h @ p["w3"] + p["b3"], -1) * y).sum() / 256
+    vg = jax.jit(jax.value_and_grad(loss))
+    put("mlp_grad_ms", "jax", best_of(lambda: jax.block_until_ready(vg(ps, xb, yb)), s) * 1e3)
+    def sgd(p, x, y):
+        l, g = jax.value_and_grad(loss)(p, x, y)
+        return l, jax.tree_util.tree_map(lambda a, b: a - 0.01 * b, p, g)
+    t0 = time.perf_counter()
+    step = jax.jit(sgd).lower(ps, xb, yb).compile()
+    put("mlp_compile_ms", "jax", (time.perf_counter() - t0) * 1e3)
+    put("mlp_sgd_ms", "jax", best_of(lambda: jax.block_until_ready(step(ps, xb, yb)), s) * 1e3)
 except Exception as e:
     print("jax:", e, file=sys.stderr)
 json.dump(rows, sys.stdout)

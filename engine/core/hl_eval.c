@@ -396,6 +396,20 @@ static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_at
     }
     return 0;
   case HL_K_REDUCE:
+    if (dev != HL_DEVICE_CPU && hl_shape_size(in[0]->ndim, in[0]->shape) == 0) {
+      /* a reduction of nothing on the GPU: its split into partial sums would allocate zero
+       * bytes of device memory, which Halide's CUDA runtime aborts on; the host computes the
+       * identity instead */
+      hl_array host_in, host_out;
+      if (hl_to_device(in[0], HL_DEVICE_CPU, &host_in)) return -1;
+      const hl_array *hin[1] = {&host_in};
+      int rc = eager_apply(prim, 1, hin, at, &host_out);
+      hl_array_release(&host_in);
+      if (rc) return -1;
+      rc = hl_to_device(&host_out, dev, out);
+      hl_array_release(&host_out);
+      return rc;
+    }
     if (hl_array_alloc_on(out, dev, ty.dtype, ty.ndim, ty.shape)) return -1;
     break;
   }
@@ -478,7 +492,10 @@ int hl_program_run(hl_program *p, int nargs, const hl_array *const *args, hl_arr
     if (hl_array_alloc_on(&outs[nout], p->g.device, ty->dtype, ty->ndim, ty->shape)) goto done;
     outp[nout] = &outs[nout];
   }
-  rc = hl_kernel_run(p->kernel, in, outp);
+  /* nothing to compute when every output is empty (and a GPU kernel over nothing fails to launch) */
+  int64_t work = 0;
+  for (int k = 0; k < nout; k++) work += hl_shape_size(outs[k].ndim, outs[k].shape);
+  rc = work ? hl_kernel_run(p->kernel, in, outp) : 0;
 done:
   for (int k = 0; k < ntmp; k++) hl_array_release(&tmp[k]);
   if (rc)

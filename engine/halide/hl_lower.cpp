@@ -85,6 +85,14 @@ struct Lowerer {
 
   Expr call(int i, const std::vector<Expr> &args) const { return L.funcs[i](args); }
 
+  /* a C math library function of doubles (or floats): on CUDA its libdevice twin, which
+   * Halide links into the PTX (a call to plain `erf` would leave the module unloadable) */
+  Expr libm(const char *name, std::vector<Expr> args) const {
+    std::string fn = g->device == HL_DEVICE_CUDA ? std::string("__nv_") + name : std::string(name);
+    if (args[0].type() == Float(32)) fn += "f";
+    return Internal::Call::make(args[0].type(), fn, args, Internal::Call::PureExtern);
+  }
+
   Expr unary(int prim, Expr x, hl_dtype t) const {
     bool f32 = t == HL_FLOAT32, fl = hl_dtype_is_float(t);
     Type ty = x.type();
@@ -99,9 +107,9 @@ struct Lowerer {
     case HL_P_ROUND: return fl ? round(x) : x;   /* Halide rounds half to even, like NumPy */
     case HL_P_RECIPROCAL: return make_one(ty) / x;
     case HL_P_EXP: return f32 ? hl_vmath_exp(x) : exp(x);
-    case HL_P_EXPM1: return f32 ? hl_vmath_expm1(x) : Internal::Call::make(ty, "expm1", {x}, Internal::Call::PureExtern);
+    case HL_P_EXPM1: return f32 ? hl_vmath_expm1(x) : libm("expm1", {x});
     case HL_P_LOG: return f32 ? hl_vmath_log(x) : log(x);
-    case HL_P_LOG1P: return f32 ? hl_vmath_log1p(x) : Internal::Call::make(ty, "log1p", {x}, Internal::Call::PureExtern);
+    case HL_P_LOG1P: return f32 ? hl_vmath_log1p(x) : libm("log1p", {x});
     case HL_P_SQRT: return sqrt(x);
     case HL_P_RSQRT: return make_one(ty) / sqrt(x);
     case HL_P_SIN: return f32 ? hl_vmath_sin(x) : sin(x);
@@ -113,7 +121,7 @@ struct Lowerer {
     case HL_P_SINH: return f32 ? hl_vmath_sinh(x) : sinh(x);
     case HL_P_COSH: return f32 ? hl_vmath_cosh(x) : cosh(x);
     case HL_P_TANH: return f32 ? hl_vmath_tanh(x) : tanh(x);
-    case HL_P_ERF: return f32 ? hl_vmath_erf(x) : Internal::Call::make(ty, "erf", {x}, Internal::Call::PureExtern);
+    case HL_P_ERF: return f32 ? hl_vmath_erf(x) : libm("erf", {x});
     case HL_P_ISNAN: return from_bool(fl ? hl_is_nan(x) : const_false());
     case HL_P_ISINF: return from_bool(fl ? hl_is_inf(x) : const_false());
     case HL_P_ISFINITE: return from_bool(fl ? hl_is_finite(x) : const_true());
@@ -146,20 +154,20 @@ struct Lowerer {
     if (a.type().is_int()) fr = select(b == cast(b.type(), -1), zero, fr);
     return select(b == zero, zero, fr);
   }
-  static Expr float_mod(Expr a, Expr b) {
+  Expr float_mod(Expr a, Expr b) const {
     /* fmod in double keeps the remainder exact for float32; then move it to b's sign */
     Expr ad = cast(Float(64), a), bd = cast(Float(64), b);
-    Expr r = Internal::Call::make(Float(64), "fmod", {ad, bd}, Internal::Call::PureExtern);
+    Expr r = libm("fmod", {ad, bd});
     Expr z = make_zero(Float(64));
     Expr fixed = select(r != z && ((r < z) != (bd < z)), r + bd, r);
     return cast(a.type(), fixed);
   }
   /* NumPy's divmod: the quotient comes from the remainder, so inf // x is NaN, and the
    * result is the nearest integer to (a - fmod(a, b)) / b */
-  static Expr float_floordiv(Expr a, Expr b) {
+  Expr float_floordiv(Expr a, Expr b) const {
     Expr ad = cast(Float(64), a), bd = cast(Float(64), b), z = make_zero(Float(64));
     Expr one = make_one(Float(64)), half = Internal::make_const(Float(64), 0.5);
-    Expr m = Internal::Call::make(Float(64), "fmod", {ad, bd}, Internal::Call::PureExtern);
+    Expr m = libm("fmod", {ad, bd});
     Expr div = strict_float((ad - m) / bd);
     Expr fix = m != z && ((bd < z) != (m < z));
     div = select(fix, div - one, div);
@@ -229,12 +237,9 @@ struct Lowerer {
   static Expr convert(Expr x, hl_dtype to) {
     if (to == HL_BOOL) return from_bool(as_bool(x));
     Type ty = hl_halide_type(to);
-    /* Halide 14 rewrites (float64)uint8 * c into a widening multiply its codegen rejects;
-     * the exponent trick (2^52 + v, minus 2^52) is exact and opaque to that rewrite */
-    if (x.type() == UInt(8) && ty == Float(64)) {
-      Expr two52 = reinterpret(Float(64), Expr((uint64_t)0x4330000000000000ull));
-      return reinterpret(Float(64), cast(UInt(64), x) | Expr((uint64_t)0x4330000000000000ull)) - two52;
-    }
+    /* Halide 14 rewrites (float64)uint8 * c into a widening multiply of uint16 and float16
+     * that its codegen rejects; the strict_float call hides the cast from that rewrite */
+    if (x.type() == UInt(8) && ty == Float(64)) return strict_float(cast(ty, x));
     return cast(ty, x);
   }
 
@@ -374,7 +379,9 @@ struct Lowerer {
       const hl_node &sn = node(s);
       return sn.prim == HL_P_PARAM ? ExternFuncArgument(L.params[sn.attrs.i[0]]) : ExternFuncArgument(L.funcs[s]);
     };
-    if (g->device == HL_DEVICE_CUDA && hl_dtype_is_float(n.type.dtype) && hl_cublas_available()) {
+    /* cuBLAS for plain matrix products; batched products in a jit pipeline take the Halide
+     * schedule, since the batched extern call gave wrong gradients on an H100 (not yet found) */
+    if (g->device == HL_DEVICE_CUDA && hl_dtype_is_float(n.type.dtype) && hl_cublas_available() && (r == 2 || g->dynamic)) {
       /* cuBLAS as an extern stage */
       L.funcs[i].define_extern("halua_cublas_matmul", {operand(a), operand(b), extent(a, r - 1)}, ty, r,
                                NameMangling::C, DeviceAPI::CUDA);

@@ -90,7 +90,8 @@ end
 hl.array = function(v, dtype) return placed(core.array(v, dtype)) end
 hl.asarray = function(x, dtype)
   if is_array(x) and (dtype == nil or x.dtype == dtype) then return x end
-  return core.array(x, dtype)
+  if is_array(x) then return hl.astype(x, dtype) end
+  return placed(core.array(x, dtype))
 end
 function hl.full(shape, v, dtype) return placed(core.full(shape, v, dtype)) end
 function hl.zeros(shape, dtype) return placed(core.full(shape, 0, dtype or "float32")) end
@@ -449,7 +450,8 @@ local function scatter(self, v, combine)
     end
     v = core.reshape(err, counts)
   end
-  local new = hl.broadcast_to(hl.astype(hl.asarray(combine(sel, v), x.dtype), x.dtype), counts)
+  local c = combine(sel, v)
+  local new = is_array(c) and hl.broadcast_to(hl.astype(c, x.dtype), counts) or hl.fill_like(x, c, counts, x.dtype)
   local placed = hl.rules.unslice(new, x.shape, starts, steps)
   local mask = hl.rules.unslice(hl.fill_like(x, true, counts, "bool"), x.shape, starts, steps)
   return hl.where(mask, placed, x)

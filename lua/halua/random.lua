@@ -29,15 +29,17 @@ return function(hl, core)
       local what = is_array(key) and (key.dtype .. "[" .. table.concat(key.shape, ",") .. "]") or type(key)
       fail("random.%s: expected a key (an int64[2] array from hl.random.key or split), got %s", op, what)
     end
-    return {key[1], key[2]}
+    return {key[1], key[2], device = not core.is_tracer(key) and key.device or nil}
   end
+  -- arrays the functions make (counters, empty results) live where a concrete key does
+  local function on(k, x) return k.device and x.device ~= k.device and x:to(k.device) or x end
 
   -- n 32-bit words (int64 array of shape {n}) for this key, as JAX orders them: the counters
   -- 0..n-1 (padded to even) are split into halves that form the pairs
   local function bits(k, n)
     local half = math.ceil(n / 2)
-    if half == 0 then return hl.zeros({0}, "int64") end
-    local x0 = hl.arange(half, "int64")
+    if half == 0 then return on(k, hl.zeros({0}, "int64")) end
+    local x0 = on(k, hl.arange(half, "int64"))
     local x1 = x0 + half
     local y0, y1 = threefry(k[1], k[2], x0, x1)
     local all = hl.concatenate({y0, y1}, 1)
@@ -79,13 +81,13 @@ return function(hl, core)
     local k = R.check_key("fold_in", key)
     if type(data) == "number" then
       if data ~= math.floor(data) then fail("random.fold_in: data must be an integer, got %s", tostring(data)) end
-      data = hl.array(data % 2 ^ 32, "int64")
+      data = on(k, hl.array(data % 2 ^ 32, "int64"))
     elseif is_array(data) then
       data = band(hl.astype(data, "int64"), MASK)
     else
       fail("random.fold_in: data must be an integer or an integer array, got %s", type(data))
     end
-    local y0, y1 = threefry(k[1], k[2], hl.zeros({}, "int64"), data)
+    local y0, y1 = threefry(k[1], k[2], on(k, hl.zeros({}, "int64")), data)
     return hl.stack and hl.stack({y0, y1}) or hl.concatenate({hl.reshape(y0, {1}), hl.reshape(y1, {1})}, 1)
   end
 
@@ -130,7 +132,7 @@ return function(hl, core)
     local s, n = shape_of("normal", shape)
     dtype = check_float("normal", dtype)
     local u = unit(k, 2 * n, dtype)
-    if n == 0 then return hl.zeros(s, dtype) end
+    if n == 0 then return on(k, hl.zeros(s, dtype)) end
     local u1, u2 = 1 - u[{{1, n}}], u[{{n + 1, 2 * n}}]
     return hl.reshape(hl.sqrt(-2 * hl.log(u1)) * hl.cos(2 * math.pi * u2), s)
   end
@@ -174,10 +176,10 @@ return function(hl, core)
   function R.permutation(key, n)
     local k = R.check_key("permutation", key)
     if type(n) ~= "number" or n < 0 or n ~= math.floor(n) then fail("random.permutation: n must be a non-negative integer, got %s", tostring(n)) end
-    if n == 0 then return hl.zeros({0}, "int64") end
+    if n == 0 then return on(k, hl.zeros({0}, "int64")) end
     local w = bits(k, n)
     local row, col = hl.reshape(w, {n, 1}), hl.reshape(w, {1, n})
-    local idx = hl.arange(n, "int64")
+    local idx = on(k, hl.arange(n, "int64"))
     local before = hl.logical_or(hl.lt(col, row), hl.logical_and(hl.eq(col, row), hl.lt(hl.reshape(idx, {1, n}), hl.reshape(idx, {n, 1}))))
     local rank = hl.sum(hl.astype(before, "int64"), 2)                  -- 0-based rank of each position
     -- out[r] = the position whose rank is r (1-based)

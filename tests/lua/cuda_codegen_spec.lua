@@ -15,6 +15,9 @@ local function assembles(f, ...)
   local lowered = hl.jit(f, {device = "cuda"}):lower(...)
   local ptx = lowered:ptx()
   assert.truthy(ptx:find(".entry", 1, true), "no kernel in the PTX")
+  -- a call into a function the module does not define assembles, but the driver refuses to load it
+  local ext = ptx:match("%.extern%s+%.func[^\n]*")
+  assert.is_nil(ext, "the PTX calls an undefined function: " .. tostring(ext))
   local path = os.tmpname()
   local fh = assert(io.open(path, "w"))
   fh:write(ptx)
@@ -34,12 +37,14 @@ describe("CUDA code generation", function()
   end
   local x, y = hl.ones({37, 53}), hl.ones({37, 53})
   local xi = hl.ones({37, 53}, "int32")
+  local xd = hl.ones({37, 53}, "float64")
 
   it("assembles every unary primitive", function()
     for _, op in ipairs {"neg", "abs", "sign", "square", "floor", "ceil", "round", "reciprocal", "exp", "expm1",
                          "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
                          "cosh", "tanh", "erf", "isnan", "isinf", "isfinite", "logical_not"} do
       assembles(function(a) return hl[op](a) end, x)
+      assembles(function(a) return hl[op](a) end, xd)
     end
   end)
 
@@ -47,10 +52,20 @@ describe("CUDA code generation", function()
     for _, op in ipairs {"add", "sub", "mul", "div", "pow", "mod", "floor_divide", "maximum", "minimum", "atan2",
                          "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"} do
       assembles(function(a, b) return hl[op](a, b) end, x, y)
+      assembles(function(a, b) return hl[op](a, b) end, xd, xd)
       if op ~= "atan2" and op ~= "div" then assembles(function(a, b) return hl[op](a, b) end, xi, xi) end
     end
     assembles(function(a, b) return hl.where(hl.gt(a, b), a, b) end, x, y)
     assembles(function(a) return a:astype("float64"):astype("uint8") end, x)
+    for _, op in ipairs {"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"} do
+      assembles(function(a, b) return hl[op](a, b) end, xi, xi)
+      assembles(function(a, b) return hl[op](a, b) end, xi:astype("int64"), xi:astype("int64"))
+    end
+  end)
+
+  it("assembles the random-number generator and a jitted gradient", function()
+    assembles(function(k) return hl.random.uniform(k, {37, 53}), hl.random.normal(k, {99}) end, hl.random.key(1))
+    assembles(hl.value_and_grad(function(w, a) return hl.sum(hl.tanh(hl.matmul(a, w)) ^ 2) end), hl.ones({53, 7}), x)
   end)
 
   it("assembles reductions over rows, columns and everything", function()

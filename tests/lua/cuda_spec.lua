@@ -23,7 +23,7 @@ local have_cuda = #hl.devices() > 1
 describe("devices without a GPU", function()
   it("lists the cpu first and names the device of an array", function()
     assert.are.equal("cpu", hl.devices()[1])
-    assert.are.equal("cpu", hl.ones({2}).device)
+    assert.are.equal("cpu", hl.device_put(hl.ones({2}), "cpu").device)
   end)
   it("refuses unknown devices with a clear error", function()
     local ok, err = pcall(hl.device_put, hl.ones({2}), "tpu")
@@ -52,7 +52,7 @@ describe("CUDA gives the CPU's answers", function()
     for _, e in ipairs(shape) do n = n * e end
     local v = {}
     for i = 1, n do v[i] = lo + (hi - lo) * math.random() end
-    return hl.reshape(hl.array(v), shape)
+    return hl.reshape(hl.array(v), shape):to("cpu")   -- on the host even when HALUA_DEVICE=cuda
   end
   local x, y = rand({37, 53}, -2, 2), rand({37, 53}, 0.1, 3)
   local gx, gy = x:to("cuda"), y:to("cuda")
@@ -101,6 +101,31 @@ describe("CUDA gives the CPU's answers", function()
     assert.are.equal("cuda:1", g1.device)
     assert.is_true(max_abs_diff(g1, c1) < 1e-4)
     assert.is_true(max_abs_diff(g2, c2) == 0)
+  end)
+
+  it("draws the CPU's random bits, eagerly and under jit", function()
+    local R = hl.random
+    local key, gkey = R.key(42), R.key(42):to("cuda")
+    local draw = hl.jit(function(k) return R.bits(k, {3, 333}), R.uniform(k, {1000}), R.normal(k, {1000}, "float64") end)
+    local b, u, n = draw(gkey)
+    assert.are.equal("cuda:1", u.device)
+    assert.are.equal(0, max_abs_diff(b, R.bits(key, {3, 333})))
+    assert.are.equal(0, max_abs_diff(u, R.uniform(key, {1000})))
+    assert.is_true(max_abs_diff(n, R.normal(key, {1000}, "float64")) < 1e-12)
+    assert.are.equal(0, max_abs_diff(R.split(gkey, 3), R.split(key, 3)))
+  end)
+
+  it("differentiates a jitted loss on the GPU as on the CPU", function()
+    local function loss(p, a) return hl.sum(hl.tanh(hl.matmul(a, p.w) + p.b) ^ 2) end
+    local p = {w = rand({53, 7}, -0.5, 0.5), b = rand({7}, -1, 1)}
+    local gp = {w = p.w:to("cuda"), b = p.b:to("cuda")}
+    local step = hl.jit(hl.value_and_grad(loss))
+    local lg, gg = step(gp, gx)
+    local lc, gc = step(p, x)
+    assert.are.equal("cuda:1", gg.w.device)
+    assert.is_true(max_abs_diff(lg, lc) < 1e-4)
+    assert.is_true(max_abs_diff(gg.w, gc.w) < 1e-4)
+    assert.is_true(max_abs_diff(gg.b, gc.b) < 1e-4)
   end)
 
   it("refuses to mix devices in one op, naming device_put", function()
