@@ -27,19 +27,25 @@ for i, a in ipairs(arg) do
 end
 
 local function fmt(v) return v and string.format("%.2f", v) or "n/a" end
+-- the table, with the ratio against the first peer that has the row; --write puts it into
+-- docs/<doc> between the bench markers, keeping the notes written around it
+local BEGIN, END = "<!-- bench table: written by scripts/bench -->", "<!-- end of bench table -->"
 local function print_table(rows, res, peers, names, title, doc)
-  local lines = {"| work | halua | " .. table.concat(names, " | ") .. " | halua vs " .. names[1] .. " |",
+  local lines = {"| work | halua | " .. table.concat(names, " | ") .. " | halua vs peer |",
                  "|---|---|" .. string.rep("---|", #names) .. "---|"}
   for _, r in ipairs(rows) do
     local key, label, better = r[1], r[2], r[3]
-    local h, cells = res[key], {}
-    for i, nm in ipairs(names) do cells[i] = fmt(peers[key] and peers[key][nm:lower()]) end
-    local ref = peers[key] and peers[key][names[1]:lower()]
+    local h, cells, ref, refname = res[key], {}, nil, nil
+    for i, nm in ipairs(names) do
+      local v = peers[key] and peers[key][nm:lower()]
+      cells[i] = fmt(v)
+      if v and not ref then ref, refname = v, nm end
+    end
     local ratio = "n/a"
     if h and ref then
-      if better == "higher" then ratio = string.format("%.0f%%", 100 * h / ref)
-      elseif ref >= h then ratio = string.format("%.2fx faster", ref / h)
-      else ratio = string.format("%.2fx slower", h / ref) end
+      if better == "higher" then ratio = string.format("%.0f%% of %s", 100 * h / ref, refname)
+      elseif ref >= h then ratio = string.format("%.2fx faster than %s", ref / h, refname)
+      else ratio = string.format("%.2fx slower than %s", h / ref, refname) end
     end
     lines[#lines + 1] = string.format("| %s | %s | %s | %s |", label, fmt(h), table.concat(cells, " | "), ratio)
   end
@@ -47,10 +53,17 @@ local function print_table(rows, res, peers, names, title, doc)
   print(text)
   if write then
     os.execute("mkdir -p '" .. root .. "/docs'")
-    local f = assert(io.open(root .. "/docs/" .. doc, "w"))
-    f:write("# ", title, "\n\nWritten by `scripts/bench", device == "cpu" and "" or " --device " .. device,
-            " --write` on ", os.date("!%Y-%m-%d"), ". Each figure is the best of several runs in one process;\n",
-            "the peers ran in the same invocation, so ratios compare like with like.\n\n", text, "\n")
+    local path = root .. "/docs/" .. doc
+    local f = io.open(path)
+    local old = f and f:read("*a") or ""
+    if f then f:close() end
+    local block = BEGIN .. "\nWritten by `scripts/bench" .. (device == "cpu" and "" or " --device " .. device) ..
+                  " --write` on " .. os.date("!%Y-%m-%d") .. "; each figure is the best of several runs in one\n" ..
+                  "process, the peers ran in the same invocation.\n\n" .. text .. "\n" .. END
+    local a, b = old:find(BEGIN, 1, true), select(2, old:find(END, 1, true))
+    local new = a and b and (old:sub(1, a - 1) .. block .. old:sub(b + 1)) or ("# " .. title .. "\n\n" .. block .. "\n" .. old)
+    f = assert(io.open(path, "w"))
+    f:write(new)
     f:close()
     print("wrote docs/" .. doc)
   end
