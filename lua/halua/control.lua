@@ -1,0 +1,222 @@
+-- Structured control flow: hl.cond, hl.switch, hl.while_loop, hl.fori_loop, hl.scan, carrying
+-- pytrees. On concrete values they run as Lua control flow (so they record onto autodiff's tape
+-- like any other ops). On tracers (inside hl.jit): cond and switch trace every branch and choose
+-- with `where`; fori_loop and scan trace their body once per step (the trip count is static);
+-- while_loop, whose trip count depends on traced values, is an error there.
+return function(hl, core)
+  local tree = hl.tree
+  local is_array = core.is_array
+  local function fail(msg, ...) error("halua: " .. string.format(msg, ...), 0) end
+
+  -- the path of each leaf, in tree.flatten's order: "[2].w" names the leaf to the user
+  local function leaf_paths(t, prefix, out)
+    out = out or {}
+    prefix = prefix or ""
+    if type(t) ~= "table" then
+      out[#out + 1] = prefix == "" and "(the value itself)" or prefix
+      return out
+    end
+    for i = 1, #t do leaf_paths(t[i], prefix .. "[" .. i .. "]", out) end
+    local keys = {}
+    for k in pairs(t) do if type(k) == "string" then keys[#keys + 1] = k end end
+    table.sort(keys)
+    for _, k in ipairs(keys) do leaf_paths(t[k], prefix .. "." .. k, out) end
+    return out
+  end
+
+  local function describe(x)
+    if is_array(x) then return x.dtype .. "[" .. table.concat(x.shape, ",") .. "]" end
+    return type(x)
+  end
+
+  -- numbers and booleans in a carry become arrays, so every step sees the same kinds of leaves
+  local function as_leaves(op, what, t)
+    local leaves, def = tree.flatten(t)
+    for i, l in ipairs(leaves) do
+      if type(l) == "number" or type(l) == "boolean" then
+        leaves[i] = hl.asarray(l)
+      elseif not is_array(l) then
+        fail("%s: %s leaf %s is a %s; leaves must be arrays, numbers or booleans", op, what, leaf_paths(t)[i], type(l))
+      end
+    end
+    return leaves, def
+  end
+
+  -- b must have a's structure, shapes and dtypes: names the first leaf that differs
+  local function check_same(op, what, ref, a_tree, a_leaves, a_def, b)
+    local b_leaves, b_def = as_leaves(op, what, b)
+    if b_def ~= a_def then
+      fail("%s: %s has a different structure (%d leaves) from %s (%d leaves)", op, what, #b_leaves, ref, #a_leaves)
+    end
+    local paths = leaf_paths(a_tree)
+    for i, l in ipairs(b_leaves) do
+      local ref = a_leaves[i]
+      if l.dtype ~= ref.dtype or table.concat(l.shape, ",") ~= table.concat(ref.shape, ",") then
+        fail("%s: %s leaf %s is %s, expected %s", op, what, paths[i], describe(l), describe(ref))
+      end
+    end
+    return b_leaves
+  end
+
+  local function is_concrete(x) return not (is_array(x) and core.is_tracer(x)) end
+
+  local function truth(op, p)
+    if type(p) == "boolean" then return p end
+    if type(p) == "number" then return p ~= 0 end
+    if not is_array(p) then fail("%s: the predicate is a %s, expected a boolean, a number or a 0-d array", op, type(p)) end
+    if p.ndim ~= 0 then fail("%s: the predicate must be a 0-d array, got %s", op, describe(p)) end
+    return p:item() ~= 0 and p:item() ~= false
+  end
+
+  local function check_fn(op, f, what)
+    if type(f) ~= "function" and not (type(f) == "table" and getmetatable(f) and getmetatable(f).__call) then
+      fail("%s: %s must be a function, got %s", op, what, type(f))
+    end
+  end
+
+  -- branches traced and joined by `where` on the (traced) selector
+  local function join(op, results, choose)
+    local first_leaves, def = as_leaves(op, "the first branch's result", results[1])
+    local all = {first_leaves}
+    for k = 2, #results do
+      all[k] = check_same(op, "branch " .. k .. "'s result", "the first branch's result", results[1], first_leaves, def, results[k])
+    end
+    local out = {}
+    for i = 1, #first_leaves do
+      local col = {}
+      for k = 1, #all do col[k] = all[k][i] end
+      out[i] = choose(col)
+    end
+    return tree.unflatten(def, out)
+  end
+
+  function hl.cond(pred, true_fn, false_fn, ...)
+    check_fn("cond", true_fn, "true_fn")
+    check_fn("cond", false_fn, "false_fn")
+    if is_concrete(pred) then
+      if truth("cond", pred) then return true_fn(...) end
+      return false_fn(...)
+    end
+    if pred.ndim ~= 0 then fail("cond: the predicate must be a 0-d array, got %s", describe(pred)) end
+    local c = pred.dtype == "bool" and pred or hl.ne(pred, 0)
+    local t, f = true_fn(...), false_fn(...)
+    local ok, r = pcall(join, "cond", {t, f}, function(col) return hl.where(c, col[1], col[2]) end)
+    if not ok then error((r:gsub("branch 2's result", "the false branch's result"):gsub("the first branch's result", "the true branch's result")), 0) end
+    return r
+  end
+
+  local function branch_index(op, i, n)
+    -- out-of-range indices clamp to the first or last branch, as JAX's switch does
+    if type(i) ~= "number" then
+      if not is_array(i) or i.ndim ~= 0 then fail("%s: the index must be a number or a 0-d integer array, got %s", op, describe(i)) end
+      if i.dtype ~= "int32" and i.dtype ~= "int64" and i.dtype ~= "uint8" then
+        fail("%s: the index must be an integer, got %s", op, describe(i))
+      end
+      i = i:item()
+    end
+    if i ~= math.floor(i) then fail("%s: the index must be an integer, got %s", op, tostring(i)) end
+    return math.max(1, math.min(n, i))
+  end
+
+  function hl.switch(i, branches, ...)
+    if type(branches) ~= "table" or #branches == 0 then fail("switch: branches must be a non-empty list of functions") end
+    for k, f in ipairs(branches) do check_fn("switch", f, "branch " .. k) end
+    if is_concrete(i) then return branches[branch_index("switch", i, #branches)](...) end
+    if i.ndim ~= 0 or (i.dtype ~= "int32" and i.dtype ~= "int64" and i.dtype ~= "uint8") then
+      fail("switch: the index must be a 0-d integer array, got %s", describe(i))
+    end
+    local results = {}
+    for k, f in ipairs(branches) do results[k] = f(...) end
+    local n = #branches
+    return join("switch", results, function(col)
+      local r = col[n]
+      for k = n - 1, 1, -1 do r = hl.where(hl.le(i, k), col[k], r) end   -- i <= 1 takes the first
+      return r
+    end)
+  end
+
+  local function any_traced(leaves)
+    for _, l in ipairs(leaves) do if not is_concrete(l) then return true end end
+    return false
+  end
+
+  function hl.while_loop(cond_fn, body_fn, init)
+    check_fn("while_loop", cond_fn, "cond_fn")
+    check_fn("while_loop", body_fn, "body_fn")
+    local leaves, def = as_leaves("while_loop", "the initial carry's", init)
+    local carry = tree.unflatten(def, leaves)
+    while true do
+      local p = cond_fn(carry)
+      if not is_concrete(p) or any_traced(leaves) then
+        fail("while_loop: inside hl.jit the number of steps must not depend on traced values; " ..
+             "use hl.fori_loop or hl.scan with a fixed number of steps")
+      end
+      if not truth("while_loop", p) then return carry end
+      local new = body_fn(carry)
+      leaves = check_same("while_loop", "body_fn's result", "the initial carry", init, leaves, def, new)
+      carry = tree.unflatten(def, leaves)
+    end
+  end
+
+  local function static_int(op, what, v)
+    if is_array(v) then
+      if not is_concrete(v) then fail("%s: %s must be known when the function is traced (a number), not a traced array", op, what) end
+      v = v:item()
+    end
+    if type(v) ~= "number" or v ~= math.floor(v) then fail("%s: %s must be an integer, got %s", op, what, tostring(v)) end
+    return v
+  end
+
+  function hl.fori_loop(lo, hi, body_fn, init)
+    lo, hi = static_int("fori_loop", "lo", lo), static_int("fori_loop", "hi", hi)
+    check_fn("fori_loop", body_fn, "body_fn")
+    local leaves, def = as_leaves("fori_loop", "the initial carry's", init)
+    local carry = tree.unflatten(def, leaves)
+    local like = leaves[1]
+    for i = lo, hi do
+      local iv = like and hl.fill_like(like, i, {}, "int32") or hl.array(i, "int32")
+      leaves = check_same("fori_loop", "body_fn's result", "the initial carry", init, leaves, def, body_fn(iv, carry))
+      carry = tree.unflatten(def, leaves)
+    end
+    return carry
+  end
+
+  function hl.scan(f, init, xs)
+    check_fn("scan", f, "f")
+    local c_leaves, c_def = as_leaves("scan", "the initial carry's", init)
+    local x_leaves, x_def = {}, nil
+    if xs ~= nil then x_leaves, x_def = as_leaves("scan", "xs", xs) end
+    local n
+    for i, l in ipairs(x_leaves) do
+      if l.ndim == 0 then fail("scan: xs leaf %s is 0-d; scan runs along the first axis", leaf_paths(xs)[i]) end
+      if n and l.shape[1] ~= n then
+        fail("scan: xs leaf %s has %d rows, but the first leaf has %d", leaf_paths(xs)[i], l.shape[1], n)
+      end
+      n = n or l.shape[1]
+    end
+    if not n then fail("scan: xs must hold at least one array to scan over") end
+    local carry = tree.unflatten(c_def, c_leaves)
+    local ys, y_def, y_tree = {}, nil, nil
+    for i = 1, n do
+      local x_i = {}
+      for k, l in ipairs(x_leaves) do x_i[k] = l[i] end
+      local new_carry, y = f(carry, tree.unflatten(x_def, x_i))
+      c_leaves = check_same("scan", "f's carry", "the initial carry", init, c_leaves, c_def, new_carry)
+      carry = tree.unflatten(c_def, c_leaves)
+      if y_def == nil then
+        y_tree = y
+        ys[1], y_def = as_leaves("scan", "f's output", y)
+      else
+        ys[i] = check_same("scan", "f's output at step " .. i, "its output at step 1", y_tree, ys[1], y_def, y)
+      end
+    end
+    -- stack the outputs along a new first axis
+    local stacked = {}
+    for k = 1, #ys[1] do
+      local parts = {}
+      for i = 1, n do parts[i] = hl.expand_dims(ys[i][k], 1) end
+      stacked[k] = hl.concatenate(parts, 1)
+    end
+    return carry, tree.unflatten(y_def, stacked)
+  end
+end

@@ -1,0 +1,162 @@
+-- Structured control flow: cond, switch, while_loop, fori_loop and scan against plain Lua
+-- control flow, eagerly and under jit, carrying pytrees; gradients through them against central
+-- differences; every error's words.
+local hl = require "halua"
+local F64 = "float64"
+
+local function close(a, b, tol)
+  local ta = type(a) == "table" and a or hl.flatten(a):astype(F64):totable()
+  local tb = type(b) == "table" and b or hl.flatten(b):astype(F64):totable()
+  assert.are.equal(#tb, #ta)
+  for i = 1, #ta do
+    assert.is_true(math.abs(ta[i] - tb[i]) <= (tol or 1e-12) * math.max(1, math.abs(tb[i])),
+                   string.format("element %d is %.17g, expected %.17g", i, ta[i], tb[i]))
+  end
+end
+local function err_of(f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  return tostring(e)
+end
+local function has(msg, part) assert.is_truthy(msg:find(part, 1, true), "message '" .. msg .. "' lacks '" .. part .. "'") end
+
+-- each behaviour eagerly (T = identity) and under jit
+local function both(name, body)
+  it(name, function() body(function(f) return f end) end)
+  it(name .. " [jit]", function() body(hl.jit) end)
+end
+
+describe("cond and switch", function()
+  local x = hl.array({1.5, -2, 3}, F64)
+  both("cond takes the branch the predicate chooses, passing the operands", function(T)
+    local f = T(function(p, a, b) return hl.cond(p, function(u, v) return {u * v, u} end, function(u, v) return {u - v, v} end, a, b) end)
+    local r = f(hl.array(true), x, x + 1)
+    close(r[1], {1.5 * 2.5, -2 * -1, 3 * 4})
+    close(r[2], x)
+    r = f(hl.array(false), x, x + 1)
+    close(r[1], {-1, -1, -1})
+    close(r[2], x + 1)
+  end)
+  both("cond on a number predicate (nonzero is true)", function(T)
+    local f = T(function(p, a) return hl.cond(hl.gt(p, 0), function(u) return hl.sin(u) end, function(u) return hl.cos(u) end, a) end)
+    close(f(hl.array(2, F64), x), hl.sin(x))
+    close(f(hl.array(-2, F64), x), hl.cos(x))
+  end)
+  both("switch picks branch i (1-based) and clamps out-of-range indices", function(T)
+    local fs = {function(u) return u end, function(u) return u * 10 end, function(u) return -u end}
+    local f = T(function(i, a) return hl.switch(i, fs, a) end)
+    for i, want in pairs {[1] = {1.5, -2, 3}, [2] = {15, -20, 30}, [3] = {-1.5, 2, -3}, [0] = {1.5, -2, 3}, [7] = {-1.5, 2, -3}} do
+      close(f(hl.array(i, "int32"), x), want)
+    end
+  end)
+  it("branch results must agree in structure, shape and dtype", function()
+    local traced = hl.jit(function(p) return hl.cond(p, function() return hl.ones(2) end, function() return hl.ones(3) end) end)
+    has(err_of(traced, hl.array(true)), "halua: cond: the false branch's result leaf (the value itself) is float32[3], expected float32[2]")
+    local tree = hl.jit(function(p) return hl.cond(p, function() return {a = hl.ones(2)} end, function() return {a = hl.ones(2), b = hl.ones(2)} end) end)
+    has(err_of(tree, hl.array(true)), "halua: cond: the false branch's result has a different structure (2 leaves) from the true branch's result (1 leaves)")
+    local sw = hl.jit(function(i) return hl.switch(i, {function() return {w = hl.ones(2)} end, function() return {w = hl.ones(2, "int32")} end}) end)
+    has(err_of(sw, hl.array(1, "int32")), "halua: switch: branch 2's result leaf .w is int32[2], expected float32[2]")
+  end)
+  it("arguments are checked", function()
+    has(err_of(hl.cond, hl.array({true, false}), function() end, function() end), "halua: cond: the predicate must be a 0-d array, got bool[2]")
+    has(err_of(hl.cond, "yes", function() end, function() end), "halua: cond: the predicate is a string, expected a boolean, a number or a 0-d array")
+    has(err_of(hl.cond, true, 3, function() end), "halua: cond: true_fn must be a function, got number")
+    has(err_of(hl.switch, 1, {}), "halua: switch: branches must be a non-empty list of functions")
+    has(err_of(hl.switch, 1.5, {function() end}), "halua: switch: the index must be an integer, got 1.5")
+    has(err_of(hl.switch, hl.array(1.0), {function() end}), "halua: switch: the index must be an integer, got float32[]")
+  end)
+end)
+
+describe("loops", function()
+  both("fori_loop runs lo..hi inclusive with i as an int32 0-d array, like a Lua for loop", function(T)
+    local f = T(function(a) return hl.fori_loop(2, 6, function(i, c) return {s = c.s * 2 + i, n = c.n + 1} end, {s = a, n = hl.array(0, "int32")}) end)
+    local r = f(hl.array({1, 2}, F64))
+    local want = {1, 2}
+    for i = 2, 6 do for k = 1, 2 do want[k] = want[k] * 2 + i end end
+    close(r.s, want)
+    assert.are.equal(5, r.n:item())
+    assert.are.equal("int32", r.n.dtype)
+  end)
+  both("fori_loop with an empty range returns the carry", function(T)
+    close(T(function(a) return hl.fori_loop(3, 2, function(_, c) return c * 0 end, a) end)(hl.array({4, 5}, F64)), {4, 5})
+  end)
+  it("while_loop runs while cond_fn is true, eagerly", function()
+    local r = hl.while_loop(function(c) return hl.lt(c[1], 100) end, function(c) return {c[1] * 3, c[2] + 1} end, {hl.array(1, F64), 0})
+    local v, n = 1, 0
+    while v < 100 do v, n = v * 3, n + 1 end
+    close(r[1], {v})
+    close(r[2], {n})
+  end)
+  both("scan threads the carry and stacks the outputs along a new first axis", function(T)
+    local xs = hl.reshape(hl.arange(12, F64), {4, 3})
+    local c, ys = T(function(init, rows) return hl.scan(function(c, r) return c + r, {sum = c, prod = c * r} end, init, rows) end)(hl.zeros(3, F64), xs)
+    local acc, sums, prods = {0, 0, 0}, {}, {}
+    for i = 0, 3 do
+      for k = 1, 3 do
+        local v = i * 3 + k - 1
+        sums[#sums + 1], prods[#prods + 1] = acc[k], acc[k] * v
+        acc[k] = acc[k] + v
+      end
+    end
+    close(c, acc)
+    assert.are.same({4, 3}, ys.sum.shape)
+    close(ys.sum, sums)
+    close(ys.prod, prods)
+  end)
+  it("carries must keep their structure, shapes and dtypes", function()
+    has(err_of(hl.fori_loop, 1, 3, function(_, c) return c:astype(F64) end, hl.ones(3)),
+        "halua: fori_loop: body_fn's result leaf (the value itself) is float64[3], expected float32[3]")
+    has(err_of(hl.fori_loop, 1, 3, function(_, c) return {c[1], c[2][{{1, 2}}]} end, {hl.ones(3), hl.ones(3)}),
+        "halua: fori_loop: body_fn's result leaf [2] is float32[2], expected float32[3]")
+    has(err_of(hl.while_loop, function() return true end, function(c) return {c, c} end, hl.ones(2)),
+        "halua: while_loop: body_fn's result has a different structure (2 leaves) from the initial carry (1 leaves)")
+    has(err_of(hl.scan, function(c, x) return c, (x[1]:item() > 0 and x or x[{{1, 1}}]) end, hl.ones(1), hl.array({{1, 2}, {-1, 2}})),
+        "halua: scan: f's output at step 2 leaf (the value itself) is float32[1], expected float32[2]")
+  end)
+  it("arguments are checked", function()
+    has(err_of(hl.jit(function(a) return hl.while_loop(function(c) return hl.lt(c[1], 10) end, function(c) return c end, a) end), hl.ones(2)),
+        "halua: while_loop: inside hl.jit the number of steps must not depend on traced values; use hl.fori_loop or hl.scan")
+    has(err_of(hl.jit(function(n, a) return hl.fori_loop(1, n, function(_, c) return c end, a) end), hl.array(3, "int32"), hl.ones(2)),
+        "halua: fori_loop: hi must be known when the function is traced (a number), not a traced array")
+    has(err_of(hl.fori_loop, 1, 2.5, function() end, 0), "halua: fori_loop: hi must be an integer, got 2.5")
+    has(err_of(hl.fori_loop, 1, 2, function(_, c) return c end, {"x"}), "halua: fori_loop: the initial carry's leaf [1] is a string")
+    has(err_of(hl.scan, function(c) return c end, 0, {hl.ones(2), hl.ones(3)}), "halua: scan: xs leaf [2] has 3 rows, but the first leaf has 2")
+    has(err_of(hl.scan, function(c) return c end, 0, hl.array(1)), "halua: scan: xs leaf (the value itself) is 0-d; scan runs along the first axis")
+    has(err_of(hl.scan, function(c) return c end, 0, nil), "halua: scan: xs must hold at least one array to scan over")
+  end)
+end)
+
+describe("gradients through control flow", function()
+  -- central differences of a scalar function of one float64 vector
+  local function numeric_grad(f, x)
+    local t, g = x:totable(), {}
+    for i = 1, #t do
+      local h = 1e-6 * math.max(1, math.abs(t[i]))
+      local up, dn = {unpack(t)}, {unpack(t)}
+      up[i], dn[i] = t[i] + h, t[i] - h
+      g[i] = (f(hl.array(up, F64)):item() - f(hl.array(dn, F64)):item()) / (2 * h)
+    end
+    return g
+  end
+  local x = hl.array({0.3, -0.7, 1.1}, F64)
+  local cases = {
+    {"cond", function(a) return hl.cond(hl.gt(a[1], 0), function(u) return hl.sum(hl.sin(u) * u) end, function(u) return hl.sum(u ^ 3) end, a) end},
+    {"switch", function(a) return hl.switch(hl.array(2, "int32"), {function(u) return hl.sum(u) end, function(u) return hl.sum(hl.exp(u) * u) end}, a) end},
+    {"fori_loop", function(a) return hl.sum(hl.fori_loop(1, 4, function(i, c) return hl.tanh(c * a + i) end, a)) end},
+    {"scan", function(a)
+      local c, ys = hl.scan(function(c, r) return c * hl.cos(r), hl.sum(c * r) end, a, hl.reshape(a, {3, 1}) * hl.ones({3, 3}, F64))
+      return hl.sum(c) + hl.sum(ys ^ 2)
+    end},
+  }
+  for _, c in ipairs(cases) do
+    local name, f = c[1], c[2]
+    both(name .. " against central differences", function(T)
+      close(T(hl.grad(f))(x), numeric_grad(f, x), 1e-6)
+    end)
+  end
+  it("while_loop differentiates eagerly", function()
+    local f = function(a) return hl.while_loop(function(c) return hl.lt(hl.sum(c), 10) end, function(c) return c * a end, a + 1):sum() end
+    local y = hl.array({1.5, 1.2, 1.1}, F64)
+    close(hl.grad(f)(y), numeric_grad(f, y), 1e-6)
+  end)
+end)
