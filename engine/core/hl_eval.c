@@ -71,12 +71,15 @@ static int keep_value(hl_trace *t, int id, const hl_array *v) {
 /* A concrete array used inside a trace becomes an extra input of the pipeline (on a tape: a
  * node holding its value). */
 static int capture(hl_trace *t, const hl_array *a) {
+  int outer = hl_is_abstract(a);   /* a tracer of an enclosing trace */
   if (t->tape) {
     int id = hl_graph_add_param(&t->g, a->dtype, a->ndim, a->shape);
     return id < 0 || keep_value(t, id, a) ? -1 : id;
   }
-  for (int k = 0; k < t->ncaptures; k++)
-    if (same_view(&t->captures[k], a)) return t->capture_param[k];
+  for (int k = 0; k < t->ncaptures; k++) {
+    const hl_array *c = &t->captures[k];
+    if (outer ? c->graph == a->graph && c->node == a->node : !c->graph && same_view(c, a)) return t->capture_param[k];
+  }
   if (t->ncaptures == t->cap_captures) {
     int c = t->cap_captures ? 2 * t->cap_captures : 8;
     hl_array *nc = realloc(t->captures, sizeof(hl_array) * (size_t)c);
@@ -91,7 +94,7 @@ static int capture(hl_trace *t, const hl_array *a) {
   /* constants the traced code made (on the host, say) move to where the pipeline runs at its
    * first run, so that lowering needs no device */
   hl_array_copy_ref(&t->captures[t->ncaptures], a);
-  t->captures[t->ncaptures].graph = NULL;   /* a recorded array of a finished tape: keep the data */
+  if (!outer) t->captures[t->ncaptures].graph = NULL;   /* a recorded array of a finished tape: keep the data */
   t->capture_param[t->ncaptures++] = id;
   return id;
 }
@@ -106,6 +109,13 @@ static const hl_array *plain(const hl_array *a, hl_array *tmp) {
   return tmp;
 }
 
+/* outer is t or one of the traces t is nested in */
+static int encloses(const hl_trace *outer, const hl_trace *t) {
+  for (; t; t = t->parent)
+    if (t == outer) return 1;
+  return 0;
+}
+
 static int trace_apply(hl_trace *t, int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out) {
   const char *name = hl_prims[prim].name;
   if (t->closed)
@@ -114,7 +124,9 @@ static int trace_apply(hl_trace *t, int prim, int nin, const hl_array *const *in
   if (nin > 64) return hl_error("%s: too many operands", name);
   for (int k = 0; k < nin; k++) {
     if (in[k]->graph == &t->g) ids[k] = in[k]->node;
-    else if (hl_live_trace(in[k]))
+    else if (hl_is_abstract(in[k]) && encloses((hl_trace *)in[k]->graph, t)) {
+      if ((ids[k] = capture(t, in[k])) < 0) return -1;
+    } else if (hl_live_trace(in[k]))
       return hl_error("%s: operands come from two different traces (hl.jit tracers of another function, or "
                       "values recorded by hl.grad mixed with hl.jit tracers)", name);
     else if ((ids[k] = capture(t, in[k])) < 0) return -1;
@@ -146,6 +158,10 @@ static int trace_apply(hl_trace *t, int prim, int nin, const hl_array *const *in
   return 0;
 }
 
+int hl_trace_apply(hl_trace *t, int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out) {
+  return trace_apply(t, prim, nin, in, attrs, out);
+}
+
 int hl_trace_source(hl_trace *t, int prim, const hl_attrs *attrs, hl_array *out) {
   return trace_apply(t, prim, 0, NULL, attrs, out);
 }
@@ -155,8 +171,9 @@ int hl_trace_variable(hl_trace *t, const hl_array *x, hl_array *out) {
   const hl_array *in = x;
   hl_array tmp;
   if (x->graph != &t->g) {
-    if (hl_live_trace(x)) return hl_error("autodiff: the value comes from another trace");
-    in = plain(x, &tmp);
+    int outer = hl_is_abstract(x) && encloses((hl_trace *)x->graph, t);   /* captured, as in ops */
+    if (hl_live_trace(x) && !outer) return hl_error("autodiff: the value comes from another trace");
+    if (!outer) in = plain(x, &tmp);
   }
   return trace_apply(t, HL_P_CAST, 1, &in, &id, out);
 }
@@ -373,6 +390,7 @@ static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_at
       return hl_error("%s: operands are on different devices (%s and %s); move one with hl.device_put(x, device)",
                       hl_prims[prim].name, dev ? "cuda" : "cpu", dev ? "cpu" : "cuda");
   switch (hl_prims[prim].kind) {
+  case HL_K_LOOP: return hl_error("loop: not an eager operation");
   case HL_K_VIEW: return eager_view(prim, in[0], at, &ty, out);
   case HL_K_CONCAT: return eager_concat(nin, in, at, &ty, out);
   case HL_K_MATMUL: return eager_matmul(in, &ty, out);
@@ -422,10 +440,13 @@ static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_at
 }
 
 int hl_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out) {
+  /* the innermost trace among the operands' records the op (outer tracers are captured) */
+  hl_trace *t = NULL;
   for (int k = 0; k < nin; k++) {
-    hl_trace *t = hl_live_trace(in[k]);
-    if (t) return trace_apply(t, prim, nin, in, attrs, out);
+    hl_trace *tk = hl_live_trace(in[k]);
+    if (tk && (!t || encloses(t, tk))) t = tk;
   }
+  if (t) return trace_apply(t, prim, nin, in, attrs, out);
   /* recorded arrays of a finished tape are plain data: results never point at a graph */
   hl_array tmp[64];
   const hl_array *vin[64];
@@ -458,23 +479,35 @@ int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, cons
   return 0;
 }
 
+enum { MAX_PROGRAM_ARRAYS = 64 };
+
 int hl_program_run(hl_program *p, int nargs, const hl_array *const *args, hl_array *outs) {
-  enum { MAXA = 64 };
   int nin = nargs + p->ncaptures;
   if (nargs != p->nargs) return hl_error("jit: %d arguments for a program of %d", nargs, p->nargs);
+  if (nin > MAX_PROGRAM_ARRAYS) return hl_error("jit: at most %d arrays in and out", MAX_PROGRAM_ARRAYS);
+  const hl_array *in[MAX_PROGRAM_ARRAYS];
+  for (int k = 0; k < nin; k++) {
+    if (k >= nargs && hl_array_device(&p->captures[k - nargs]) != p->g.device) {
+      hl_array moved;
+      if (hl_to_device(&p->captures[k - nargs], p->g.device, &moved)) return -1;
+      hl_array_release(&p->captures[k - nargs]);
+      p->captures[k - nargs] = moved;
+    }
+    in[k] = k < nargs ? args[k] : &p->captures[k - nargs];
+  }
+  return hl_program_run_inputs(p, nin, in, outs);
+}
+
+int hl_program_run_inputs(hl_program *p, int nin, const hl_array *const *inputs, hl_array *outs) {
+  enum { MAXA = MAX_PROGRAM_ARRAYS };
+  if (nin != p->nargs + p->ncaptures) return hl_error("jit: %d inputs for a program of %d", nin, p->nargs + p->ncaptures);
   if (nin > MAXA || p->g.noutputs > MAXA) return hl_error("jit: at most %d arrays in and out", MAXA);
   hl_array tmp[MAXA];
   const hl_array *in[MAXA];
   hl_array *outp[MAXA];
   int ntmp = 0, rc = -1, nout = 0;
   for (int k = 0; k < nin; k++) {
-    if (k >= nargs && hl_array_device(&p->captures[k - nargs]) != p->g.device) {
-      hl_array moved;
-      if (hl_to_device(&p->captures[k - nargs], p->g.device, &moved)) goto done;
-      hl_array_release(&p->captures[k - nargs]);
-      p->captures[k - nargs] = moved;
-    }
-    const hl_array *a = k < nargs ? args[k] : &p->captures[k - nargs];
+    const hl_array *a = inputs[k];
     if (hl_array_device(a) != p->g.device) {
       hl_error("jit: argument %d is on %s but the function was traced for %s; move it with hl.device_put", k + 1,
                hl_array_device(a) ? "cuda" : "cpu", p->g.device ? "cuda" : "cpu");

@@ -17,6 +17,9 @@ typedef struct hl_trace {
   int tape;             /* a tape: values[node] holds each node's value */
   hl_array *values;
   int cap_values;
+  /* the trace this one is nested in (a compiled loop's body inside hl.jit): its tracers used
+   * here become captures that keep their graph (abstract captures), filled by the loop */
+  struct hl_trace *parent;
 } hl_trace;
 
 void hl_trace_init(hl_trace *t);
@@ -45,6 +48,11 @@ int hl_trace_node_value(hl_trace *t, int node, hl_array *out);
 /* A new tracer standing for an argument of the traced function. */
 int hl_trace_arg(hl_trace *t, int device, hl_dtype dtype, int ndim, const int64_t *shape, hl_array *out);
 
+/* Record prim into t (whose enclosing traces' tracers and plain arrays among the inputs are
+ * captured): compiled loops, whose nodes the enclosing trace records even when every input is
+ * concrete. */
+int hl_trace_apply(hl_trace *t, int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out);
+
 /* out = prim(inputs...) with attrs; inputs follow the primitive's rules (see hl_frontend.h). */
 int hl_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out);
 
@@ -61,6 +69,9 @@ typedef struct hl_program {
 int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, const char *name, hl_program *p);
 /* Run with the argument arrays; fills nout new arrays. */
 int hl_program_run(hl_program *p, int nargs, const hl_array *const *args, hl_array *outs);
+/* Run with every input given (arguments, then one array per capture): a loop's body, whose
+ * abstract captures are values of the enclosing pipeline. */
+int hl_program_run_inputs(hl_program *p, int nin, const hl_array *const *in, hl_array *outs);
 void hl_program_free(hl_program *p);
 
 /* out = a on `device` (a copy when it is elsewhere; a shared reference when it is there). */

@@ -148,6 +148,7 @@ int hl_infer(int prim, int nin, const hl_type *in, const hl_attrs *a, hl_type *o
   if (p->arity >= 0 && nin != p->arity) return hl_error("%s: takes %d operands, got %d", p->name, p->arity, nin);
   memset(out, 0, sizeof *out);
   switch (p->kind) {
+  case HL_K_LOOP:
   case HL_K_SOURCE:
     out->dtype = a->dtype;
     out->ndim = prim == HL_P_CONST ? 0 : a->nshape;
@@ -287,6 +288,7 @@ static int attr_count(int prim, int ndim) {
   case HL_P_SUM: case HL_P_PROD: case HL_P_MAX: case HL_P_MIN: case HL_P_ARGMAX: case HL_P_ARGMIN: return 1;
   case HL_P_TRANSPOSE: return ndim;
   case HL_P_SLICE: return 2 * HL_MAX_DIMS;
+  case HL_P_LOOP: return 2;   /* loop id, result index */
   default: return 0;
   }
 }

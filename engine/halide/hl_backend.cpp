@@ -5,6 +5,7 @@
 #include "hl_device.h"
 #include "hl_cublas.h"
 #include "hl_extern_matmul.h"
+#include "hl_loop_extern.h"
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +17,7 @@ extern "C" {
 #include "hl_error.h"
 #include "hl_pool.h"
 #include "hl_storage.h"
+#include "hl_loop.h"
 }
 
 using namespace Halide;
@@ -104,6 +106,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name) {
     std::vector<Internal::JITModule> deps;
     if (g->device == HL_DEVICE_CUDA) deps.push_back(hl_cublas_exports());
     else deps.push_back(hl_cpu_matmul_exports());
+    deps.push_back(hl_loop_exports());
     k->module = Internal::JITModule(m, m.get_function_by_name(k->symbol), deps);
     k->entry = k->module.argv_function();
     k->nparams = g->nparams;
@@ -146,7 +149,9 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
     if (to_buffer(a, rank, &bufs[j], dims[j], k->name.c_str())) return -1;
     argv[j + 1] = &bufs[j];
   }
+  uint64_t outer_run = hl_run_begin();   /* a loop runs once per run of its pipeline */
   int rc = k->entry(argv);
+  hl_run_end(outer_run);
   if (rc != 0) {
     std::string m = ctx.message;
     while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();

@@ -1,4 +1,5 @@
 #include "hl_extern_matmul.h"
+#include "hl_extern_view.h"
 extern "C" {
 #include "hl_eval.h"
 #include "hl_error.h"
@@ -27,39 +28,13 @@ bool hl_matmul_bounds_query(halide_buffer_t *A, halide_buffer_t *B, int K, halid
   return true;
 }
 
-namespace {
-
-hl_dtype dtype_of(const halide_buffer_t *b) {
-  halide_type_t t = b->type;
-  if (t.code == halide_type_float) return t.bits == 64 ? HL_FLOAT64 : HL_FLOAT32;
-  if (t.code == halide_type_uint) return t.bits == 1 ? HL_BOOL : HL_UINT8;
-  return t.bits == 64 ? HL_INT64 : HL_INT32;
-}
-
-/* an engine view of a host buffer (storage borrowed for the call) */
-void view_of(const halide_buffer_t *b, hl_storage *st, hl_array *a) {
-  memset(st, 0, sizeof *st);
-  st->refcount = 1;
-  st->data = b->host;
-  memset(a, 0, sizeof *a);
-  a->dtype = dtype_of(b);
-  a->ndim = b->dimensions;
-  for (int d = 0; d < b->dimensions; d++) {
-    a->shape[b->dimensions - 1 - d] = b->dim[d].extent;
-    a->strides[b->dimensions - 1 - d] = b->dim[d].stride;
-  }
-  a->storage = st;
-}
-
-}  // namespace
-
 extern "C" int halua_cpu_matmul(halide_buffer_t *A, halide_buffer_t *B, int K, halide_buffer_t *C) {
   if (hl_matmul_bounds_query(A, B, K, C)) return 0;
   hl_storage sa, sb, sc;
   hl_array a, b, c;
-  view_of(A, &sa, &a);
-  view_of(B, &sb, &b);
-  view_of(C, &sc, &c);
+  hl_view_of_buffer(A, &sa, &a);
+  hl_view_of_buffer(B, &sb, &b);
+  hl_view_of_buffer(C, &sc, &c);
   /* the regions Halide passes match the bounds query: A is [.., m, K], B [.., K, n] */
   return hl_matmul_into(&a, &b, &c) ? -1 : 0;
 }

@@ -364,6 +364,21 @@ struct Lowerer {
     }
   }
 
+  /* extern stages' operands are parameters or materialised Funcs */
+  ExternFuncArgument operand(int s) const {
+    const hl_node &sn = node(s);
+    return sn.prim == HL_P_PARAM ? ExternFuncArgument(L.params[sn.attrs.i[0]]) : ExternFuncArgument(L.funcs[s]);
+  }
+
+  /* one result of a compiled loop: an extern stage that runs the loop's driver */
+  void loop(int i) {
+    const hl_node &n = node(i);
+    std::vector<ExternFuncArgument> args = {Expr((int)n.attrs.i[0]), Expr((int)n.attrs.i[1])};
+    for (int k = 0; k < n.nin; k++) args.push_back(operand(input(n, k)));
+    L.funcs[i].define_extern("halua_loop_" + std::to_string(n.nin), args, hl_halide_type(n.type.dtype), n.type.ndim,
+                             NameMangling::C, DeviceAPI::Host);
+  }
+
   void matmul(int i) {
     const hl_node &n = node(i);
     int a = input(n, 0), b = input(n, 1), r = n.type.ndim;
@@ -374,11 +389,6 @@ struct Lowerer {
     aa[0] = k;       /* A[..., m, k] */
     ba[1] = k;       /* B[..., k, n] */
     Type ty = hl_halide_type(n.type.dtype);
-    /* extern stages' operands are parameters or materialised Funcs */
-    auto operand = [&](int s) {
-      const hl_node &sn = node(s);
-      return sn.prim == HL_P_PARAM ? ExternFuncArgument(L.params[sn.attrs.i[0]]) : ExternFuncArgument(L.funcs[s]);
-    };
     /* cuBLAS for plain matrix products; batched products in a jit pipeline take the Halide
      * schedule, since the batched extern call gave wrong gradients on an H100 (not yet found) */
     if (g->device == HL_DEVICE_CUDA && hl_dtype_is_float(n.type.dtype) && hl_cublas_available() && (r == 2 || g->dynamic)) {
@@ -515,6 +525,7 @@ void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
     case HL_K_MATMUL: lw.matmul(i); break;
     case HL_K_VIEW: lw.view(i); break;
     case HL_K_CONCAT: lw.concat(i); break;
+    case HL_K_LOOP: lw.loop(i); break;
     }
   }
   /* Outputs are their own Funcs: a parameter or a node used twice still gets a buffer. */

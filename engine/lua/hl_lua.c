@@ -91,6 +91,7 @@ static hl_array *push_array(lua_State *L, const hl_array *src, int trace_idx) {
 
 hl_array *hl_lua_to_array(lua_State *L, int idx) { return to_array(L, idx); }
 void hl_lua_push_array(lua_State *L, hl_array *a) { push_array(L, a, 0); }
+void hl_lua_push_tracer(lua_State *L, hl_array *a, int trace_idx) { push_array(L, a, trace_idx); }
 
 /* The result of an op: a tracer result shares its env (trace) with an input tracer. */
 static void push_result(lua_State *L, hl_array *r, int first, int last) {
@@ -574,12 +575,23 @@ static int array_compare(lua_State *L) {
 /* ---- tracing ---- */
 
 static hl_trace *check_trace(lua_State *L, int idx) { return luaL_checkudata(L, idx, TRACE_MT); }
+hl_trace *hl_lua_check_trace(lua_State *L, int idx) { return check_trace(L, idx); }
 
+/* trace_new([parent]) -> a trace; nested in parent (a compiled loop's body), which it keeps alive */
 static int l_trace_new(lua_State *L) {
+  hl_trace *parent = lua_isnoneornil(L, 1) ? NULL : check_trace(L, 1);
   hl_trace *t = lua_newuserdata(L, sizeof(hl_trace));
   hl_trace_init(t);
   luaL_getmetatable(L, TRACE_MT);
   lua_setmetatable(L, -2);
+  if (parent) {
+    t->parent = parent;
+    t->g.device = parent->g.device;
+    lua_newtable(L);
+    lua_pushvalue(L, 1);
+    lua_rawseti(L, -2, 1);
+    lua_setfenv(L, -2);
+  }
   return 1;
 }
 
@@ -1014,5 +1026,6 @@ int luaopen_halua_core(lua_State *L) {
   lua_pushvalue(L, mt);
   lua_setfield(L, core, "array_mt");
   hl_lua_register_io(L, core);
+  hl_lua_register_loop(L, core);
   return 1;
 }

@@ -8,6 +8,12 @@
 hl_array *hl_lua_to_array(lua_State *L, int idx);   /* NULL when idx holds no array */
 void hl_lua_push_array(lua_State *L, hl_array *a);  /* a concrete array; takes ownership */
 int hl_lua_raise(lua_State *L);                     /* raises hl_error_message() */
+struct hl_trace *hl_lua_check_trace(lua_State *L, int idx);
+/* a tracer of the trace at trace_idx (the userdata keeps the trace alive); takes ownership */
+void hl_lua_push_tracer(lua_State *L, hl_array *a, int trace_idx);
+
+/* hl_lua_loop.c: compiled loops (core.loop_record), registered into the core table at core_idx */
+void hl_lua_register_loop(lua_State *L, int core_idx);
 
 /* hl_lua_io.c: .npy/.npz reading and writing, registered into the core table at core_idx */
 void hl_lua_register_io(lua_State *L, int core_idx);

@@ -111,7 +111,10 @@ return function(hl, core, state)
       end
       call_args[info.arg] = tree.unflatten(info.def, vals)
     end
+    -- control flow traced while a derivative is being taken is unrolled (control.lua)
+    state.differentiating = (state.differentiating or 0) + 1
     local ok, res = pcall(function() return pack(f(unpack(call_args, 1, args.n))) end)
+    state.differentiating = state.differentiating - 1
     stop(trace, owner)
     if not ok then
       if owner then core.trace_close(trace) end

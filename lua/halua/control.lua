@@ -1,9 +1,11 @@
 -- Structured control flow: hl.cond, hl.switch, hl.while_loop, hl.fori_loop, hl.scan, carrying
--- pytrees. On concrete values they run as Lua control flow (so they record onto autodiff's tape
--- like any other ops). On tracers (inside hl.jit): cond and switch trace every branch and choose
--- with `where`; fori_loop and scan trace their body once per step (the trip count is static);
--- while_loop, whose trip count depends on traced values, is an error there.
-return function(hl, core)
+-- pytrees. Outside hl.jit they run as Lua control flow (so they record onto autodiff's tape like
+-- any other ops). Inside hl.jit, cond and switch trace every branch and choose with `where`;
+-- loops are compiled: the body is traced once into a program of its own, and the enclosing
+-- pipeline runs it from C (engine/core/hl_loop.h), so compile time does not grow with the number
+-- of steps. Where a derivative is being taken inside jit, or the pipeline runs on CUDA, fori_loop
+-- and scan are traced step by step instead, and while_loop is an error there.
+return function(hl, core, state)
   local tree = hl.tree
   local is_array = core.is_array
   local function fail(msg, ...) error("halua: " .. string.format(msg, ...), 0) end
@@ -135,6 +137,106 @@ return function(hl, core)
     end)
   end
 
+  ---------------------------------------------------------------- compiled loops
+
+  -- the jit trace a loop is compiled into, or nil (outside jit, under a derivative, on CUDA)
+  local function loop_trace()
+    local t = state.tracing[#state.tracing]
+    if not t or (state.differentiating or 0) > 0 or core.trace_device(t) ~= "cpu" then return nil end
+    return t
+  end
+
+  -- fn(args) traced into a trace nested in `parent`, with one argument per spec
+  local function sub_trace(parent, specs, fn)
+    local t = core.trace_new(parent)
+    local args = {}
+    for i, s in ipairs(specs) do args[i] = core.trace_arg(t, s.dtype, s.shape, 0) end
+    local tracing = state.tracing
+    tracing[#tracing + 1] = t
+    local ok, res = pcall(fn, args)
+    tracing[#tracing] = nil
+    if not ok then
+      core.trace_close(t)
+      error(res, 0)
+    end
+    return t, res
+  end
+
+  -- results of a body must be values of its trace: enclosing values and constants pass through
+  -- an identity node
+  local function own(t, leaves)
+    for i, l in ipairs(leaves) do
+      if not core.node_in(t, l) then leaves[i] = core.trace_variable(t, l) end
+    end
+    return leaves
+  end
+
+  local function specs_of(leaves, drop_first)
+    local s = {}
+    for i, l in ipairs(leaves) do
+      local shape = l.shape
+      if drop_first then table.remove(shape, 1) end
+      s[i] = {dtype = l.dtype, shape = shape}
+    end
+    return s
+  end
+
+  local function record(spec)
+    local ok, r = pcall(function() return {core.loop_record(spec)} end)
+    core.trace_close(spec.body)
+    if spec.cond then core.trace_close(spec.cond) end
+    if not ok then error(r, 0) end
+    return r
+  end
+
+  local function compiled_fori(t, lo, hi, body_fn, init, leaves, def)
+    local specs = specs_of(leaves)
+    table.insert(specs, 1, {dtype = "int32", shape = {}})
+    local bt, res = sub_trace(t, specs, function(args)
+      return body_fn(args[1], tree.unflatten(def, {unpack(args, 2)}))
+    end)
+    local out = own(bt, check_same("fori_loop", "body_fn's result", "the initial carry", init, leaves, def, res))
+    local r = record {kind = "fori", name = "fori_loop", trace = t, body = bt, body_out = out, lo = lo, hi = hi,
+                      ncarry = #leaves, inputs = leaves}
+    return tree.unflatten(def, r)
+  end
+
+  local function compiled_while(t, cond_fn, body_fn, init, leaves, def)
+    local ct, p = sub_trace(t, specs_of(leaves), function(args) return cond_fn(tree.unflatten(def, args)) end)
+    if type(p) == "boolean" or type(p) == "number" then p = hl.asarray(p) end
+    if not is_array(p) or p.ndim ~= 0 then
+      core.trace_close(ct)
+      fail("while_loop: cond_fn must return a boolean or a 0-d array, got %s", describe(p))
+    end
+    if p.dtype ~= "bool" then p = hl.ne(p, 0) end
+    local bt, res = sub_trace(t, specs_of(leaves), function(args) return body_fn(tree.unflatten(def, args)) end)
+    local out = own(bt, check_same("while_loop", "body_fn's result", "the initial carry", init, leaves, def, res))
+    local r = record {kind = "while", name = "while_loop", trace = t, body = bt, body_out = out,
+                      cond = ct, cond_out = own(ct, {p}), ncarry = #leaves, inputs = leaves}
+    return tree.unflatten(def, r)
+  end
+
+  local function compiled_scan(t, f, init, c_leaves, c_def, xs, x_leaves, x_def, n)
+    local specs = specs_of(c_leaves)
+    for _, s in ipairs(specs_of(x_leaves, true)) do specs[#specs + 1] = s end
+    local y_tree
+    local bt, res = sub_trace(t, specs, function(args)
+      local carry = tree.unflatten(c_def, {unpack(args, 1, #c_leaves)})
+      local new_carry, y = f(carry, tree.unflatten(x_def, {unpack(args, #c_leaves + 1)}))
+      y_tree = y
+      local out = check_same("scan", "f's carry", "the initial carry", init, c_leaves, c_def, new_carry)
+      local y_leaves, y_def = as_leaves("scan", "f's output", y)
+      for _, l in ipairs(y_leaves) do out[#out + 1] = l end
+      return {out = out, y_def = y_def, ny = #y_leaves}
+    end)
+    local inputs = {unpack(c_leaves)}
+    for _, l in ipairs(x_leaves) do inputs[#inputs + 1] = l end
+    local r = record {kind = "scan", name = "scan", trace = t, body = bt, body_out = own(bt, res.out), hi = n,
+                      ncarry = #c_leaves, inputs = inputs}
+    local _ = y_tree
+    return tree.unflatten(c_def, {unpack(r, 1, #c_leaves)}), tree.unflatten(res.y_def, {unpack(r, #c_leaves + 1)})
+  end
+
   local function any_traced(leaves)
     for _, l in ipairs(leaves) do if not is_concrete(l) then return true end end
     return false
@@ -144,12 +246,14 @@ return function(hl, core)
     check_fn("while_loop", cond_fn, "cond_fn")
     check_fn("while_loop", body_fn, "body_fn")
     local leaves, def = as_leaves("while_loop", "the initial carry's", init)
+    local t = loop_trace()
+    if t and #leaves > 0 then return compiled_while(t, cond_fn, body_fn, init, leaves, def) end
     local carry = tree.unflatten(def, leaves)
     while true do
       local p = cond_fn(carry)
       if not is_concrete(p) or any_traced(leaves) then
-        fail("while_loop: inside hl.jit the number of steps must not depend on traced values; " ..
-             "use hl.fori_loop or hl.scan with a fixed number of steps")
+        fail("while_loop: its number of steps depends on traced values, which cannot be differentiated " ..
+             "or run on CUDA inside hl.jit yet; use hl.fori_loop or hl.scan with a fixed number of steps")
       end
       if not truth("while_loop", p) then return carry end
       local new = body_fn(carry)
@@ -171,6 +275,8 @@ return function(hl, core)
     lo, hi = static_int("fori_loop", "lo", lo), static_int("fori_loop", "hi", hi)
     check_fn("fori_loop", body_fn, "body_fn")
     local leaves, def = as_leaves("fori_loop", "the initial carry's", init)
+    local t = loop_trace()
+    if t and #leaves > 0 then return compiled_fori(t, lo, hi, body_fn, init, leaves, def) end
     local carry = tree.unflatten(def, leaves)
     local like = leaves[1]
     for i = lo, hi do
@@ -195,6 +301,8 @@ return function(hl, core)
       n = n or l.shape[1]
     end
     if not n then fail("scan: xs must hold at least one array to scan over") end
+    local t = loop_trace()
+    if t and #c_leaves > 0 then return compiled_scan(t, f, init, c_leaves, c_def, xs, x_leaves, x_def, n) end
     local carry = tree.unflatten(c_def, c_leaves)
     local ys, y_def, y_tree = {}, nil, nil
     for i = 1, n do

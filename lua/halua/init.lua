@@ -775,7 +775,7 @@ hl.methods = methods
 require("halua.io")(hl, core)
 hl.rules = require("halua.ad")(hl, core, state)
 hl.random = require("halua.random")(hl, core)
-require("halua.control")(hl, core)
+require("halua.control")(hl, core, state)
 
 -- HALUA_DEVICE chooses the default device for a whole run (e.g. HALUA_DEVICE=cuda)
 local env_device = os.getenv("HALUA_DEVICE")

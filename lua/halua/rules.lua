@@ -267,5 +267,9 @@ return function(hl, core)
       return hl.concatenate(parts, n.axis)
     end,
   }
+  -- compiled loops are made only where no derivative is being taken (control.lua traces loops
+  -- step by step under a transformation), so autodiff reaching one is a halua bug
+  local function loop_error() error("halua: autodiff: a compiled loop was reached; loops under grad must be traced step by step", 0) end
+  R.loop = {vjp = loop_error, jvp = loop_error}
   return R
 end

@@ -80,6 +80,15 @@ describe("loops", function()
   both("fori_loop with an empty range returns the carry", function(T)
     close(T(function(a) return hl.fori_loop(3, 2, function(_, c) return c * 0 end, a) end)(hl.array({4, 5}, F64)), {4, 5})
   end)
+  both("while_loop runs while cond_fn is true", function(T)
+    local f = T(function(a) return hl.while_loop(function(c) return hl.lt(hl.sum(c.x), 100) end, function(c) return {x = c.x * 3, n = c.n + 1} end, {x = a, n = hl.array(0, "int32")}) end)
+    local r = f(hl.array({1, 2}, F64))
+    close(r.x, {81, 162})
+    assert.are.equal(4, r.n:item())
+    r = f(hl.array({200, 0}, F64))   -- no step at all
+    close(r.x, {200, 0})
+    assert.are.equal(0, r.n:item())
+  end)
   it("while_loop runs while cond_fn is true, eagerly", function()
     local r = hl.while_loop(function(c) return hl.lt(c[1], 100) end, function(c) return {c[1] * 3, c[2] + 1} end, {hl.array(1, F64), 0})
     local v, n = 1, 0
@@ -114,8 +123,9 @@ describe("loops", function()
         "halua: scan: f's output at step 2 leaf (the value itself) is float32[1], expected float32[2]")
   end)
   it("arguments are checked", function()
-    has(err_of(hl.jit(function(a) return hl.while_loop(function(c) return hl.lt(c[1], 10) end, function(c) return c end, a) end), hl.ones(2)),
-        "halua: while_loop: inside hl.jit the number of steps must not depend on traced values; use hl.fori_loop or hl.scan")
+    local loop = function(a) return hl.sum(hl.while_loop(function(c) return hl.lt(c[1], 10) end, function(c) return c * a end, a)) end
+    has(err_of(hl.jit(hl.grad(loop)), hl.array({2, 3})),
+        "halua: while_loop: its number of steps depends on traced values, which cannot be differentiated or run on CUDA inside hl.jit yet; use hl.fori_loop or hl.scan")
     has(err_of(hl.jit(function(n, a) return hl.fori_loop(1, n, function(_, c) return c end, a) end), hl.array(3, "int32"), hl.ones(2)),
         "halua: fori_loop: hi must be known when the function is traced (a number), not a traced array")
     has(err_of(hl.fori_loop, 1, 2.5, function() end, 0), "halua: fori_loop: hi must be an integer, got 2.5")
@@ -123,6 +133,56 @@ describe("loops", function()
     has(err_of(hl.scan, function(c) return c end, 0, {hl.ones(2), hl.ones(3)}), "halua: scan: xs leaf [2] has 3 rows, but the first leaf has 2")
     has(err_of(hl.scan, function(c) return c end, 0, hl.array(1)), "halua: scan: xs leaf (the value itself) is 0-d; scan runs along the first axis")
     has(err_of(hl.scan, function(c) return c end, 0, nil), "halua: scan: xs must hold at least one array to scan over")
+  end)
+end)
+
+describe("compiled loops inside jit", function()
+  it("compile the body once: the traced program does not grow with the number of steps", function()
+    local function sim(steps)
+      return function(x, v) return hl.fori_loop(1, steps, function(_, s) return {x = s.x + 0.01 * s.v, v = s.v - 0.01 * s.x} end, {x = x, v = v}) end
+    end
+    local x, v = hl.array({1, 0.5}, F64), hl.array({0, 0.1}, F64)
+    local small, big = tostring(hl.trace(sim(10), x, v)), tostring(hl.trace(sim(10000), x, v))
+    local _, lines_small = small:gsub("\n", "")
+    local _, lines_big = big:gsub("\n", "")
+    assert.are.equal(lines_small, lines_big)
+    assert.truthy(big:find("loop", 1, true))
+    -- and the result is the step-by-step one
+    local r = hl.jit(sim(1000))(x, v)
+    local xs, vs = {1, 0.5}, {0, 0.1}
+    for _ = 1, 1000 do for k = 1, 2 do xs[k], vs[k] = xs[k] + 0.01 * vs[k], vs[k] - 0.01 * xs[k] end end
+    close(r.x, xs, 1e-12)
+    close(r.v, vs, 1e-12)
+  end)
+  it("bodies use values from outside the loop: traced arguments, values computed from them, constants", function()
+    local f = hl.jit(function(a, b)
+      local scale = hl.exp(b) * 2          -- computed outside the loop, used inside
+      local k = hl.array({1, 2, 3}, F64)   -- a constant
+      return hl.fori_loop(1, 3, function(i, c) return c * scale + k * i + a end, a)
+    end)
+    local a, b = hl.array({0.5, -1, 2}, F64), hl.array(0.1, F64)
+    local c, s = a, hl.exp(b) * 2
+    for i = 1, 3 do c = c * s + hl.array({1, 2, 3}, F64) * i + a end
+    close(f(a, b), c, 1e-12)
+  end)
+  it("nest loops, carry integers and booleans, and scan with several outputs", function()
+    local f = hl.jit(function(a)
+      local outer = hl.fori_loop(1, 3, function(i, c)
+        local inner = hl.fori_loop(1, 4, function(j, d) return {d[1] + i * j, hl.logical_not(d[2])} end, {c.sum, c.flag})
+        return {sum = inner[1], flag = inner[2], count = c.count + 1}
+      end, {sum = a, flag = hl.array(true), count = hl.array(0, "int32")})
+      local last, ys = hl.scan(function(c, row) return c + hl.sum(row), {total = c, row2 = row * 2} end, hl.array(0, F64), hl.reshape(a, {3, 1}))
+      return outer, last, ys
+    end)
+    local a = hl.array({1, 2, 3}, F64)
+    local outer, last, ys = f(a)
+    close(outer.sum, {61, 62, 63})               -- plus the sum over i = 1..3, j = 1..4 of i * j = 60
+    assert.are.equal(true, outer.flag:item())    -- flipped 12 times
+    assert.are.equal(3, outer.count:item())
+    close(last, {6})
+    close(ys.total, {0, 1, 3})
+    assert.are.same({3, 1}, ys.row2.shape)
+    close(ys.row2, {2, 4, 6})
   end)
 end)
 
@@ -158,5 +218,18 @@ describe("gradients through control flow", function()
     local f = function(a) return hl.while_loop(function(c) return hl.lt(hl.sum(c), 10) end, function(c) return c * a end, a + 1):sum() end
     local y = hl.array({1.5, 1.2, 1.1}, F64)
     close(hl.grad(f)(y), numeric_grad(f, y), 1e-6)
+  end)
+end)
+
+describe("the heat sample", function()
+  it("runs its compiled loop and agrees with eager steps (short settings)", function()
+    local root = debug.getinfo(1, "S").source:match("^@(.*)/tests/lua/") or "."
+    local p = io.popen("cd '" .. root .. "' && luajit samples/heat.lua 32 100 2>&1")
+    local out = p:read("*a")
+    local ok = p:close()
+    assert.is_true(ok == true or ok == 0, out)
+    assert.truthy(out:find("ran 100 steps", 1, true), out)
+    local diff = tonumber(out:match("differ by ([%d%.e%-+]+)"))
+    assert.is_true(diff ~= nil and diff < 1e-3, out)
   end)
 end)

@@ -1,0 +1,195 @@
+/* Compiled loops: the registry and the host driver (see hl_loop.h). */
+#include "hl_loop.h"
+#include "hl_error.h"
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static hl_loop **loops;
+static int nloops, cap_loops;
+static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
+
+static void free_loop(hl_loop *l) {
+  hl_program_free(&l->body);
+  hl_program_free(&l->cond);
+  for (int k = 0; k < l->nresults && l->results; k++) hl_array_release(&l->results[k]);
+  free(l->results);
+  free(l->result_types);
+  free(l->input_types);
+  free(l->body_src);
+  free(l->cond_src);
+  free(l);
+}
+
+void hl_loop_discard(hl_loop *l) { free_loop(l); }
+
+/* loops live as long as the compiled pipelines that call them: until the process ends */
+static void free_loops(void) {
+  for (int k = 0; k < nloops; k++) free_loop(loops[k]);
+  free(loops);
+  loops = NULL;
+  nloops = cap_loops = 0;
+}
+
+int hl_loop_register(hl_loop *l) {
+  pthread_mutex_lock(&registry);
+  if (nloops == cap_loops) {
+    int c = cap_loops ? 2 * cap_loops : 16;
+    hl_loop **nl = realloc(loops, sizeof *nl * (size_t)c);
+    if (!nl) {
+      pthread_mutex_unlock(&registry);
+      free_loop(l);
+      return hl_error("out of memory registering a loop");
+    }
+    if (!loops) atexit(free_loops);
+    loops = nl;
+    cap_loops = c;
+  }
+  loops[nloops] = l;
+  int id = nloops++;
+  pthread_mutex_unlock(&registry);
+  return id;
+}
+
+const hl_loop *hl_loop_get(int id) {
+  pthread_mutex_lock(&registry);
+  const hl_loop *l = id >= 0 && id < nloops ? loops[id] : NULL;
+  pthread_mutex_unlock(&registry);
+  return l;
+}
+
+/* ---- pipeline runs ---- */
+
+static _Thread_local uint64_t current_run;
+static uint64_t next_run = 1;
+
+uint64_t hl_run_begin(void) {
+  uint64_t previous = current_run;
+  current_run = __atomic_fetch_add(&next_run, 1, __ATOMIC_RELAXED);
+  return previous;
+}
+
+void hl_run_end(uint64_t previous) { current_run = previous; }
+
+/* ---- the driver ---- */
+
+/* an owned, contiguous host copy of a (inputs are views of the pipeline's buffers) */
+static int owned_copy(const hl_array *a, hl_array *out) {
+  if (hl_array_alloc(out, a->dtype, a->ndim, a->shape)) return -1;
+  int64_t n = hl_shape_size(a->ndim, a->shape);
+  size_t es = hl_dtype_size(a->dtype);
+  if (hl_array_is_contiguous(a)) {
+    if (n) memcpy(hl_array_data(out), hl_array_data(a), (size_t)n * es);
+    return 0;
+  }
+  for (int64_t i = 0; i < n; i++)
+    memcpy((char *)hl_array_data(out) + i * (int64_t)es, (char *)a->storage->data + hl_array_elem_offset(a, i) * (int64_t)es, es);
+  return 0;
+}
+
+/* row s of a (a view without its first axis) */
+static hl_array row(const hl_array *a, int64_t s) {
+  hl_array r = *a;
+  r.offset += s * a->strides[0];
+  r.ndim = a->ndim - 1;
+  memmove(r.shape, a->shape + 1, sizeof(int64_t) * (size_t)r.ndim);
+  memmove(r.strides, a->strides + 1, sizeof(int64_t) * (size_t)r.ndim);
+  return r;
+}
+
+/* a program's inputs: its arguments, then per capture the loop input it reads or its own array */
+static int program_inputs(const hl_loop *l, const hl_program *p, const int *src, int nargs, const hl_array *const *args,
+                          const hl_array *const *in, const hl_array **all) {
+  if (nargs + p->ncaptures > 64) return hl_error("loop: at most 64 arrays in a loop body");
+  for (int k = 0; k < nargs; k++) all[k] = args[k];
+  for (int c = 0; c < p->ncaptures; c++) all[nargs + c] = src[c] >= 0 ? in[src[c]] : &p->captures[c];
+  (void)l;
+  return 0;
+}
+
+static void release_all(hl_array *a, int n) {
+  for (int k = 0; k < n; k++) hl_array_release(&a[k]);
+}
+
+static int run_loop(hl_loop *l, const hl_array *const *in) {
+  enum { MAXC = 64 };
+  int nc = l->ncarry, rc = -1;
+  hl_array carry[MAXC], outs[MAXC], ys[MAXC], ivar = {0};
+  const hl_array *args[MAXC], *all[MAXC];
+  if (nc + l->nxs + 1 > MAXC || nc + l->nys > MAXC) return hl_error("loop: at most %d carried arrays", MAXC - 1);
+  memset(carry, 0, sizeof carry);
+  memset(ys, 0, sizeof ys);
+  for (int j = 0; j < nc; j++)
+    if (owned_copy(in[j], &carry[j])) goto done;
+  for (int j = 0; j < l->nys; j++)
+    if (hl_array_alloc(&ys[j], l->result_types[nc + j].dtype, l->result_types[nc + j].ndim, l->result_types[nc + j].shape)) goto done;
+  if (l->kind == HL_LOOP_FORI && hl_array_alloc(&ivar, HL_INT32, 0, NULL)) goto done;
+  int64_t steps = l->kind == HL_LOOP_FORI ? l->hi - l->lo + 1 : l->hi;
+  for (int64_t s = 0; l->kind == HL_LOOP_WHILE || s < steps; s++) {
+    if (l->kind == HL_LOOP_WHILE) {
+      hl_array p;
+      for (int j = 0; j < nc; j++) args[j] = &carry[j];
+      if (program_inputs(l, &l->cond, l->cond_src, nc, args, in, all) ||
+          hl_program_run_inputs(&l->cond, nc + l->cond.ncaptures, all, &p))
+        goto done;
+      int go = hl_array_get(&p, 0) != 0;
+      hl_array_release(&p);
+      if (!go) break;
+    }
+    int na = 0;
+    hl_array xrow[MAXC];
+    if (l->kind == HL_LOOP_FORI) {
+      hl_array_set(&ivar, 0, (double)(l->lo + s));
+      args[na++] = &ivar;
+    }
+    for (int j = 0; j < nc; j++) args[na++] = &carry[j];
+    for (int j = 0; j < l->nxs; j++) {
+      xrow[j] = row(in[nc + j], s);
+      args[na++] = &xrow[j];
+    }
+    if (program_inputs(l, &l->body, l->body_src, na, args, in, all) ||
+        hl_program_run_inputs(&l->body, na + l->body.ncaptures, all, outs))
+      goto done;
+    release_all(carry, nc);
+    memcpy(carry, outs, sizeof(hl_array) * (size_t)nc);
+    for (int j = 0; j < l->nys; j++) {
+      /* step s's output goes to row s of the stacked result */
+      hl_array y;
+      int64_t n = hl_shape_size(outs[nc + j].ndim, outs[nc + j].shape);
+      size_t es = hl_dtype_size(outs[nc + j].dtype);
+      if (owned_copy(&outs[nc + j], &y)) {
+        release_all(outs + nc, l->nys);
+        goto done;
+      }
+      if (n) memcpy((char *)hl_array_data(&ys[j]) + s * n * (int64_t)es, hl_array_data(&y), (size_t)n * es);
+      hl_array_release(&y);
+    }
+    release_all(outs + nc, l->nys);
+  }
+  for (int k = 0; k < l->nresults; k++) hl_array_release(&l->results[k]);
+  for (int j = 0; j < nc; j++) l->results[j] = carry[j];
+  for (int j = 0; j < l->nys; j++) l->results[nc + j] = ys[j];
+  memset(carry, 0, sizeof carry);
+  memset(ys, 0, sizeof ys);
+  rc = 0;
+done:
+  release_all(carry, nc);
+  release_all(ys, l->nys);
+  hl_array_release(&ivar);
+  return rc;
+}
+
+int hl_loop_result(int id, int k, int nin, const hl_array *const *in, hl_array *out) {
+  pthread_mutex_lock(&registry);
+  hl_loop *l = id >= 0 && id < nloops ? loops[id] : NULL;
+  pthread_mutex_unlock(&registry);
+  if (!l || k < 0 || k >= l->nresults || nin != l->ninputs) return hl_error("loop: bad loop call (%d, %d)", id, k);
+  if (l->run != current_run || !current_run) {
+    if (run_loop(l, in)) return -1;
+    l->run = current_run;
+  }
+  const hl_array *r = &l->results[k];
+  int64_t n = hl_shape_size(r->ndim, r->shape);
+  if (n) memcpy(hl_array_data(out), hl_array_data(r), (size_t)n * hl_dtype_size(r->dtype));
+  return 0;
+}

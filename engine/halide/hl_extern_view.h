@@ -1,0 +1,27 @@
+/* Extern stages see Halide buffers; the engine's code wants arrays. A view of a buffer's host
+ * memory, valid for the call (the storage record lives on the caller's stack). */
+#ifndef HL_EXTERN_VIEW_H
+#define HL_EXTERN_VIEW_H
+#include <HalideRuntime.h>
+#include <cstring>
+extern "C" {
+#include "hl_array.h"
+}
+
+static inline void hl_view_of_buffer(const halide_buffer_t *b, hl_storage *st, hl_array *a) {
+  std::memset(st, 0, sizeof *st);
+  st->refcount = 1;
+  st->data = b->host;
+  std::memset(a, 0, sizeof *a);
+  halide_type_t t = b->type;
+  a->dtype = t.code == halide_type_float ? (t.bits == 64 ? HL_FLOAT64 : HL_FLOAT32)
+             : t.code == halide_type_uint ? (t.bits == 1 ? HL_BOOL : HL_UINT8)
+             : (t.bits == 64 ? HL_INT64 : HL_INT32);
+  a->ndim = b->dimensions;
+  for (int d = 0; d < b->dimensions; d++) {
+    a->shape[b->dimensions - 1 - d] = b->dim[d].extent;
+    a->strides[b->dimensions - 1 - d] = b->dim[d].stride;
+  }
+  a->storage = st;
+}
+#endif

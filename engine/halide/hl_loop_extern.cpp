@@ -1,0 +1,70 @@
+/* The extern stages of compiled loops (see engine/core/hl_loop.h): halua_loop_N takes the loop
+ * id, the result index, N input buffers and the output buffer. */
+#include "hl_loop_extern.h"
+#include "hl_extern_view.h"
+#include <mutex>
+#include <string>
+#include <utility>
+
+using namespace Halide;
+
+namespace {
+
+int loop_stage_common(int id, int k, int n, halide_buffer_t **in, halide_buffer_t *out) {
+  const hl_loop *l = hl_loop_get(id);
+  if (!l || n != l->ninputs) return -1;
+  bool query = out->is_bounds_query();
+  for (int j = 0; j < n; j++) query = query || in[j]->is_bounds_query();
+  if (query) {
+    /* every input whole: the loop reads all of each */
+    for (int j = 0; j < n; j++) {
+      if (!in[j]->is_bounds_query()) continue;
+      for (int d = 0; d < in[j]->dimensions; d++) {
+        in[j]->dim[d].min = 0;
+        in[j]->dim[d].extent = (int32_t)l->input_types[j].shape[in[j]->dimensions - 1 - d];
+      }
+    }
+    return 0;
+  }
+  enum { MAXI = 64 };
+  hl_storage st[MAXI + 1];
+  hl_array a[MAXI + 1];
+  const hl_array *ins[MAXI];
+  if (n > MAXI) return -1;
+  for (int j = 0; j < n; j++) {
+    hl_view_of_buffer(in[j], &st[j], &a[j]);
+    ins[j] = &a[j];
+  }
+  hl_view_of_buffer(out, &st[n], &a[n]);
+  return hl_loop_result(id, k, n, ins, &a[n]) ? -1 : 0;
+}
+
+template <typename... B>
+int loop_stage(int id, int k, B... bufs) {
+  halide_buffer_t *all[] = {bufs...};
+  const int n = (int)sizeof...(B) - 1;
+  return loop_stage_common(id, k, n, all, all[n]);
+}
+
+template <size_t>
+using buffer_arg = halide_buffer_t *;
+
+template <size_t... I>
+void export_stage(Internal::JITModule &m, std::index_sequence<I...>) {
+  /* I... counts the inputs plus the output */
+  m.add_extern_for_export("halua_loop_" + std::to_string(sizeof...(I) - 1), ExternCFunction(&loop_stage<buffer_arg<I>...>));
+}
+
+template <size_t... N>
+void export_all(Internal::JITModule &m, std::index_sequence<N...>) {
+  (export_stage(m, std::make_index_sequence<N + 2>{}), ...);   /* 1 .. kMaxLoopInputs inputs */
+}
+
+}  // namespace
+
+Internal::JITModule hl_loop_exports() {
+  static Internal::JITModule m;
+  static std::once_flag once;
+  std::call_once(once, [] { export_all(m, std::make_index_sequence<HL_MAX_LOOP_INPUTS>{}); });
+  return m;
+}

@@ -1,0 +1,159 @@
+/* core.loop_record: a compiled loop (engine/core/hl_loop.h) recorded into the enclosing jit trace.
+ *
+ *   core.loop_record{kind = "fori" | "while" | "scan", trace = enclosing trace,
+ *                    body = body trace, body_out = {tracers}, cond = trace, cond_out = tracer,
+ *                    lo = n, hi = n, ncarry = n, inputs = {carries..., scanned arrays...},
+ *                    name = "fori_loop"} -> one tracer per result (carries, then stacked ys)
+ *
+ * The body's arguments are [i (fori)] carries [rows of the scanned arrays (scan)]; its results
+ * the new carries [and the step's outputs (scan)]. */
+#include "hl_error.h"
+#include "hl_loop.h"
+#include "hl_lua.h"
+#include <lauxlib.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int field_int(lua_State *L, const char *name) {
+  lua_getfield(L, 1, name);
+  int64_t v = (int64_t)lua_tonumber(L, -1);
+  lua_pop(L, 1);
+  return (int)v;
+}
+
+/* the arrays of list field `name` (kept referenced by the spec table) */
+static int field_arrays(lua_State *L, const char *name, const hl_array **out, int max) {
+  lua_getfield(L, 1, name);
+  int n = lua_istable(L, -1) ? (int)lua_objlen(L, -1) : 0;
+  if (n > max) n = max + 1;
+  for (int k = 0; k < n && k < max; k++) {
+    lua_rawgeti(L, -1, k + 1);
+    out[k] = hl_lua_to_array(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return n;
+}
+
+/* each abstract capture of p becomes a loop input (shared when two captures are the same value) */
+static int map_captures(const hl_program *p, int **src, const hl_array **inputs, int *ninputs, const char *name) {
+  *src = calloc((size_t)(p->ncaptures ? p->ncaptures : 1), sizeof(int));
+  if (!*src) return hl_error("out of memory");
+  for (int c = 0; c < p->ncaptures; c++) {
+    const hl_array *a = &p->captures[c];
+    (*src)[c] = -1;
+    if (!a->graph) continue;
+    int k = 0;
+    while (k < *ninputs && !(inputs[k]->graph == a->graph && inputs[k]->node == a->node)) k++;
+    if (k == *ninputs) {
+      if (*ninputs == HL_MAX_LOOP_INPUTS)
+        return hl_error("%s: the loop uses more than %d arrays (carries, scanned arrays and values from outside "
+                        "its body together)", name, HL_MAX_LOOP_INPUTS);
+      inputs[(*ninputs)++] = a;
+    }
+    (*src)[c] = k;
+  }
+  return 0;
+}
+
+static int l_loop_record(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_getfield(L, 1, "name");
+  const char *name = luaL_optstring(L, -1, "loop");
+  lua_pop(L, 1);
+  lua_getfield(L, 1, "kind");
+  const char *kind = luaL_checkstring(L, -1);
+  lua_pop(L, 1);
+  lua_getfield(L, 1, "trace");
+  int outer_idx = lua_gettop(L);
+  hl_trace *outer = hl_lua_check_trace(L, outer_idx);
+  lua_getfield(L, 1, "body");
+  hl_trace *body = hl_lua_check_trace(L, -1);
+  lua_getfield(L, 1, "cond");
+  hl_trace *cond = lua_isnil(L, -1) ? NULL : hl_lua_check_trace(L, -1);
+
+  hl_loop *l = calloc(1, sizeof *l);
+  if (!l) return luaL_error(L, "halua: out of memory");
+  l->kind = !strcmp(kind, "fori") ? HL_LOOP_FORI : !strcmp(kind, "while") ? HL_LOOP_WHILE : HL_LOOP_SCAN;
+  l->lo = field_int(L, "lo");
+  l->hi = field_int(L, "hi");
+  l->ncarry = field_int(L, "ncarry");
+  const hl_array *inputs[HL_MAX_LOOP_INPUTS + 1], *outs[64];
+  int ninputs = field_arrays(L, "inputs", inputs, HL_MAX_LOOP_INPUTS);
+  int nout = field_arrays(L, "body_out", outs, 63);
+  if (ninputs > HL_MAX_LOOP_INPUTS || nout > 63) {
+    hl_loop_discard(l);
+    return luaL_error(L, "halua: %s: the loop carries or scans more than %d arrays", name, HL_MAX_LOOP_INPUTS);
+  }
+  l->nxs = ninputs - l->ncarry;
+  l->nys = nout - l->ncarry;
+  l->nresults = nout;
+  if (hl_program_build(body, nout, outs, name, &l->body) ||
+      map_captures(&l->body, &l->body_src, inputs, &ninputs, name))
+    goto fail;
+  if (cond) {
+    const hl_array *c[1];
+    if (field_arrays(L, "cond_out", c, 1) != 1 || hl_program_build(cond, 1, c, name, &l->cond) ||
+        map_captures(&l->cond, &l->cond_src, inputs, &ninputs, name))
+      goto fail;
+  }
+  l->ninputs = ninputs;
+  l->input_types = calloc((size_t)ninputs + 1, sizeof(hl_type));
+  l->result_types = calloc((size_t)nout + 1, sizeof(hl_type));
+  l->results = calloc((size_t)nout + 1, sizeof(hl_array));
+  if (!l->input_types || !l->result_types || !l->results) {
+    hl_error("out of memory");
+    goto fail;
+  }
+  for (int k = 0; k < ninputs; k++) {
+    l->input_types[k].dtype = inputs[k]->dtype;
+    l->input_types[k].ndim = inputs[k]->ndim;
+    memcpy(l->input_types[k].shape, inputs[k]->shape, sizeof inputs[k]->shape);
+  }
+  for (int k = 0; k < nout; k++) {
+    hl_type *t = &l->result_types[k];
+    *t = l->body.g.nodes[l->body.g.outputs[k]].type;
+    if (k >= l->ncarry) {   /* a step's output, stacked along a new first axis */
+      if (t->ndim == HL_MAX_DIMS) {
+        hl_error("%s: the stacked outputs would have more than %d axes", name, HL_MAX_DIMS);
+        goto fail;
+      }
+      memmove(t->shape + 1, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+      t->shape[0] = l->hi;
+      t->ndim++;
+    }
+  }
+  hl_type types[64];
+  memcpy(types, l->result_types, sizeof(hl_type) * (size_t)nout);
+  int id = hl_loop_register(l);
+  if (id < 0) return hl_lua_raise(L);
+  for (int k = 0; k < nout; k++) {
+    hl_attrs at;
+    memset(&at, 0, sizeof at);
+    at.i[0] = id;
+    at.i[1] = k;
+    at.dtype = types[k].dtype;
+    at.nshape = types[k].ndim;
+    memcpy(at.shape, types[k].shape, sizeof at.shape);
+    hl_array r;
+    if (hl_trace_apply(outer, HL_P_LOOP, ninputs, inputs, &at, &r)) return hl_lua_raise(L);
+    hl_lua_push_tracer(L, &r, outer_idx);
+  }
+  return nout;
+fail:
+  hl_loop_discard(l);
+  return hl_lua_raise(L);
+}
+
+/* trace_device(trace) -> "cpu" or "cuda": where its pipeline runs (graph device 0 is the host) */
+static int l_trace_device(lua_State *L) {
+  lua_pushstring(L, hl_lua_check_trace(L, 1)->g.device == 0 ? "cpu" : "cuda");
+  return 1;
+}
+
+void hl_lua_register_loop(lua_State *L, int core_idx) {
+  lua_pushcfunction(L, l_loop_record);
+  lua_setfield(L, core_idx, "loop_record");
+  lua_pushcfunction(L, l_trace_device);
+  lua_setfield(L, core_idx, "trace_device");
+}
