@@ -83,7 +83,7 @@ static int owned_copy(const hl_array *a, hl_array *out) {
     return 0;
   }
   for (int64_t i = 0; i < n; i++)
-    memcpy((char *)hl_array_data(out) + i * (int64_t)es, (char *)a->storage->data + hl_array_elem_offset(a, i) * (int64_t)es, es);
+    memcpy((char *)hl_array_data(out) + i * (int64_t)es, (char *)hl_array_data(a) + hl_array_elem_offset(a, i) * (int64_t)es, es);
   return 0;
 }
 
@@ -179,7 +179,7 @@ done:
   return rc;
 }
 
-int hl_loop_result(int id, int k, int nin, const hl_array *const *in, hl_array *out) {
+int hl_loop_result(int id, int k, int nin, const hl_array *const *in, const int64_t *mins, hl_array *out) {
   pthread_mutex_lock(&registry);
   hl_loop *l = id >= 0 && id < nloops ? loops[id] : NULL;
   pthread_mutex_unlock(&registry);
@@ -188,8 +188,19 @@ int hl_loop_result(int id, int k, int nin, const hl_array *const *in, hl_array *
     if (run_loop(l, in)) return -1;
     l->run = current_run;
   }
+  /* the region asked for (consumers may need part of a result), element by element */
   const hl_array *r = &l->results[k];
-  int64_t n = hl_shape_size(r->ndim, r->shape);
-  if (n) memcpy(hl_array_data(out), hl_array_data(r), (size_t)n * hl_dtype_size(r->dtype));
+  if (out->ndim != r->ndim) return hl_error("loop: result %d has rank %d, the stage asked for %d", k, r->ndim, out->ndim);
+  hl_array src = *r;
+  for (int d = 0; d < r->ndim; d++) {
+    if (mins[d] < 0 || mins[d] + out->shape[d] > r->shape[d]) return hl_error("loop: result %d asked out of its bounds", k);
+    src.offset += mins[d] * r->strides[d];
+    src.shape[d] = out->shape[d];
+  }
+  int64_t n = hl_shape_size(out->ndim, out->shape);
+  size_t es = hl_dtype_size(r->dtype);
+  for (int64_t i = 0; i < n; i++)
+    memcpy((char *)hl_array_data(out) + hl_array_elem_offset(out, i) * (int64_t)es,
+           (char *)hl_array_data(&src) + hl_array_elem_offset(&src, i) * (int64_t)es, es);
   return 0;
 }

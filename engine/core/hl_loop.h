@@ -32,8 +32,9 @@ typedef struct hl_loop {
 int hl_loop_register(hl_loop *l);
 void hl_loop_discard(hl_loop *l);   /* frees a loop that was never registered */
 const hl_loop *hl_loop_get(int id);
-/* Result k of loop `id`, given its inputs, written into out (a host array of the result's type). */
-int hl_loop_result(int id, int k, int nin, const hl_array *const *in, hl_array *out);
+/* The region of result k of loop `id` that starts at `mins` (per axis) and has out's shape, given
+ * the loop's inputs, written into out (a host view of the result's dtype). */
+int hl_loop_result(int id, int k, int nin, const hl_array *const *in, const int64_t *mins, hl_array *out);
 
 /* Pipeline runs: hl_kernel_run brackets each run so a loop runs once per run of its pipeline. */
 uint64_t hl_run_begin(void);

@@ -36,7 +36,9 @@ int loop_stage_common(int id, int k, int n, halide_buffer_t **in, halide_buffer_
     ins[j] = &a[j];
   }
   hl_view_of_buffer(out, &st[n], &a[n]);
-  return hl_loop_result(id, k, n, ins, &a[n]) ? -1 : 0;
+  int64_t mins[HL_MAX_DIMS];
+  for (int d = 0; d < out->dimensions; d++) mins[out->dimensions - 1 - d] = out->dim[d].min;
+  return hl_loop_result(id, k, n, ins, mins, &a[n]) ? -1 : 0;
 }
 
 template <typename... B>

@@ -165,6 +165,18 @@ describe("compiled loops inside jit", function()
     for i = 1, 3 do c = c * s + hl.array({1, 2, 3}, F64) * i + a end
     close(f(a, b), c, 1e-12)
   end)
+  it("give consumers that read part of a result the right part", function()
+    local f = hl.jit(function(a)
+      local r = hl.fori_loop(1, 3, function(i, c) return c * 2 + i end, a)
+      return r[{{2, 3}}] * 10, r[{{}, {3, 3}}]
+    end)
+    local a = hl.reshape(hl.arange(12, F64), {4, 3})
+    local c = a
+    for i = 1, 3 do c = c * 2 + i end
+    local p, q = f(a)
+    close(p, c[{{2, 3}}] * 10)
+    close(q, c[{{}, {3, 3}}])
+  end)
   it("nest loops, carry integers and booleans, and scan with several outputs", function()
     local f = hl.jit(function(a)
       local outer = hl.fori_loop(1, 3, function(i, c)
