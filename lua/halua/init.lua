@@ -772,6 +772,8 @@ function hl.cache_clear() return core.cache_clear() end
 hl.methods = methods
 
 -- the parts that live in their own files
+require("halua.ops")(hl, core, {fail = fail, as_array = as_array, norm_axis = norm_axis, norm_axes = norm_axes,
+                               named = named, methods = methods})
 require("halua.io")(hl, core)
 hl.rules = require("halua.ad")(hl, core, state)
 hl.random = require("halua.random")(hl, core)

@@ -1,0 +1,321 @@
+-- Composite operations over the primitives: statistics (var, std, all, any), outer, scans (cumsum,
+-- cumprod), and shape operations (flip, stack, split, tile, repeat, pad, take, take_along_axis,
+-- one_hot). Being ordinary ops, they trace into pipelines and differentiate like any other.
+-- u: init.lua's helpers {fail, as_array, norm_axis, norm_axes, named, methods}.
+return function(hl, core, u)
+  local fail, as_array, norm_axis, norm_axes = u.fail, u.as_array, u.norm_axis, u.norm_axes
+  local is_array = core.is_array
+
+  local function shape_str(s) return "[" .. table.concat(s, ",") .. "]" end
+  local function is_float(d) return d == "float32" or d == "float64" end
+  local function is_int(v) return type(v) == "number" and v == math.floor(v) end
+
+  ---------------------------------------------------------------- statistics
+
+  -- the variance with NumPy's default (ddof 0: divided by the count)
+  function hl.var(x, axes, keepdims)
+    x = as_array(x, "var")
+    if type(axes) == "boolean" then axes, keepdims = nil, axes end
+    if not is_float(x.dtype) then x = x:astype("float32") end
+    local d = x - hl.mean(x, axes, true)
+    return hl.mean(d * d, axes, keepdims)
+  end
+  function hl.std(x, axes, keepdims) return hl.sqrt(hl.var(x, axes, keepdims)) end
+
+  local function counted(op, pick, test)
+    return function(x, axes, keepdims)
+      x = as_array(x, op)
+      if type(axes) == "boolean" then axes, keepdims = nil, axes end
+      return test(hl.sum(pick(x):astype("int32"), axes, keepdims))
+    end
+  end
+  hl.any = counted("any", function(x) return hl.ne(x, 0) end, function(n) return hl.gt(n, 0) end)
+  hl.all = counted("all", function(x) return hl.eq(x, 0) end, function(n) return hl.eq(n, 0) end)
+
+  function hl.outer(a, b)
+    a, b = as_array(a, "outer", 1), as_array(b, "outer", 2)
+    return hl.reshape(a, {a.size, 1}) * hl.reshape(b, {1, b.size})
+  end
+
+  ---------------------------------------------------------------- scans
+
+  -- x shifted by d along axis a (0-based), the first d places filled with `fill`
+  local function shifted(x, a, d, fill)
+    local n = x.shape[a + 1]
+    local starts, steps, counts = {}, {}, x.shape
+    for i = 1, x.ndim do starts[i], steps[i] = 0, 1 end
+    counts[a + 1] = n - d
+    local body = core.slice(x, starts, steps, counts)
+    local pad_shape = x.shape
+    pad_shape[a + 1] = d
+    return hl.concatenate({hl.fill_like(x, fill, pad_shape, x.dtype), body}, a + 1)
+  end
+
+  -- inclusive scans in log2(n) doubling steps (Hillis and Steele): each step combines every
+  -- element with the one 2^k places before it
+  local function scan(op, combine, identity)
+    return function(x, axis)
+      x = as_array(x, op)
+      if axis == nil then
+        x = hl.reshape(x, {x.size})
+        axis = 1
+      end
+      local a = norm_axis(op, axis, x.ndim)
+      if x.dtype == "bool" or x.dtype == "uint8" then x = x:astype("int32") end
+      local n, d = x.shape[a + 1], 1
+      while d < n do
+        x = combine(x, shifted(x, a, d, identity))
+        d = d * 2
+      end
+      return x
+    end
+  end
+  hl.cumsum = scan("cumsum", function(p, q) return p + q end, 0)
+  hl.cumprod = scan("cumprod", function(p, q) return p * q end, 1)
+
+  ---------------------------------------------------------------- shapes
+
+  function hl.flip(x, axes)
+    x = as_array(x, "flip")
+    local starts, steps, counts = {}, {}, x.shape
+    for i = 1, x.ndim do starts[i], steps[i] = 0, 1 end
+    for _, a in ipairs(norm_axes("flip", axes, x.ndim)) do
+      if counts[a + 1] > 0 then starts[a + 1], steps[a + 1] = counts[a + 1] - 1, -1 end
+    end
+    return core.slice(x, starts, steps, counts)
+  end
+
+  function hl.stack(list, axis)
+    if type(list) ~= "table" or #list == 0 then fail("stack: expected a non-empty list of arrays") end
+    local first = as_array(list[1], "stack")
+    axis = axis or 1
+    local parts = {}
+    for i, x in ipairs(list) do
+      x = as_array(x, "stack", i)
+      if table.concat(x.shape, ",") ~= table.concat(first.shape, ",") then
+        fail("stack: array %d has shape %s, array 1 has %s", i, shape_str(x.shape), shape_str(first.shape))
+      end
+      parts[i] = hl.expand_dims(x, axis)
+    end
+    return hl.concatenate(parts, axis)
+  end
+
+  -- split(x, n [, axis]): n equal parts; split(x, {i1, i2, ...} [, axis]): parts starting at the
+  -- (1-based) positions i1, i2, ... (the first part starts at 1): np.split(x, [i1 - 1, i2 - 1])
+  function hl.split(x, parts, axis)
+    x = as_array(x, "split")
+    local a = norm_axis("split", axis or 1, x.ndim)
+    local n = x.shape[a + 1]
+    local starts_at = {}
+    if type(parts) == "number" then
+      if not is_int(parts) or parts < 1 then fail("split: the number of parts must be a positive integer, got %s", tostring(parts)) end
+      if n % parts ~= 0 then fail("split: axis %d of length %d does not divide into %d equal parts", a + 1, n, parts) end
+      for k = 0, parts - 1 do starts_at[#starts_at + 1] = k * n / parts + 1 end
+    elseif type(parts) == "table" then
+      starts_at[1] = 1
+      for _, p in ipairs(parts) do
+        if not is_int(p) then fail("split: split positions must be integers, got %s", tostring(p)) end
+        starts_at[#starts_at + 1] = math.max(1, math.min(p, n + 1))
+      end
+    else
+      fail("split: expected a number of parts or a list of positions, got %s", type(parts))
+    end
+    local out = {}
+    for k, s in ipairs(starts_at) do
+      local e = (starts_at[k + 1] or n + 1) - 1
+      local starts, steps, counts = {}, {}, x.shape
+      for i = 1, x.ndim do starts[i], steps[i] = 0, 1 end
+      starts[a + 1], counts[a + 1] = e >= s and s - 1 or 0, math.max(0, e - s + 1)
+      out[k] = core.slice(x, starts, steps, counts)
+    end
+    return out
+  end
+
+  local function reps_of(op, reps)
+    if type(reps) == "number" then reps = {reps} end
+    if type(reps) ~= "table" then fail("%s: expected a number or a table of repetitions, got %s", op, type(reps)) end
+    for _, r in ipairs(reps) do
+      if not is_int(r) or r < 0 then fail("%s: repetitions must be non-negative integers, got %s", op, tostring(r)) end
+    end
+    return reps
+  end
+
+  -- each axis d of length n becomes r*n: the whole axis repeated r times (NumPy's tile)
+  function hl.tile(x, reps)
+    x = as_array(x, "tile")
+    reps = reps_of("tile", reps)
+    local nd = math.max(x.ndim, #reps)
+    local shape, r = {}, {}
+    for i = 1, nd do
+      shape[i] = x.shape[i - (nd - x.ndim)] or 1
+      r[i] = reps[i - (nd - #reps)] or 1
+    end
+    local inter, target, final = {}, {}, {}
+    for i = 1, nd do
+      inter[#inter + 1], inter[#inter + 2] = 1, shape[i]
+      target[#target + 1], target[#target + 2] = r[i], shape[i]
+      final[i] = r[i] * shape[i]
+    end
+    return hl.reshape(hl.broadcast_to(hl.reshape(x, inter), target), final)
+  end
+
+  -- each element repeated r times along the axis (the flattened array when axis is nil)
+  hl["repeat"] = function(x, r, axis)
+    x = as_array(x, "repeat")
+    if not is_int(r) or r < 0 then fail("repeat: repetitions must be a non-negative integer, got %s", tostring(r)) end
+    if axis == nil then
+      x = hl.reshape(x, {x.size})
+      axis = 1
+    end
+    local a = norm_axis("repeat", axis, x.ndim)
+    local s = x.shape
+    local inter, target, final = {}, {}, {}
+    for i = 1, x.ndim do
+      inter[#inter + 1], target[#target + 1], final[i] = s[i], s[i], s[i]
+      if i == a + 1 then
+        inter[#inter + 1], target[#target + 1], final[i] = 1, r, s[i] * r
+      end
+    end
+    return hl.reshape(hl.broadcast_to(hl.reshape(x, inter), target), final)
+  end
+
+  -- pad(x, width [, value]): width a number (every side), {before, after} (every axis) or one
+  -- such pair per axis; constant padding
+  function hl.pad(x, width, value)
+    x = as_array(x, "pad")
+    value = value or 0
+    if type(value) ~= "number" and type(value) ~= "boolean" then fail("pad: the value must be a number, got %s", type(value)) end
+    local per = {}
+    for d = 1, x.ndim do
+      local w = width
+      if type(w) == "table" and type(w[1]) == "table" then w = width[d] end
+      if type(w) == "number" then w = {w, w} end
+      if type(w) ~= "table" or not is_int(w[1]) or not is_int(w[2]) or w[1] < 0 or w[2] < 0 then
+        fail("pad: widths must be non-negative integers: a number, {before, after}, or one pair per axis")
+      end
+      per[d] = w
+    end
+    for d = 1, x.ndim do
+      local before, after = per[d][1], per[d][2]
+      if before > 0 or after > 0 then
+        local parts = {}
+        local s = x.shape
+        if before > 0 then
+          s[d] = before
+          parts[#parts + 1] = hl.fill_like(x, value, s, x.dtype)
+        end
+        parts[#parts + 1] = x
+        if after > 0 then
+          s = x.shape
+          s[d] = after
+          parts[#parts + 1] = hl.fill_like(x, value, s, x.dtype)
+        end
+        x = hl.concatenate(parts, d)
+      end
+    end
+    return x
+  end
+
+  ---------------------------------------------------------------- gathers
+
+  -- x with axis a (0-based) and the last axis exchanged
+  local function swap_last(x, a)
+    local perm = {}
+    for i = 1, x.ndim do perm[i] = i end
+    perm[a + 1], perm[x.ndim] = x.ndim, a + 1
+    return hl.transpose(x, perm)
+  end
+
+  -- the positions 1..n (of idx's dtype), on idx's device
+  local function positions(idx, n)
+    local p = hl.arange(n, idx.dtype) + 1
+    if not core.is_tracer(idx) and p.device ~= idx.device then p = p:to(idx.device) end
+    return p
+  end
+
+  -- eagerly, indices outside 1..n are an error; traced, they select nothing (zeros)
+  local function check_indices(op, idx, n)
+    if not is_array(idx) then idx = hl.asarray(idx) end
+    if idx.dtype ~= "int32" and idx.dtype ~= "int64" and idx.dtype ~= "uint8" then
+      fail("%s: indices must be integers, got %s", op, idx.dtype)
+    end
+    if not core.is_tracer(idx) and idx.size > 0 then
+      local lo, hi = hl.min(idx):item(), hl.max(idx):item()
+      if lo < 1 or hi > n then fail("%s: index %d is out of range 1..%d", op, lo < 1 and lo or hi, n) end
+    end
+    return idx
+  end
+
+  -- one_hot(idx, n): idx's shape plus an axis of n, 1 where the (1-based) index points
+  function hl.one_hot(idx, n, dtype)
+    if not is_int(n) or n < 0 then fail("one_hot: n must be a non-negative integer, got %s", tostring(n)) end
+    if not is_array(idx) then idx = hl.asarray(idx) end
+    if idx.dtype ~= "int32" and idx.dtype ~= "int64" and idx.dtype ~= "uint8" then
+      fail("one_hot: indices must be integers, got %s", idx.dtype)
+    end
+    local s = idx.shape
+    s[#s + 1] = 1
+    return hl.eq(hl.reshape(idx, s), positions(idx, n)):astype(dtype or "float32")
+  end
+
+  -- the elements of x at positions idx along axis: x's shape with that axis replaced by idx's
+  function hl.take(x, idx, axis)
+    x = as_array(x, "take")
+    if axis == nil then
+      x = hl.reshape(x, {x.size})
+      axis = 1
+    end
+    local a = norm_axis("take", axis, x.ndim)
+    local n = x.shape[a + 1]
+    idx = check_indices("take", idx, n)
+    -- x with a new axis of idx's elements before `a`: pick by one-hot weights, summed over a
+    local hot = hl.one_hot(hl.reshape(idx, {idx.size}), n, "bool")        -- [m, n]
+    local xs, hs = {}, {}
+    for i = 1, x.ndim do
+      if i == a + 1 then
+        xs[#xs + 1], hs[#hs + 1] = 1, idx.size
+        xs[#xs + 1], hs[#hs + 1] = n, n
+      else
+        xs[#xs + 1], hs[#hs + 1] = x.shape[i], 1
+      end
+    end
+    local picked = hl.sum(hl.where(hl.reshape(hot, hs), hl.reshape(x, xs), 0), a + 2)
+    local out = {}
+    for i = 1, x.ndim do
+      if i == a + 1 then
+        for _, e in ipairs(idx.shape) do out[#out + 1] = e end
+      else
+        out[#out + 1] = x.shape[i]
+      end
+    end
+    if picked.dtype ~= x.dtype then picked = picked:astype(x.dtype) end
+    return hl.reshape(picked, out)
+  end
+
+  -- out[..., j, ...] = x[..., idx[..., j, ...], ...] along axis; idx has x's rank
+  function hl.take_along_axis(x, idx, axis)
+    x = as_array(x, "take_along_axis")
+    if not is_array(idx) then idx = hl.asarray(idx) end
+    if idx.ndim ~= x.ndim then
+      fail("take_along_axis: indices need the array's rank %d, got %d", x.ndim, idx.ndim)
+    end
+    local a = norm_axis("take_along_axis", axis or 1, x.ndim)
+    local n = x.shape[a + 1]
+    idx = check_indices("take_along_axis", idx, n)
+    -- compare each index with every position of the axis (a new last axis), pick, sum it away
+    local xe = hl.expand_dims(swap_last(x, a), -2)     -- [..., 1, n]: axis a moved last
+    local ie = hl.expand_dims(swap_last(idx, a), -1)   -- [..., m, 1]
+    local picked = hl.sum(hl.where(hl.eq(ie, positions(idx, n)), xe, 0), -1)
+    if picked.dtype ~= x.dtype then picked = picked:astype(x.dtype) end
+    return swap_last(picked, a)
+  end
+
+  for _, name in ipairs {"var", "std", "any", "all", "outer", "cumsum", "cumprod", "flip", "stack", "split", "tile",
+                         "repeat", "pad", "take", "take_along_axis", "one_hot"} do
+    hl[name] = u.named(name, hl[name])
+  end
+  for _, name in ipairs {"var", "std", "any", "all", "cumsum", "cumprod", "flip", "split", "tile", "repeat", "pad",
+                         "take", "take_along_axis"} do
+    u.methods[name] = hl[name]
+  end
+end

@@ -1,0 +1,140 @@
+-- The composite operations (lua/halua/ops.lua) against NumPy, eagerly and under jit; gradients
+-- through them against central differences; their errors.
+local hl = require "halua"
+local np = require "support.numpy"
+local suite = require "support.suite"
+
+local function err_of(f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  return tostring(e)
+end
+local function has(msg, part) assert.is_truthy(msg:find(part, 1, true), "message '" .. msg .. "' lacks '" .. part .. "'") end
+
+-- each case twice: eager, and the same function under hl.jit
+local function both(case, name, f, expr, inputs, opts)
+  case(name, function() return f(unpack(inputs)) end, expr, inputs, opts)
+  case(name .. " [jit]", function() return hl.jit(f)(unpack(inputs)) end, expr, inputs, opts)
+end
+
+math.randomseed(42)
+suite("statistics and scans against NumPy", function(case)
+  for _, dtype in ipairs {"float32", "float64", "int32"} do
+    local x = np.rand({3, 4, 5}, -3, 3, dtype)
+    local tol = dtype ~= "float64" and {rtol = 1e-5} or nil
+    -- integer statistics come out float32 (as in JAX); scans keep the dtype
+    local f = dtype == "int32" and ".astype(np.float32)" or ""
+    both(case, "var over all " .. dtype, function(a) return hl.var(a) end, "np.var(a)" .. f, {x}, tol)
+    both(case, "var axis 2 keepdims " .. dtype, function(a) return hl.var(a, 2, true) end, "np.var(a, axis=1, keepdims=True)" .. f, {x}, tol)
+    both(case, "std axes {1,3} " .. dtype, function(a) return hl.std(a, {1, 3}) end, "np.std(a, axis=(0, 2))" .. f, {x}, tol)
+    both(case, "any axis -1 " .. dtype, function(a) return hl.any(hl.gt(a, 2), -1) end, "np.any(a > 2, axis=-1)", {x})
+    both(case, "all " .. dtype, function(a) return hl.all(a, 1) end, "np.all(a, axis=0)", {x})
+    both(case, "cumsum axis 3 " .. dtype, function(a) return hl.cumsum(a, 3) end, "np.cumsum(a, axis=2).astype(a.dtype)", {x}, tol)
+    both(case, "cumsum flattened " .. dtype, function(a) return hl.cumsum(a) end, "np.cumsum(a).astype(a.dtype)", {x}, tol)
+    both(case, "cumprod axis 1 " .. dtype, function(a) return hl.cumprod(a, 1) end, "np.cumprod(a, axis=0).astype(a.dtype)", {x}, tol)
+  end
+  local b = np.rand({7}, 0, 1, "bool")
+  both(case, "cumsum of bool counts", function(a) return hl.cumsum(a) end, "np.cumsum(a).astype(np.int32)", {b})
+  local u, v = np.rand({3}, -1, 1), np.rand({2, 2}, -1, 1)
+  both(case, "outer flattens", function(a, c) return hl.outer(a, c) end, "np.outer(a, b)", {u, v})
+  both(case, "cumsum of a zero-length axis", function(a) return hl.cumsum(a, 2) end, "np.cumsum(a, axis=1)", {hl.zeros({2, 0})})
+end)
+
+suite("shape operations against NumPy", function(case)
+  local x = np.rand({2, 3, 4}, -5, 5)
+  both(case, "flip all axes", function(a) return hl.flip(a) end, "np.flip(a)", {x})
+  both(case, "flip axis 2", function(a) return hl.flip(a, 2) end, "np.flip(a, axis=1)", {x})
+  both(case, "flip axes {1,-1}", function(a) return hl.flip(a, {1, -1}) end, "np.flip(a, axis=(0, 2))", {x})
+  local y = np.rand({2, 3, 4}, -5, 5)
+  both(case, "stack axis 1", function(a, b) return hl.stack({a, b}) end, "np.stack([a, b])", {x, y})
+  both(case, "stack axis 3", function(a, b) return hl.stack({a, b}, 3) end, "np.stack([a, b], axis=2)", {x, y})
+  both(case, "stack axis -1", function(a, b) return hl.stack({a, b}, -1) end, "np.stack([a, b], axis=-1)", {x, y})
+  for k, n in ipairs {2, 4} do
+    both(case, "split into " .. n .. " equal parts, part " .. k, function(a) return hl.split(a, n, 3)[k] end,
+         "np.split(a, " .. n .. ", axis=2)[" .. (k - 1) .. "]", {x})
+  end
+  for k = 1, 3 do
+    both(case, "split at positions {2, 3}, part " .. k, function(a) return hl.split(a, {2, 3}, 2)[k] end,
+         "np.split(a, [1, 2], axis=1)[" .. (k - 1) .. "]", {x})
+  end
+  both(case, "tile by {2, 1, 3}", function(a) return hl.tile(a, {2, 1, 3}) end, "np.tile(a, (2, 1, 3))", {x})
+  both(case, "tile with more reps than axes", function(a) return hl.tile(a, {2, 1, 1, 2}) end, "np.tile(a, (2, 1, 1, 2))", {x})
+  both(case, "tile by a number", function(a) return hl.tile(a, 3) end, "np.tile(a, 3)", {x})
+  both(case, "repeat along axis 2", function(a) return hl["repeat"](a, 3, 2) end, "np.repeat(a, 3, axis=1)", {x})
+  both(case, "repeat flattened", function(a) return hl["repeat"](a, 2) end, "np.repeat(a, 2)", {x})
+  both(case, "pad every side", function(a) return hl.pad(a, 1) end, "np.pad(a, 1)", {x})
+  both(case, "pad per axis with a value", function(a) return hl.pad(a, {{0, 1}, {2, 0}, {1, 1}}, -7) end,
+       "np.pad(a, ((0, 1), (2, 0), (1, 1)), constant_values=-7)", {x})
+  local xi = np.rand({3, 5}, -9, 9, "int32")
+  both(case, "pad an int array", function(a) return hl.pad(a, {1, 2}) end, "np.pad(a, (1, 2))", {xi})
+end)
+
+suite("gathers against NumPy", function(case)
+  local x = np.rand({3, 5, 2}, -5, 5)
+  local idx = hl.array({5, 1, 1, 3}, "int32")
+  both(case, "take along axis 2", function(a, i) return hl.take(a, i, 2) end, "np.take(a, b - 1, axis=1)", {x, idx})
+  both(case, "take flattened", function(a, i) return hl.take(a, i) end, "np.take(a, b - 1)", {x, idx})
+  local idx2 = hl.array({{1, 2}, {3, 3}}, "int64")
+  both(case, "take with 2-d indices", function(a, i) return hl.take(a, i, 1) end, "np.take(a, b - 1, axis=0)", {x, idx2})
+  local xi = np.rand({4, 3}, -9, 9, "int32")
+  both(case, "take of ints", function(a, i) return hl.take(a, i, 1) end, "np.take(a, b - 1, axis=0)", {xi, hl.array({4, 2}, "int32")})
+  local along = hl.array({{{1, 2}}, {{5, 5}}, {{3, 1}}}, "int32")
+  both(case, "take_along_axis 2", function(a, i) return hl.take_along_axis(a, i, 2) end,
+       "np.take_along_axis(a, b - 1, axis=1)", {x, along})
+  local classes = hl.array({{1, 4}, {2, 2}}, "int32")
+  both(case, "one_hot", function(i) return hl.one_hot(i, 4) end, "np.eye(4, dtype=np.float32)[a - 1]", {classes})
+end)
+
+describe("gradients through composites", function()
+  local F64 = "float64"
+  local function numeric_grad(f, x)
+    local t, g = hl.flatten(x):totable(), {}
+    for i = 1, #t do
+      local up, dn = {unpack(t)}, {unpack(t)}
+      up[i], dn[i] = t[i] + 1e-6, t[i] - 1e-6
+      g[i] = (f(hl.reshape(hl.array(up, F64), x.shape)):item() - f(hl.reshape(hl.array(dn, F64), x.shape)):item()) / 2e-6
+    end
+    return g
+  end
+  local x = hl.array({{0.3, -1.2, 0.8}, {1.5, 0.2, -0.4}}, F64)
+  local w = hl.array({{1, -2, 3, 0.5}, {0.1, 2, -1, 4}}, F64)
+  for name, f in pairs {
+    cumsum = function(a) return hl.sum(hl.cumsum(a, 2) * hl.sin(a)) end,
+    cumprod = function(a) return hl.sum(hl.cumprod(a, 2)) end,
+    var = function(a) return hl.var(a, 2):sum() + hl.std(a) end,
+    flip = function(a) return hl.sum(hl.flip(a, 2) * a) end,
+    tile_repeat = function(a) return hl.sum(hl.tile(a, {2, 2}) ^ 2) + hl.sum(hl["repeat"](a, 2, 1) * 3) end,
+    pad_take = function(a) return hl.sum(hl.pad(a, 1, 2) ^ 2) + hl.sum(hl.take(a, hl.array({3, 1, 3}, "int32"), 2) * 5) end,
+    stack_split = function(a) local p = hl.split(hl.stack({a, a * 2}, 3), 3, 2) return hl.sum(p[1] * p[3] + p[2]) end,
+  } do
+    it(name .. " against central differences, eager and under jit", function()
+      local want = numeric_grad(f, x)
+      for _, g in ipairs {hl.grad(f)(x), hl.jit(hl.grad(f))(x)} do
+        local got = hl.flatten(g):totable()
+        for i = 1, #want do
+          assert.is_true(math.abs(got[i] - want[i]) < 1e-6 * math.max(1, math.abs(want[i])), name .. " element " .. i)
+        end
+      end
+    end)
+  end
+  local _ = w
+end)
+
+describe("errors of the composites", function()
+  it("name the function and the problem", function()
+    local x = hl.ones({2, 3})
+    has(err_of(hl.split, x, 2, 2), "halua: split: axis 2 of length 3 does not divide into 2 equal parts")
+    has(err_of(hl.split, x, "a"), "halua: split: expected a number of parts or a list of positions, got string")
+    has(err_of(hl.stack, {x, hl.ones({3})}), "halua: stack: array 2 has shape [3], array 1 has [2,3]")
+    has(err_of(hl.stack, {}), "halua: stack: expected a non-empty list of arrays")
+    has(err_of(hl.tile, x, {-1}), "halua: tile: repetitions must be non-negative integers, got -1")
+    has(err_of(hl["repeat"], x, 1.5), "halua: repeat: repetitions must be a non-negative integer, got 1.5")
+    has(err_of(hl.pad, x, {-1, 2}), "halua: pad: widths must be non-negative integers")
+    has(err_of(hl.take, x, hl.array({0}, "int32"), 2), "halua: take: index 0 is out of range 1..3")
+    has(err_of(hl.take, x, hl.array({1.5}), 2), "halua: take: indices must be integers, got float32")
+    has(err_of(hl.take_along_axis, x, hl.array({1}, "int32"), 1), "halua: take_along_axis: indices need the array's rank 2, got 1")
+    has(err_of(hl.one_hot, hl.array({1}, "int32"), -2), "halua: one_hot: n must be a non-negative integer, got -2")
+    has(err_of(hl.cumsum, x, 3), "halua: cumsum: axis 3 is out of range for 2 dimensions")
+    has(err_of(hl.flip, x, {1, 1}), "halua: flip: axis 1 repeated")
+  end)
+end)
