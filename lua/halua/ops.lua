@@ -310,7 +310,116 @@ return function(hl, core, u)
     return swap_last(picked, a)
   end
 
-  for _, name in ipairs {"var", "std", "any", "all", "outer", "cumsum", "cumprod", "flip", "stack", "split", "tile",
+  ---------------------------------------------------------------- einsum
+
+  -- labels of x repeated within it become one (the diagonal); labels not in `keep` are summed
+  local function reduce_labels(x, labels, keep)
+    local i = 1
+    while i <= #labels do
+      local j = labels:find(labels:sub(i, i), i + 1, true)
+      if j then   -- the diagonal of axes i and j: mask with the identity, sum axis j away
+        local n = x.shape[i]
+        if x.shape[j] ~= n then fail("einsum: label %s has extents %d and %d", labels:sub(i, i), n, x.shape[j]) end
+        local s = {}
+        for d = 1, x.ndim do s[d] = (d == i or d == j) and n or 1 end
+        local eye = hl.reshape(hl.eq(hl.reshape(hl.arange(n), {n, 1}), hl.reshape(hl.arange(n), {1, n})), s)
+        if not core.is_tracer(x) and eye.device ~= x.device then eye = eye:to(x.device) end
+        x = hl.sum(hl.where(eye, x, 0), j)
+        labels = labels:sub(1, j - 1) .. labels:sub(j + 1)
+      else
+        i = i + 1
+      end
+    end
+    local drop = {}
+    for d = 1, #labels do if not keep:find(labels:sub(d, d), 1, true) then drop[#drop + 1] = d end end
+    if #drop > 0 then
+      x = hl.sum(x, drop)
+      local kept = ""
+      for d = 1, #labels do if keep:find(labels:sub(d, d), 1, true) then kept = kept .. labels:sub(d, d) end end
+      labels = kept
+    end
+    return x, labels
+  end
+
+  -- x (with `labels`) transposed to the label order `order`
+  local function arrange(x, labels, order)
+    if labels == order then return x end
+    local perm = {}
+    for d = 1, #order do perm[d] = labels:find(order:sub(d, d), 1, true) end
+    return hl.transpose(x, perm)
+  end
+
+  local function extents(x, labels, into)
+    for d = 1, #labels do
+      local l, e = labels:sub(d, d), x.shape[d]
+      if into[l] and into[l] ~= e and into[l] ~= 1 and e ~= 1 then fail("einsum: label %s has extents %d and %d", l, into[l], e) end
+      into[l] = math.max(into[l] or e, e)
+    end
+  end
+
+  -- einsum(spec, a [, b]): one or two operands, explicit ("ij,jk->ik") or implicit output
+  -- (the labels used once, in alphabetical order); contractions become one batched matmul
+  function hl.einsum(spec, ...)
+    local ops = {...}
+    if type(spec) ~= "string" then fail("einsum: the spec must be a string, got %s", type(spec)) end
+    spec = spec:gsub("%s", "")
+    if spec:find("...", 1, true) then fail("einsum: ellipsis ('...') is not supported yet; name every axis") end
+    local ins, out = spec:match("^([^-]*)->(.*)$")
+    ins = ins or spec
+    local labels = {}
+    for part in (ins .. ","):gmatch("([^,]*),") do labels[#labels + 1] = part end
+    if #labels ~= #ops then fail("einsum: the spec names %d operands, got %d", #labels, #ops) end
+    if #ops < 1 or #ops > 2 then fail("einsum: one or two operands are supported, got %d", #ops) end
+    local count = {}
+    for k, l in ipairs(labels) do
+      if not l:match("^%a*$") then fail("einsum: operand %d's labels must be letters, got '%s'", k, l) end
+      ops[k] = as_array(ops[k], "einsum", k + 1)
+      if #l ~= ops[k].ndim then fail("einsum: operand %d has %d axes but '%s' names %d", k, ops[k].ndim, l, #l) end
+      for c in l:gmatch(".") do count[c] = (count[c] or 0) + 1 end
+    end
+    if not out then
+      local once = {}
+      for c, n in pairs(count) do if n == 1 then once[#once + 1] = c end end
+      table.sort(once)
+      out = table.concat(once)
+    end
+    for c in out:gmatch(".") do
+      if not count[c] then fail("einsum: output label %s is not in any operand", c) end
+      if select(2, out:gsub(c, "")) > 1 then fail("einsum: output label %s is repeated", c) end
+    end
+    local ext = {}
+    for k = 1, #ops do extents(ops[k], labels[k], ext) end
+    if #ops == 1 then
+      local x, l = reduce_labels(ops[1], labels[1], out)
+      return arrange(x, l, out)
+    end
+    -- keep, per operand, the labels the output or the other operand needs
+    local a, la = reduce_labels(ops[1], labels[1], out .. labels[2])
+    local b, lb = reduce_labels(ops[2], labels[2], out .. la)
+    local batch, contract, afree, bfree = "", "", "", ""
+    for c in la:gmatch(".") do
+      local in_b, in_out = lb:find(c, 1, true), out:find(c, 1, true)
+      if in_b and in_out then batch = batch .. c
+      elseif in_b then contract = contract .. c
+      else afree = afree .. c end
+    end
+    for c in lb:gmatch(".") do if not la:find(c, 1, true) then bfree = bfree .. c end end
+    local function size(ls) local n = 1 for c in ls:gmatch(".") do n = n * ext[c] end return n end
+    local function dims(ls) local t = {} for c in ls:gmatch(".") do t[#t + 1] = ext[c] end return t end
+    local bshape = dims(batch)
+    a = hl.broadcast_to(arrange(a, la, batch .. afree .. contract), dims(batch .. afree .. contract))
+    b = hl.broadcast_to(arrange(b, lb, batch .. contract .. bfree), dims(batch .. contract .. bfree))
+    local m, kk, n = size(afree), size(contract), size(bfree)
+    local as, bs = {}, {}
+    for i, e in ipairs(bshape) do as[i], bs[i] = e, e end
+    as[#as + 1], as[#as + 2] = m, kk
+    bs[#bs + 1], bs[#bs + 2] = kk, n
+    local r = hl.matmul(hl.reshape(a, as), hl.reshape(b, bs))
+    r = hl.reshape(r, dims(batch .. afree .. bfree))
+    return arrange(r, batch .. afree .. bfree, out)
+  end
+
+  for _, name in ipairs {"einsum", "var", "std", "any", "all", "outer", "cumsum", "cumprod", "flip", "stack", "split", "tile",
                          "repeat", "pad", "take", "take_along_axis", "one_hot"} do
     hl[name] = u.named(name, hl[name])
   end

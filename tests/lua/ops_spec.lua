@@ -85,6 +85,23 @@ suite("gathers against NumPy", function(case)
   both(case, "one_hot", function(i) return hl.one_hot(i, 4) end, "np.eye(4, dtype=np.float32)[a - 1]", {classes})
 end)
 
+suite("einsum against NumPy", function(case)
+  local a, b = np.rand({3, 4}, -1, 1), np.rand({4, 5}, -1, 1)
+  local c, d = np.rand({2, 3, 4}, -1, 1), np.rand({2, 4, 5}, -1, 1)
+  local sq, v = np.rand({4, 4}, -1, 1), np.rand({4}, -1, 1)
+  local tol = {rtol = 1e-5, atol = 1e-6}
+  for _, t in ipairs {
+    {"ij,jk->ik", {a, b}}, {"ij,jk", {a, b}}, {"ik,kj->ji", {a, b}}, {"bij,bjk->bik", {c, d}},
+    {"bij,bjk->kbi", {c, d}}, {"ij->ji", {a}}, {"ij->", {a}}, {"ij->j", {a}}, {"ii->i", {sq}}, {"ii", {sq}},
+    {"i,j->ij", {v, v}}, {"ij,j->i", {sq, v}}, {"ij,ij->i", {a, a}}, {"ij,kj->ikj", {a, a}}, {"bij,jk->bik", {c, b}},
+    {"ii,i->i", {sq, v}},
+  } do
+    local spec, ins = t[1], t[2]
+    local names = #ins == 1 and "a" or "a, b"
+    both(case, "einsum " .. spec, function(...) return hl.einsum(spec, ...) end, string.format("np.einsum(%q, %s)", spec, names), ins, tol)
+  end
+end)
+
 describe("gradients through composites", function()
   local F64 = "float64"
   local function numeric_grad(f, x)
@@ -103,6 +120,7 @@ describe("gradients through composites", function()
     cumprod = function(a) return hl.sum(hl.cumprod(a, 2)) end,
     var = function(a) return hl.var(a, 2):sum() + hl.std(a) end,
     flip = function(a) return hl.sum(hl.flip(a, 2) * a) end,
+    einsum = function(a) return hl.sum(hl.einsum("ij,kj->ik", a, a) ^ 2) + hl.einsum("ij->", hl.sin(a)) end,
     tile_repeat = function(a) return hl.sum(hl.tile(a, {2, 2}) ^ 2) + hl.sum(hl["repeat"](a, 2, 1) * 3) end,
     pad_take = function(a) return hl.sum(hl.pad(a, 1, 2) ^ 2) + hl.sum(hl.take(a, hl.array({3, 1, 3}, "int32"), 2) * 5) end,
     stack_split = function(a) local p = hl.split(hl.stack({a, a * 2}, 3), 3, 2) return hl.sum(p[1] * p[3] + p[2]) end,
@@ -136,5 +154,10 @@ describe("errors of the composites", function()
     has(err_of(hl.one_hot, hl.array({1}, "int32"), -2), "halua: one_hot: n must be a non-negative integer, got -2")
     has(err_of(hl.cumsum, x, 3), "halua: cumsum: axis 3 is out of range for 2 dimensions")
     has(err_of(hl.flip, x, {1, 1}), "halua: flip: axis 1 repeated")
+    has(err_of(hl.einsum, "ij,jk->ik", x), "halua: einsum: the spec names 2 operands, got 1")
+    has(err_of(hl.einsum, "ijk->i", x), "halua: einsum: operand 1 has 2 axes but 'ijk' names 3")
+    has(err_of(hl.einsum, "ij,jk->ik", x, hl.ones({4, 2})), "halua: einsum: label j has extents 3 and 4")
+    has(err_of(hl.einsum, "...i->i", x), "halua: einsum: ellipsis ('...') is not supported yet")
+    has(err_of(hl.einsum, "ij->q", x), "halua: einsum: output label q is not in any operand")
   end)
 end)
