@@ -125,11 +125,11 @@ static int at(parser *h, char c) { return h->p < h->end && *h->p == c; }
 static int parse_string(parser *h, const char **s, size_t *len) {
   char q = *h->p++;
   const char *start = h->p;
-  while (h->p < h->end && *h->p != q) {
-    if (*h->p == '\\' || *h->p == '\n') return hl_error("%s: bad header: unsupported string literal", h->what);
+  while (h->p < h->end && *h->p != q && *h->p != '\n') {
+    if (*h->p == '\\') return hl_error("%s: bad header: unsupported string literal (an escape)", h->what);
     h->p++;
   }
-  if (h->p >= h->end) return hl_error("%s: bad header: unterminated string", h->what);
+  if (h->p >= h->end || *h->p != q) return hl_error("%s: bad header: unterminated string", h->what);
   *s = start;
   *len = (size_t)(h->p - start);
   h->p++;

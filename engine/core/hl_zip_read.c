@@ -17,12 +17,12 @@ static uint16_t rd16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 
 static uint32_t rd32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 static uint64_t rd64(const unsigned char *p) { return rd32(p) | (uint64_t)rd32(p + 4) << 32; }
 
-/* read exactly n bytes at offset; -1 after hl_error */
-static int read_at(hl_zip_reader *r, uint64_t off, void *dst, size_t n, const char *part) {
+/* read exactly n bytes at offset; -1 after hl_error naming `what` */
+static int read_at(hl_zip_reader *r, const char *what, uint64_t off, void *dst, size_t n, const char *part) {
   if (off > r->file_size || n > r->file_size - off)
-    return hl_error("%s: corrupt archive: the %s lies outside the file", r->what, part);
+    return hl_error("%s: corrupt archive: the %s lies outside the file", what, part);
   if (fseeko(r->f, (off_t)off, SEEK_SET) || fread(dst, 1, n, r->f) != n)
-    return hl_error("%s: read error: %s", r->what, ferror(r->f) ? strerror(errno) : "the file ends early");
+    return hl_error("%s: read error: %s", what, ferror(r->f) ? strerror(errno) : "the file ends early");
   return 0;
 }
 
@@ -44,7 +44,7 @@ static int find_end(hl_zip_reader *r, uint64_t *eocd, unsigned char rec[EOCD_SIZ
   uint64_t tail = r->file_size < EOCD_SIZE + MAX_COMMENT ? r->file_size : EOCD_SIZE + MAX_COMMENT;
   unsigned char *buf = malloc(tail ? tail : 1);
   if (!buf) return hl_error("%s: out of memory", r->what);
-  if (read_at(r, r->file_size - tail, buf, (size_t)tail, "end record")) {
+  if (read_at(r, r->what, r->file_size - tail, buf, (size_t)tail, "end record")) {
     free(buf);
     return -1;
   }
@@ -62,7 +62,7 @@ static int find_end(hl_zip_reader *r, uint64_t *eocd, unsigned char rec[EOCD_SIZ
   if (r->file_size == 0) return hl_error("%s: empty file (not a .npz archive)", r->what);
   if (!is_npy) {   /* a large .npy: its start is not in the tail */
     unsigned char head[6];
-    is_npy = r->file_size >= 6 && !read_at(r, 0, head, 6, "start") && !memcmp(head, npy, 6);
+    is_npy = r->file_size >= 6 && !read_at(r, r->what, 0, head, 6, "start") && !memcmp(head, npy, 6);
   }
   if (is_npy) return hl_error("%s: this is a .npy file, not a .npz archive (read it with hl.load)", r->what);
   return hl_error("%s: not a zip archive (no end of central directory record; truncated or not a .npz file)", r->what);
@@ -97,7 +97,7 @@ static int read_directory(hl_zip_reader *r, uint64_t offset, uint64_t size, uint
     free(cd);
     return hl_error("%s: out of memory", r->what);
   }
-  if (read_at(r, offset, cd, (size_t)size, "central directory")) {
+  if (read_at(r, r->what, offset, cd, (size_t)size, "central directory")) {
     free(cd);
     return -1;
   }
@@ -164,9 +164,9 @@ int hl_zip_reader_open(hl_zip_reader *r, const char *op, const char *path) {
     rc = hl_error("%s: multi-disk zip archives are not supported", r->what);
   if (!rc && (count == 0xffff || size == 0xffffffffu || offset == 0xffffffffu) && eocd >= LOCATOR_SIZE) {
     unsigned char loc[LOCATOR_SIZE], z[EOCD64_SIZE];
-    if (read_at(r, eocd - LOCATOR_SIZE, loc, LOCATOR_SIZE, "zip64 locator")) rc = -1;
+    if (read_at(r, r->what, eocd - LOCATOR_SIZE, loc, LOCATOR_SIZE, "zip64 locator")) rc = -1;
     else if (rd32(loc) == 0x07064b50) {
-      if (read_at(r, rd64(loc + 8), z, EOCD64_SIZE, "zip64 end record")) rc = -1;
+      if (read_at(r, r->what, rd64(loc + 8), z, EOCD64_SIZE, "zip64 end record")) rc = -1;
       else if (rd32(z) != 0x06064b50) rc = hl_error("%s: corrupt archive: bad zip64 end record", r->what);
       else {
         count = rd64(z + 32);
@@ -256,7 +256,7 @@ int hl_zip_stream_open(hl_zip_reader *r, int member, const char *what, hl_zip_st
                     (unsigned long long)m->csize, (unsigned long long)m->usize);
   if (m->usize > INT64_MAX) return hl_error("%s: corrupt archive: implausible size", what);
   unsigned char h[LOCAL_SIZE];
-  if (read_at(r, m->local_offset, h, LOCAL_SIZE, "local header")) return -1;
+  if (read_at(r, what, m->local_offset, h, LOCAL_SIZE, "local header")) return -1;
   if (rd32(h) != 0x04034b50) return hl_error("%s: corrupt archive: bad local header", what);
   uint64_t data = m->local_offset + LOCAL_SIZE + rd16(h + 26) + rd16(h + 28);
   if (data > r->file_size || m->csize > r->file_size - data)
