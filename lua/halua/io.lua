@@ -25,6 +25,15 @@ return function(hl, core)
     fail("%s: %s is a %s, expected an array", op, what, t)
   end
 
+  -- an engine error on the way (a copy from the GPU, say) reported under the file op's name
+  local function as_op(op, f, ...)
+    local ok, err = pcall(f, ...)
+    if ok then return end
+    local msg = tostring(err)
+    if msg:sub(1, #op + 9) ~= "halua: " .. op .. ":" then msg = msg:gsub("^halua: [%w_]+: ", "halua: " .. op .. ": ", 1) end
+    error(msg, 0)
+  end
+
   -- loaded arrays go where arrays made from Lua values go: the default device
   local function placed(x)
     local dev = hl.default_device()
@@ -35,7 +44,7 @@ return function(hl, core)
   function hl.save(path, x)
     check_path("save", path)
     if x == nil then fail("save: nothing to save (hl.save(path, array))") end
-    core.npy_save(path, as_array("save", x, "the value"))
+    as_op("save", core.npy_save, path, as_array("save", x, "the value"))
   end
 
   function hl.load(path)
@@ -77,7 +86,7 @@ return function(hl, core)
       names[#names + 1] = k
       arrays[#arrays + 1] = as_array("savez", tbl[i], "array " .. i)
     end
-    core.npz_save(path, names, arrays)
+    as_op("savez", core.npz_save, path, names, arrays)
   end
 
   -- loadz(path) -> {name = array, ...}, {name, ...} (the second: the names in the archive's order)

@@ -490,6 +490,50 @@ print('return {x = %%s, y = %%s, z = %%s, w = %%s}' %% (described(x), described(
     assert.are.same({0, 3}, hl.loadz(p1).empty.shape)
   end)
 
+  it("zip64 records everywhere, and members written with data descriptors (an unseekable stream)", function()
+    local src, z64, dd = tmp(), tmp(), tmp()
+    local got = python(string.format([[
+import struct
+a = np.arange(6, dtype='<i8').reshape(2, 3)
+b = np.linspace(0, 1, 5)
+with open(%q, 'wb') as f: np.savez(f, a=a, b=b)
+# the same archive with every size and offset in zip64 extra fields and a zip64 end record
+d = open(%q, 'rb').read()
+e = len(d) - 22
+count, cd_size, cd_off = struct.unpack('<HII', d[e + 10:e + 20])
+cd, p = bytearray(), cd_off
+for i in range(count):
+    h = bytearray(d[p:p + 46])
+    nlen, xlen, clen = struct.unpack('<HHH', h[28:34])
+    crc, cs, us = struct.unpack('<III', h[16:28])
+    off = struct.unpack('<I', h[42:46])[0]
+    extra = struct.pack('<HHQQQ', 1, 24, us, cs, off)
+    h[20:28] = struct.pack('<II', 0xffffffff, 0xffffffff)
+    h[30:32] = struct.pack('<H', len(extra))
+    h[42:46] = struct.pack('<I', 0xffffffff)
+    cd += h + d[p + 46:p + 46 + nlen] + extra
+    p += 46 + nlen + xlen + clen
+end64 = cd_off + len(cd)
+tail = struct.pack('<4sQHHIIQQQQ', b'PK\x06\x06', 44, 45, 45, 0, 0, count, count, len(cd), cd_off)
+tail += struct.pack('<4sIQI', b'PK\x06\x07', 0, end64, 1)
+tail += struct.pack('<4sHHHHIIH', b'PK\x05\x06', 0, 0, 0xffff, 0xffff, 0xffffffff, 0xffffffff, 0)
+open(%q, 'wb').write(d[:cd_off] + cd + tail)
+assert (np.load(%q)['b'] == b).all()
+class Unseekable:
+    def __init__(self, f): self.f = f
+    def write(self, s): return self.f.write(s)
+    def flush(self): self.f.flush()
+    def read(self, n=-1): raise OSError('write-only')   # np.savez takes objects with read as files
+with open(%q, 'wb') as f: np.savez(Unseekable(f), a=a, b=b)
+print('return {a = %%s, b = %%s}' %% (described(a), described(b)))]], src, src, z64, z64, dd))
+    for _, p in ipairs {src, z64, dd} do
+      local t = hl.loadz(p)
+      assert_matches(got.a, t.a, "int64")
+      assert_matches(got.b, t.b, "float64")
+    end
+    assert.are.equal(8, read_bytes(dd):byte(7))   -- the data-descriptor flag is set
+  end)
+
   it("bools stored as bytes other than 0 and 1 read as true (1)", function()
     local p = tmp()
     write_bytes(p, npy_bytes("{'descr': '|b1', 'fortran_order': False, 'shape': (4,), }", "\0\2\255\1"))
@@ -794,6 +838,16 @@ with zipfile.ZipFile(%q, 'w') as z:
     assert.are.equal("halua: savez: the name arr_0 is taken by array 1 of the list", err_of(hl.savez, tmp(), {x, arr_0 = x}))
     assert.are.equal("halua: savez: array w is a function, expected an array", err_of(hl.savez, tmp(), {w = print}))
     assert.are.equal("halua: savez: array 2 is a string, expected an array", err_of(hl.savez, tmp(), {x, "y"}))
+  end)
+
+  it("an engine error while making the copy to write is reported under save and savez", function()
+    local p = tmp()
+    os.remove(p)
+    local huge = hl.zeros({2 ^ 31 + 100}, "uint8")   -- a broadcast: one element until it is copied
+    local want = "axis 1 of shape [2147483748] is too long for one pipeline (at most 2^31-1 elements per axis)"
+    assert.are.equal("halua: save: " .. want, err_of(hl.save, p, huge))
+    assert.are.equal("halua: savez: " .. want, err_of(hl.savez, p, {huge}))
+    assert.is_nil(io.open(p, "rb"))
   end)
 
   it("traced values cannot be saved, and a failed save leaves no file", function()
