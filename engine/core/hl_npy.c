@@ -212,8 +212,8 @@ static int parse_dict(parser *h, header *hd) {
       break;
     }
     if (!at(h, '\'') && !at(h, '"')) return hl_error("%s: bad header: expected a quoted key", h->what);
-    const char *key;
-    size_t klen;
+    const char *key = NULL;
+    size_t klen = 0;
     if (parse_string(h, &key, &klen)) return -1;
     int which = klen == 5 && !memcmp(key, "descr", 5)           ? DESCR
                 : klen == 13 && !memcmp(key, "fortran_order", 13) ? FORTRAN
