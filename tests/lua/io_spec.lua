@@ -814,6 +814,47 @@ with zipfile.ZipFile(%q, 'w') as z:
                      err_of(hl.loadz, p))
   end)
 
+  it("randomly damaged files never crash: each gives an array or an error naming the file", function()
+    local npy, fnpy, npz, cnpz = tmp(), tmp(), tmp(), tmp()
+    hl.save(npy, sample("float64", {3, 4}))
+    write_bytes(fnpy, npy_bytes("{'descr': '>i4', 'fortran_order': True, 'shape': (2, 3), }", string.rep("\0\0\0\7", 6)))
+    hl.savez(npz, {a = sample("float32", {2, 3}), b = sample("bool", {5}), c = sample("int64", {})})
+    python(string.format("with open(%q, 'wb') as f: np.savez_compressed(f, a=np.arange(300.0), b=np.ones((4, 5), 'u1'))", cnpz))
+    math.randomseed(20240611)
+    local p = tmp()
+    local function damage(bytes)
+      local n, op = #bytes, math.random(4)
+      if op == 1 then return bytes:sub(1, math.random(0, n - 1)) end   -- truncated
+      if op == 2 then                                                   -- a few bytes changed
+        for _ = 1, math.random(3) do
+          local at = math.random(n)
+          bytes = bytes:sub(1, at - 1) .. string.char(math.random(0, 255)) .. bytes:sub(at + 1)
+        end
+        return bytes
+      end
+      local at = math.random(n)
+      if op == 3 then return bytes:sub(1, at) .. bytes:sub(math.random(n)) end                -- spliced
+      return bytes:sub(1, at) .. string.rep(string.char(math.random(0, 255)), math.random(8)) .. bytes:sub(at + 1)
+    end
+    local seen = {ok = 0, err = 0}
+    for _, base in ipairs {{npy, hl.load, "load"}, {fnpy, hl.load, "load"}, {npz, hl.loadz, "loadz"}, {cnpz, hl.loadz, "loadz"}} do
+      local bytes = read_bytes(base[1])
+      for _ = 1, 300 do
+        write_bytes(p, damage(bytes))
+        local ok, r = pcall(base[2], p)
+        if ok then
+          seen.ok = seen.ok + 1
+          if base[3] == "load" then assert.is_true(hl.core.is_array(r)) else assert.are.equal("table", type(r)) end
+        else
+          seen.err = seen.err + 1
+          local prefix = "halua: " .. base[3] .. ": " .. p .. ": "
+          assert(tostring(r):sub(1, #prefix) == prefix, "the error does not name the file: " .. tostring(r))
+        end
+      end
+    end
+    assert.is_true(seen.ok > 0 and seen.err > 600)
+  end)
+
   it("bad arguments", function()
     local x = hl.ones({2})
     assert.are.equal("halua: save: the path must be a string, got number", err_of(hl.save, 1, x))
