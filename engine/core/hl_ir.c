@@ -86,6 +86,25 @@ static int infer_matmul(const hl_type *in, hl_type *out) {
   return 0;
 }
 
+/* solve: a [..., n, n], b [..., n, k]; cholesky: a [..., n, n]. One float dtype, equal batches. */
+static int infer_linalg(int prim, int nin, const hl_type *in, hl_type *out) {
+  const char *name = hl_prims[prim].name;
+  const hl_type *a = &in[0];
+  int r = a->ndim;
+  if (r < 2 || a->shape[r - 1] != a->shape[r - 2])
+    return hl_error("%s: a must be a square matrix or a stack of them ([..., n, n]), got shape %s", name, SHAPE(*a));
+  if (!hl_dtype_is_float(a->dtype)) return hl_error("%s: operands of dtype %s are not accepted here", name, hl_dtype_name(a->dtype));
+  *out = *a;
+  if (nin == 2) {
+    const hl_type *b = &in[1];
+    if (b->ndim != r || b->dtype != a->dtype || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)(r - 1)))
+      return hl_error("%s: b of %s%s does not match a of %s%s (b needs [..., n, k] with a's batch and dtype)", name,
+                      hl_dtype_name(b->dtype), SHAPE(*b), hl_dtype_name(a->dtype), SHAPE(*a));
+    out->shape[r - 1] = b->shape[r - 1];
+  }
+  return 0;
+}
+
 static int infer_view(int prim, const hl_type *in, const hl_attrs *a, hl_type *out) {
   *out = *in;
   switch (prim) {
@@ -160,6 +179,7 @@ int hl_infer(int prim, int nin, const hl_type *in, const hl_attrs *a, hl_type *o
   case HL_K_MATMUL: return infer_matmul(in, out);
   case HL_K_VIEW: return infer_view(prim, in, a, out);
   case HL_K_CONCAT: return infer_concat(nin, in, a, out);
+  case HL_K_LINALG: return infer_linalg(prim, nin, in, out);
   }
   return -1;
 }

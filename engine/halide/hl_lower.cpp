@@ -379,6 +379,19 @@ struct Lowerer {
                              NameMangling::C, DeviceAPI::Host);
   }
 
+  /* LAPACK per matrix of the batch, as an extern stage on the host (hl_extern_linalg.cpp) */
+  void linalg(int i) {
+    const hl_node &n = node(i);
+    if (g->device != HL_DEVICE_CPU)
+      throw CompileError(std::string("halua: ") + hl_prims[n.prim].name + ": not available in a pipeline on cuda");
+    Expr order((int)n.type.shape[n.type.ndim - 2]);
+    std::vector<ExternFuncArgument> args;
+    for (int k = 0; k < n.nin; k++) args.push_back(operand(input(n, k)));
+    args.push_back(order);
+    const char *fn = n.prim == HL_P_SOLVE ? "halua_linalg_solve" : "halua_linalg_cholesky";
+    L.funcs[i].define_extern(fn, args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, DeviceAPI::Host);
+  }
+
   void matmul(int i) {
     const hl_node &n = node(i);
     int a = input(n, 0), b = input(n, 1), r = n.type.ndim;
@@ -526,6 +539,7 @@ void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
     case HL_K_VIEW: lw.view(i); break;
     case HL_K_CONCAT: lw.concat(i); break;
     case HL_K_LOOP: lw.loop(i); break;
+    case HL_K_LINALG: lw.linalg(i); break;
     }
   }
   /* Outputs are their own Funcs: a parameter or a node used twice still gets a buffer. */

@@ -317,6 +317,22 @@ static int l_matmul(lua_State *L) {
   return 1;
 }
 
+static int l_linalg_solve(lua_State *L) {
+  hl_array *a = check_array(L, 1, "linalg.solve"), *b = check_array(L, 2, "linalg.solve");
+  hl_array r;
+  if (hl_op_solve(a, b, &r)) return raise(L);
+  push_result(L, &r, 1, 2);
+  return 1;
+}
+
+static int l_linalg_cholesky(lua_State *L) {
+  hl_array *a = check_array(L, 1, "linalg.cholesky");
+  hl_array r;
+  if (hl_op_cholesky(a, &r)) return raise(L);
+  push_result(L, &r, 1, 1);
+  return 1;
+}
+
 static int l_reshape(lua_State *L) {
   hl_array *x = check_array(L, 1, "reshape");
   int64_t shape[HL_MAX_DIMS];
@@ -932,6 +948,8 @@ static const luaL_Reg core_funcs[] = {
     {"full", l_full},
     {"cast", l_cast},
     {"matmul", l_matmul},
+    {"linalg_solve", l_linalg_solve},
+    {"linalg_cholesky", l_linalg_cholesky},
     {"reshape", l_reshape},
     {"broadcast_to", l_broadcast_to},
     {"transpose", l_transpose},

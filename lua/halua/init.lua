@@ -775,6 +775,7 @@ hl.methods = methods
 require("halua.ops")(hl, core, {fail = fail, as_array = as_array, norm_axis = norm_axis, norm_axes = norm_axes,
                                named = named, methods = methods})
 require("halua.io")(hl, core)
+require("halua.linalg")(hl, core, {fail = fail, as_array = as_array})
 hl.rules = require("halua.ad")(hl, core, state)
 hl.random = require("halua.random")(hl, core)
 require("halua.control")(hl, core, state)

@@ -172,6 +172,58 @@ return function(hl, core)
     end,
   }
 
+  -- hl.linalg's primitives. At this level a is [..., n, n] and b [..., n, k] with equal batch
+  -- dimensions (the frontend's broadcasts and reshapes have rules of their own).
+  -- x = solve(a, b): from a x = b, a dx = db - da x, so dx = solve(a, db - da x); reverse mode
+  -- gives b the cotangent gb = solve(a^T, g) and a the cotangent -gb x^T.
+  R["linalg.solve"] = {
+    vjp = function(g, _, x, z)
+      local gb = hl.linalg.solve(swap_last(x[1]), g)
+      return {-hl.matmul(gb, swap_last(z)), gb}
+    end,
+    jvp = function(t, _, x, z)
+      local rhs = t[2]
+      if t[1] then
+        local d = hl.matmul(t[1], z)
+        rhs = rhs and rhs - d or -d
+      end
+      return hl.linalg.solve(x[1], rhs)
+    end,
+  }
+  -- masks of the strictly lower triangle and the diagonal of n x n matrices, where `like` lives
+  local function triangle_masks(like, n)
+    local r, c = core.iota("int32", {n, n}, 0), core.iota("int32", {n, n}, 1)
+    local lower, diag = hl.gt(r, c), hl.eq(r, c)
+    if not core.is_tracer(like) and core.device_of(like) ~= core.device_of(lower) then
+      lower, diag = core.to_device(lower, core.device_of(like)), core.to_device(diag, core.device_of(like))
+    end
+    return lower, diag
+  end
+  -- L = cholesky(a) reads a's lower triangle: it factors s = tril(a) + tril(a, -1)^T. With
+  -- phi(m) = the lower triangle of m with its diagonal halved, dL = L phi(L^-1 ds L^-T)
+  -- (Murray 2016, "Differentiation of the Cholesky decomposition"). Reverse mode: the cotangent
+  -- of s is sym(S), S = L^-T phi(L^T gL) L^-1, and a's is that folded onto the lower triangle:
+  -- S + S^T below the diagonal, S on it, 0 above (a's upper triangle is never read).
+  R["linalg.cholesky"] = {
+    vjp = function(g, _, _, z)
+      local lower, diag = triangle_masks(z, z.shape[z.ndim])
+      local p = hl.matmul(swap_last(z), g)
+      p = hl.where(lower, p, hl.where(diag, 0.5 * p, 0))
+      local lt = swap_last(z)
+      local y = hl.linalg.solve(lt, p)                          -- L^-T P
+      local s = swap_last(hl.linalg.solve(lt, swap_last(y)))    -- L^-T P L^-1
+      return {hl.where(lower, s + swap_last(s), hl.where(diag, s, 0))}
+    end,
+    jvp = function(t, _, _, z)
+      local lower, diag = triangle_masks(z, z.shape[z.ndim])
+      local low = hl.where(lower, t[1], 0)
+      local ds = low + swap_last(low) + hl.where(diag, t[1], 0)
+      local w = hl.linalg.solve(z, ds)                          -- L^-1 dS
+      local m = swap_last(hl.linalg.solve(z, swap_last(w)))     -- L^-1 dS L^-T
+      return hl.matmul(z, hl.where(lower, m, hl.where(diag, 0.5 * m, 0)))
+    end,
+  }
+
   ---------------------------------------------------------------- shape
   R.reshape = {
     vjp = function(g, _, x) return {hl.reshape(g, x[1].shape)} end,
