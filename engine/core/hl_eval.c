@@ -4,6 +4,7 @@
 #include "hl_device.h"
 #include "hl_error.h"
 #include "hl_linalg.h"
+#include "hl_sort.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,8 +124,8 @@ static int trace_apply(hl_trace *t, int prim, int nin, const hl_array *const *in
     return hl_error("%s: this tracer escaped the hl.jit trace that made it; return it from the function instead", name);
   int ids[64];
   if (nin > 64) return hl_error("%s: too many operands", name);
-  /* LAPACK runs on the host and Halide's CUDA pipelines have no host stages of ours */
-  if (!t->tape && t->g.device == HL_DEVICE_CUDA && hl_prims[prim].kind == HL_K_LINALG)
+  /* LAPACK and sorting run on the host, and CUDA pipelines have no host stages of ours */
+  if (!t->tape && t->g.device == HL_DEVICE_CUDA && (hl_prims[prim].kind == HL_K_LINALG || hl_prims[prim].kind == HL_K_SORT))
     return hl_error("%s: not available in a jit pipeline on cuda; move the arrays to the cpu with x:to(\"cpu\") "
                     "(or jit for the cpu with {device = \"cpu\"})", name);
   for (int k = 0; k < nin; k++) {
@@ -380,10 +381,11 @@ static int eager_matmul(const hl_array *const *in, const hl_type *ty, hl_array *
 
 static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *at, hl_array *out);
 
-/* LAPACK on the host, straight from the operands' views (no pipeline: a singular matrix is an
- * error here, which a pipeline could not raise part way). CUDA operands go to the host and the
- * result comes back: LAPACK has no device code, and the copies cost less than the factorisation. */
-static int eager_linalg(int prim, int nin, const hl_array *const *in, const hl_type *ty, hl_array *out) {
+/* Host work (LAPACK, sorting) straight from the operands' views, with no pipeline: a singular
+ * matrix is an error here, which a pipeline could not raise part way. CUDA operands go to the
+ * host and the result comes back: there is no device code for these, and the copies cost less
+ * than the work. */
+static int eager_host(int prim, int nin, const hl_array *const *in, const hl_attrs *at, const hl_type *ty, hl_array *out) {
   int dev = hl_array_device(in[0]);
   if (dev != HL_DEVICE_CPU) {
     hl_array host[2], host_out;
@@ -393,7 +395,7 @@ static int eager_linalg(int prim, int nin, const hl_array *const *in, const hl_t
       hin[nh] = &host[nh];
       nh++;
     }
-    if (!rc) rc = eager_apply(prim, nin, hin, NULL, &host_out);
+    if (!rc) rc = eager_apply(prim, nin, hin, at, &host_out);
     for (int k = 0; k < nh; k++) hl_array_release(&host[k]);
     if (rc) return -1;
     rc = hl_to_device(&host_out, dev, out);
@@ -401,8 +403,12 @@ static int eager_linalg(int prim, int nin, const hl_array *const *in, const hl_t
     return rc;
   }
   if (hl_array_alloc(out, ty->dtype, ty->ndim, ty->shape)) return -1;
-  int rc = prim == HL_P_SOLVE ? hl_linalg_solve_into(in[0], in[1], out, 0, HL_LINALG_RAISE)
-                              : hl_linalg_cholesky_into(in[0], out, 0, 0, HL_LINALG_RAISE);
+  int rc;
+  switch (prim) {
+  case HL_P_SOLVE: rc = hl_linalg_solve_into(in[0], in[1], out, 0, HL_LINALG_RAISE); break;
+  case HL_P_CHOLESKY: rc = hl_linalg_cholesky_into(in[0], out, 0, 0, HL_LINALG_RAISE); break;
+  default: rc = hl_sort_into(in[0], (int)at->i[0], prim == HL_P_ARGSORT, out, 0); break;
+  }
   if (rc) hl_array_release(out);
   return rc;
 }
@@ -428,7 +434,8 @@ static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_at
   case HL_K_VIEW: return eager_view(prim, in[0], at, &ty, out);
   case HL_K_CONCAT: return eager_concat(nin, in, at, &ty, out);
   case HL_K_MATMUL: return eager_matmul(in, &ty, out);
-  case HL_K_LINALG: return eager_linalg(prim, nin, in, &ty, out);
+  case HL_K_LINALG:
+  case HL_K_SORT: return eager_host(prim, nin, in, at, &ty, out);
   case HL_K_SOURCE:
     if (prim == HL_P_PARAM) return hl_error("param: not an eager operation");
     if (hl_array_alloc(out, ty.dtype, ty.ndim, ty.shape)) return -1;

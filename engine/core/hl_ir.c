@@ -105,6 +105,13 @@ static int infer_linalg(int prim, int nin, const hl_type *in, hl_type *out) {
   return 0;
 }
 
+static int infer_sort(int prim, const hl_type *in, const hl_attrs *a, hl_type *out) {
+  if (a->i[0] < 0 || a->i[0] >= in->ndim) return hl_error("%s: axis out of range for shape %s", hl_prims[prim].name, SHAPE(*in));
+  *out = *in;
+  if (hl_prims[prim].out == HL_OUT_INDEX) out->dtype = HL_INT64;
+  return 0;
+}
+
 static int infer_view(int prim, const hl_type *in, const hl_attrs *a, hl_type *out) {
   *out = *in;
   switch (prim) {
@@ -180,6 +187,7 @@ int hl_infer(int prim, int nin, const hl_type *in, const hl_attrs *a, hl_type *o
   case HL_K_VIEW: return infer_view(prim, in, a, out);
   case HL_K_CONCAT: return infer_concat(nin, in, a, out);
   case HL_K_LINALG: return infer_linalg(prim, nin, in, out);
+  case HL_K_SORT: return infer_sort(prim, in, a, out);
   }
   return -1;
 }

@@ -6,6 +6,7 @@
 #include "hl_cublas.h"
 #include "hl_extern_matmul.h"
 #include "hl_extern_linalg.h"
+#include "hl_extern_sort.h"
 #include "hl_loop_extern.h"
 #include <atomic>
 #include <chrono>
@@ -109,6 +110,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name) {
     else {
       deps.push_back(hl_cpu_matmul_exports());
       deps.push_back(hl_linalg_exports());
+      deps.push_back(hl_sort_exports());
     }
     deps.push_back(hl_loop_exports());
     k->module = Internal::JITModule(m, m.get_function_by_name(k->symbol), deps);

@@ -392,6 +392,17 @@ struct Lowerer {
     L.funcs[i].define_extern(fn, args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, DeviceAPI::Host);
   }
 
+  /* a stable sort of each lane, as an extern stage on the host (hl_extern_sort.cpp) */
+  void sort(int i) {
+    const hl_node &n = node(i);
+    if (g->device != HL_DEVICE_CPU)
+      throw CompileError(std::string("halua: ") + hl_prims[n.prim].name + ": not available in a pipeline on cuda");
+    int ax = (int)n.attrs.i[0], src = input(n, 0);
+    std::vector<ExternFuncArgument> args = {operand(src), Expr(n.type.ndim - 1 - ax), Expr((int)n.type.shape[ax]),
+                                            Expr(n.prim == HL_P_ARGSORT ? 1 : 0)};
+    L.funcs[i].define_extern("halua_sort", args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, DeviceAPI::Host);
+  }
+
   void matmul(int i) {
     const hl_node &n = node(i);
     int a = input(n, 0), b = input(n, 1), r = n.type.ndim;
@@ -540,6 +551,7 @@ void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
     case HL_K_CONCAT: lw.concat(i); break;
     case HL_K_LOOP: lw.loop(i); break;
     case HL_K_LINALG: lw.linalg(i); break;
+    case HL_K_SORT: lw.sort(i); break;
     }
   }
   /* Outputs are their own Funcs: a parameter or a node used twice still gets a buffer. */

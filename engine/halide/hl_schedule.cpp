@@ -136,8 +136,9 @@ static std::vector<char> materialised(const hl_lowered &L) {
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     hl_prim_kind kind = hl_prims[n.prim].kind;
-    if (kind == HL_K_REDUCE || kind == HL_K_MATMUL || kind == HL_K_LOOP || kind == HL_K_LINALG) root[i] = 1;
-    if (kind == HL_K_LOOP || kind == HL_K_LINALG)   /* extern stages read buffers */
+    bool host_stage = kind == HL_K_LOOP || kind == HL_K_LINALG || kind == HL_K_SORT;
+    if (kind == HL_K_REDUCE || kind == HL_K_MATMUL || host_stage) root[i] = 1;
+    if (host_stage)   /* extern stages read buffers */
       for (int k = 0; k < n.nin; k++) {
         int s = hl_node_inputs(g, &n)[k];
         if (g->nodes[s].prim != HL_P_PARAM) root[s] = 1;
@@ -175,7 +176,8 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     }
     switch (hl_prims[n.prim].kind) {
     case HL_K_LOOP: L.funcs[i].compute_root(); break;   /* the loop driver */
-    case HL_K_LINALG: L.funcs[i].compute_root(); break;   /* LAPACK on the host */
+    case HL_K_LINALG:
+    case HL_K_SORT: L.funcs[i].compute_root(); break;   /* LAPACK, sorting: on the host */
     case HL_K_MATMUL:
       if (L.funcs[i].is_extern()) L.funcs[i].compute_root();   /* the engine's matmul kernel */
       else schedule_matmul(L, i, vec, L.outputs[0], L.funcs[i]);
@@ -290,7 +292,8 @@ void hl_schedule_cuda(hl_lowered &L, const Target &t) {
     if (!root[i] || n.prim == HL_P_PARAM) continue;
     switch (hl_prims[n.prim].kind) {
     case HL_K_LOOP:
-    case HL_K_LINALG: L.funcs[i].compute_root(); break;   /* host stages */
+    case HL_K_LINALG:
+    case HL_K_SORT: L.funcs[i].compute_root(); break;   /* host stages */
     case HL_K_MATMUL:
       if (L.funcs[i].is_extern()) L.funcs[i].compute_root();   /* cuBLAS */
       else gpu_matmul(L, i);

@@ -333,6 +333,19 @@ static int l_linalg_cholesky(lua_State *L) {
   return 1;
 }
 
+/* sort(x, axis0, arg): the sorted values along the axis, or (arg true) their 0-based positions */
+static int l_sort(lua_State *L) {
+  int arg = lua_toboolean(L, 3);
+  hl_array *x = check_array(L, 1, arg ? "argsort" : "sort");
+  hl_attrs at = {0};
+  at.i[0] = (int64_t)luaL_checknumber(L, 2);
+  hl_array r;
+  const hl_array *in[1] = {x};
+  if (hl_apply(arg ? HL_P_ARGSORT : HL_P_SORT, 1, in, &at, &r)) return raise(L);
+  push_result(L, &r, 1, 1);
+  return 1;
+}
+
 static int l_reshape(lua_State *L) {
   hl_array *x = check_array(L, 1, "reshape");
   int64_t shape[HL_MAX_DIMS];
@@ -744,6 +757,7 @@ static int l_graph_nodes(lua_State *L) {
       break;
     }
     case HL_K_CONCAT:
+    case HL_K_SORT:
       lua_pushinteger(L, (lua_Integer)a->i[0] + 1);
       lua_setfield(L, -2, "axis");
       break;
@@ -950,6 +964,7 @@ static const luaL_Reg core_funcs[] = {
     {"matmul", l_matmul},
     {"linalg_solve", l_linalg_solve},
     {"linalg_cholesky", l_linalg_cholesky},
+    {"sort", l_sort},
     {"reshape", l_reshape},
     {"broadcast_to", l_broadcast_to},
     {"transpose", l_transpose},

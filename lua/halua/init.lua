@@ -776,6 +776,7 @@ require("halua.ops")(hl, core, {fail = fail, as_array = as_array, norm_axis = no
                                named = named, methods = methods})
 require("halua.io")(hl, core)
 require("halua.linalg")(hl, core, {fail = fail, as_array = as_array})
+require("halua.sorting")(hl, core, {fail = fail, as_array = as_array, norm_axis = norm_axis, methods = methods})
 hl.rules = require("halua.ad")(hl, core, state)
 hl.random = require("halua.random")(hl, core)
 require("halua.control")(hl, core, state)

@@ -224,6 +224,19 @@ return function(hl, core)
     end,
   }
 
+  ---------------------------------------------------------------- sorting
+  -- sort permutes each lane: out[j] = x[p[j]] with p = argsort(x). Forward mode permutes the
+  -- tangent the same way; reverse mode sends g[j] back to position p[j], which is taking g at the
+  -- inverse permutation argsort(p). Ties keep their order, so each gets its own cotangent.
+  R.sort = {
+    vjp = function(g, n, x)
+      local p = hl.argsort(x[1], n.axis)
+      return {hl.take_along_axis(g, hl.argsort(p, n.axis), n.axis)}
+    end,
+    jvp = function(t, n, x) return hl.take_along_axis(t[1], hl.argsort(x[1], n.axis), n.axis) end,
+  }
+  R.argsort = nondiff()
+
   ---------------------------------------------------------------- shape
   R.reshape = {
     vjp = function(g, _, x) return {hl.reshape(g, x[1].shape)} end,
