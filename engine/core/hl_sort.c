@@ -7,22 +7,23 @@
 /* Runs this short are insertion-sorted before the merges begin. */
 enum { RUN = 16 };
 
-/* One stable merge sort per key type: keys k and indices ix move together (tk and tix are
- * scratch of the same length); returns 1 when the result ended in the scratch arrays. Ties keep
- * their order because a right-hand element moves first only when it is strictly less. */
-#define DEFINE_SORT(NAME, T, LESS)                                                                    \
+/* One stable merge sort per key type: keys k and (when IX, a constant) indices ix move together
+ * (tk and tix are scratch of the same length); returns 1 when the result ended in the scratch
+ * arrays. Ties keep their order because a right-hand element moves first only when it is strictly
+ * less. Sorting values alone moves no indices: half the memory traffic. */
+#define DEFINE_SORT(NAME, T, LESS, IX)                                                                \
   static int NAME(T *k, int64_t *ix, T *tk, int64_t *tix, int64_t n) {                               \
     for (int64_t lo = 0; lo < n; lo += RUN) {                                                         \
       int64_t hi = lo + RUN < n ? lo + RUN : n;                                                       \
       for (int64_t i = lo + 1; i < hi; i++) {                                                         \
         T key = k[i];                                                                                 \
-        int64_t id = ix[i], j = i;                                                                    \
+        int64_t id = IX ? ix[i] : 0, j = i;                                                           \
         for (; j > lo && LESS(key, k[j - 1]); j--) {                                                  \
           k[j] = k[j - 1];                                                                            \
-          ix[j] = ix[j - 1];                                                                          \
+          if (IX) ix[j] = ix[j - 1];                                                                  \
         }                                                                                             \
         k[j] = key;                                                                                   \
-        ix[j] = id;                                                                                   \
+        if (IX) ix[j] = id;                                                                           \
       }                                                                                               \
     }                                                                                                 \
     int swapped = 0;                                                                                  \
@@ -31,11 +32,25 @@ enum { RUN = 16 };
         int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;                  \
         int64_t a = lo, b = mid, o = lo;                                                              \
         while (a < mid && b < hi) {                                                                   \
-          if (LESS(k[b], k[a])) tk[o] = k[b], tix[o++] = ix[b++];                                     \
-          else tk[o] = k[a], tix[o++] = ix[a++];                                                      \
+          if (LESS(k[b], k[a])) {                                                                     \
+            tk[o] = k[b];                                                                             \
+            if (IX) tix[o] = ix[b];                                                                   \
+            b++;                                                                                      \
+          } else {                                                                                    \
+            tk[o] = k[a];                                                                             \
+            if (IX) tix[o] = ix[a];                                                                   \
+            a++;                                                                                      \
+          }                                                                                           \
+          o++;                                                                                        \
         }                                                                                             \
-        while (a < mid) tk[o] = k[a], tix[o++] = ix[a++];                                             \
-        while (b < hi) tk[o] = k[b], tix[o++] = ix[b++];                                              \
+        for (; a < mid; a++, o++) {                                                                   \
+          tk[o] = k[a];                                                                               \
+          if (IX) tix[o] = ix[a];                                                                     \
+        }                                                                                             \
+        for (; b < hi; b++, o++) {                                                                    \
+          tk[o] = k[b];                                                                               \
+          if (IX) tix[o] = ix[b];                                                                     \
+        }                                                                                             \
       }                                                                                               \
       T *t = k;                                                                                       \
       k = tk;                                                                                         \
@@ -50,13 +65,19 @@ enum { RUN = 16 };
 
 #define PLAIN_LESS(a, b) ((a) < (b))
 /* NaN after every number, as NumPy sorts; -0.0 and 0.0 are equal (their order is kept) */
-#define FLOAT_LESS(a, b) ((a) < (b) || ((a) == (a) && (b) != (b)))
+#define FLOAT_LESS(a, b) (((a) < (b)) | (((a) == (a)) & ((b) != (b))))   /* no short circuit */
 
-DEFINE_SORT(sort_u8, uint8_t, PLAIN_LESS)
-DEFINE_SORT(sort_i32, int32_t, PLAIN_LESS)
-DEFINE_SORT(sort_i64, int64_t, PLAIN_LESS)
-DEFINE_SORT(sort_f32, float, FLOAT_LESS)
-DEFINE_SORT(sort_f64, double, FLOAT_LESS)
+/* values with their indices (argsort), and values alone (sort) */
+DEFINE_SORT(arg_u8, uint8_t, PLAIN_LESS, 1)
+DEFINE_SORT(arg_i32, int32_t, PLAIN_LESS, 1)
+DEFINE_SORT(arg_i64, int64_t, PLAIN_LESS, 1)
+DEFINE_SORT(arg_f32, float, FLOAT_LESS, 1)
+DEFINE_SORT(arg_f64, double, FLOAT_LESS, 1)
+DEFINE_SORT(val_u8, uint8_t, PLAIN_LESS, 0)
+DEFINE_SORT(val_i32, int32_t, PLAIN_LESS, 0)
+DEFINE_SORT(val_i64, int64_t, PLAIN_LESS, 0)
+DEFINE_SORT(val_f32, float, FLOAT_LESS, 0)
+DEFINE_SORT(val_f64, double, FLOAT_LESS, 0)
 
 typedef struct {
   const hl_array *x;
@@ -80,17 +101,19 @@ static void lane_offsets(const job *j, int64_t lane, int64_t *ox, int64_t *oo) {
   *oo = b;
 }
 
-/* gather a lane into k (typed by size), sort it, write the requested part */
-#define SORT_LANE(T, FN)                                                                               \
+/* gather a lane into k (typed), sort it, write the requested part */
+#define SORT_LANE(T, ARG_FN, VAL_FN)                                                                   \
   do {                                                                                               \
     const T *src = (const T *)j->x->storage->data + ox;                                              \
     T *k = keys, *tk = (T *)keys + n;                                                                \
-    for (int64_t i = 0; i < n; i++) k[i] = src[i * sx], ix[i] = i;                                   \
-    if (FN(k, ix, tk, tix, n)) k = tk, ix = tix;                                                     \
+    for (int64_t i = 0; i < n; i++) k[i] = src[i * sx];                                              \
     if (j->arg) {                                                                                    \
+      for (int64_t i = 0; i < n; i++) ix[i] = i;                                                     \
+      if (ARG_FN(k, ix, tk, tix, n)) ix = tix;                                                       \
       int64_t *dst = (int64_t *)j->out->storage->data + oo;                                          \
       for (int64_t i = 0; i < m; i++) dst[i * so] = ix[j->start + i];                                \
     } else {                                                                                         \
+      if (VAL_FN(k, NULL, tk, NULL, n)) k = tk;                                                      \
       T *dst = (T *)j->out->storage->data + oo;                                                      \
       for (int64_t i = 0; i < m; i++) dst[i * so] = k[j->start + i];                                 \
     }                                                                                                \
@@ -103,21 +126,21 @@ static int task(void *ctx, int t, uint8_t *closure) {
   int64_t sx = j->x->strides[j->axis], so = j->out->strides[j->axis];
   size_t es = hl_dtype_size(j->x->dtype);
   void *keys = malloc(2 * (size_t)n * es + 8);
-  int64_t *idx = malloc(2 * sizeof(int64_t) * (size_t)n + 8);
-  if (!keys || !idx) {
+  int64_t *idx = j->arg ? malloc(2 * sizeof(int64_t) * (size_t)n + 8) : NULL;
+  if (!keys || (j->arg && !idx)) {
     __atomic_store_n(&j->oom, 1, __ATOMIC_RELEASE);
   } else {
     int64_t lo = (int64_t)t * j->chunk, hi = lo + j->chunk < j->nlanes ? lo + j->chunk : j->nlanes;
     for (int64_t lane = lo; lane < hi; lane++) {
-      int64_t ox, oo, *ix = idx, *tix = idx + n;
+      int64_t ox, oo, *ix = idx, *tix = idx ? idx + n : NULL;
       lane_offsets(j, lane, &ox, &oo);
       switch (j->x->dtype) {
       case HL_BOOL:
-      case HL_UINT8: SORT_LANE(uint8_t, sort_u8); break;
-      case HL_INT32: SORT_LANE(int32_t, sort_i32); break;
-      case HL_INT64: SORT_LANE(int64_t, sort_i64); break;
-      case HL_FLOAT32: SORT_LANE(float, sort_f32); break;
-      case HL_FLOAT64: SORT_LANE(double, sort_f64); break;
+      case HL_UINT8: SORT_LANE(uint8_t, arg_u8, val_u8); break;
+      case HL_INT32: SORT_LANE(int32_t, arg_i32, val_i32); break;
+      case HL_INT64: SORT_LANE(int64_t, arg_i64, val_i64); break;
+      case HL_FLOAT32: SORT_LANE(float, arg_f32, val_f32); break;
+      case HL_FLOAT64: SORT_LANE(double, arg_f64, val_f64); break;
       default: break;
       }
     }
