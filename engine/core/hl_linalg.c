@@ -1,8 +1,10 @@
 #include "hl_linalg.h"
 #include "hl_error.h"
 #include "hl_pool.h"
+#include <dlfcn.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,17 @@ void sgesv_(const int *n, const int *nrhs, float *a, const int *lda, int *ipiv, 
 void dgesv_(const int *n, const int *nrhs, double *a, const int *lda, int *ipiv, double *b, const int *ldb, int *info);
 void spotrf_(const char *uplo, const int *n, float *a, const int *lda, int *info, size_t uplo_len);
 void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info, size_t uplo_len);
+
+/* Where liblapack.so.3 is OpenBLAS (Debian's alternatives pick it once installed), its own
+ * threads fight the engine's pool, whose workers spin a while after each job: on two cores a
+ * 256x256 solve took 20 ms instead of 0.6. LAPACK calls here therefore run one thread each, and
+ * batches spread over the pool instead, unless OPENBLAS_NUM_THREADS says otherwise. */
+static void single_threaded_blas(void) {
+  if (getenv("OPENBLAS_NUM_THREADS")) return;
+  void (*set_threads)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
+  if (set_threads) set_threads(1);
+}
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 
 enum { SOLVE, CHOLESKY };
 
@@ -154,11 +167,11 @@ static int run(job *j, const char *op) {
   j->oom = 0;
   /* an empty result of non-empty matrices still factors them: a singular one is an error */
   if (j->nbatch == 0 || n == 0) return 0;
-  /* batches of small matrices spread over the engine's threads; one large matrix is left to
-   * LAPACK (OpenBLAS threads its own kernels) */
+  pthread_once(&blas_once, single_threaded_blas);
+  /* batches of small matrices spread over the engine's threads */
   double work = (double)j->nbatch * (double)n * (double)n * (double)(n + k);
   int threads = hl_pool_threads();
-  if (j->nbatch > 1 && threads > 1 && n <= 256 && work >= 65536.0) {
+  if (j->nbatch > 1 && threads > 1 && work >= 65536.0) {
     int64_t tasks = j->nbatch < 4 * (int64_t)threads ? j->nbatch : 4 * (int64_t)threads;
     j->chunk = (j->nbatch + tasks - 1) / tasks;
     tasks = (j->nbatch + j->chunk - 1) / j->chunk;
