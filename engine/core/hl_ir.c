@@ -312,7 +312,7 @@ static void key_put(hl_key *k, const void *p, size_t n) {
 static int attr_count(int prim, int ndim) {
   switch (prim) {
   case HL_P_PARAM: return 2;   /* index, innermost stride class */
-  case HL_P_IOTA: case HL_P_CONCAT: return 1;
+  case HL_P_IOTA: case HL_P_CONCAT: case HL_P_SORT: case HL_P_ARGSORT: return 1;
   case HL_P_SUM: case HL_P_PROD: case HL_P_MAX: case HL_P_MIN: case HL_P_ARGMAX: case HL_P_ARGMIN: return 1;
   case HL_P_TRANSPOSE: return ndim;
   case HL_P_SLICE: return 2 * HL_MAX_DIMS;
@@ -375,7 +375,7 @@ static void attr_text(strbuf *b, const hl_node *n) {
   const hl_attrs *a = &n->attrs;
   switch (n->prim) {
   case HL_P_CONST: sb_printf(b, " %.17g", a->f); break;
-  case HL_P_IOTA: case HL_P_CONCAT: sb_printf(b, " axis=%d", (int)a->i[0] + 1); break;
+  case HL_P_IOTA: case HL_P_CONCAT: case HL_P_SORT: case HL_P_ARGSORT: sb_printf(b, " axis=%d", (int)a->i[0] + 1); break;
   case HL_P_SUM: case HL_P_PROD: case HL_P_MAX: case HL_P_MIN: case HL_P_ARGMAX: case HL_P_ARGMIN:
     sb_printf(b, " axes={");
     for (int k = 0, first = 1; k < HL_MAX_DIMS; k++)

@@ -57,6 +57,18 @@ suite("sort and argsort against NumPy", function(case)
   end, "np.sort(a, kind='stable')[1:4, 0:3]", {y})
   case("jit: argsort of a transposed argument", function() return hl.jit(function(v) return hl.argsort(v.T, 1) end)(y) end,
        "np.argsort(a.T, axis=0, kind='stable') + 1", {y}, {dtype = "int64"})
+  -- two pipelines that differ only in the axis must not share a cache entry
+  local sq = np.rand({5, 5}, -2, 2, "float32")
+  for _, ax in ipairs {1, 2, -1} do
+    case("jit: a square matrix sorted along axis " .. ax, function() return hl.jit(function(v) return hl.sort(v, ax) end)(sq) end,
+         string.format("np.sort(a, axis=%d, kind='stable')", ax < 0 and 1 or ax - 1), {sq})
+    case("jit: a square matrix argsorted along axis " .. ax, function() return hl.jit(function(v) return hl.argsort(v, ax) end)(sq) end,
+         string.format("np.argsort(a, axis=%d, kind='stable') + 1", ax < 0 and 1 or ax - 1), {sq}, {dtype = "int64"})
+  end
+  case("the traced program shows the axis", function()
+    local text = tostring(hl.trace(function(v) return hl.sort(v, 1) end, sq))
+    return hl.array(text:find("sort %%%d+ axis=1") ~= nil)
+  end, "np.array(True)", {})
   local iy = np.rand({4, 6}, -3, 3, "int32")
   case("jit: int32 argsort, ties", function() return hl.jit(function(v) return hl.argsort(v, 1) end)(iy) end,
        "np.argsort(a, axis=0, kind='stable') + 1", {iy}, {dtype = "int64"})
