@@ -109,6 +109,12 @@ static void run_item(job *j, int64_t bi, void *w, int *ipiv) {
       gather(j->a, batch_offset(j, j->a, bi), n, n, 1, wa, ld);
       if (f64) dpotrf_("L", &n, wa, &ld, &info, 1);
       else spotrf_("L", &n, wa, &ld, &info, 1);
+      /* reference LAPACK stops at a NaN pivot, OpenBLAS's potrf carries on: the same answer
+       * from both (not positive definite, as NumPy on reference LAPACK says) */
+      for (int d = 0; d < n && info == 0; d++) {
+        double p = f64 ? ((double *)wa)[d + (int64_t)d * ld] : ((float *)wa)[d + (int64_t)d * ld];
+        if (!(p > 0)) info = d + 1;
+      }
     }
   }
   /* info > 0: a zero pivot (singular) or a non-positive pivot (not positive definite); info < 0
