@@ -160,3 +160,17 @@ describe("sort derivatives", function()
     assert.are.same({2, 3, 1}, g:totable())   -- argsort({3, 1, 2}), held constant
   end)
 end)
+
+describe("host stages inside compiled loops", function()
+  it("solve and sort in a jitted fori_loop body match the Lua loop", function()
+    local a = hl.array({{4, 1, 0}, {2, 3, 1}, {0, 1, 5}}, "float64")
+    local x = hl.array({1, -2, 3}, "float64")
+    local f = hl.jit(function(m, v0)
+      return hl.fori_loop(1, 4, function(_, v) return hl.sort(hl.linalg.solve(m, v)) * 3 end, v0)
+    end)
+    local v = x
+    for _ = 1, 4 do v = hl.sort(hl.linalg.solve(a, v)) * 3 end
+    local got, want = f(a, x):totable(), v:totable()
+    for i = 1, 3 do assert.is_true(math.abs(got[i] - want[i]) <= 1e-14 * math.abs(want[i])) end
+  end)
+end)
