@@ -153,6 +153,28 @@ bool expensive(int prim) {
 
 }  // namespace
 
+/* An extern stage (the engine's matmul kernel, cuBLAS, a compiled loop) reads whole operands,
+ * but Halide learns that only from its bounds query at run time, so the regions of everything
+ * computed for an operand stay symbolic; deep index maps (an im2col of a padded, pooled
+ * activation) then overflow Halide's constant folding. Declaring each operand's full extent
+ * makes them constants. */
+static void bound_extern_operands(hl_lowered &L) {
+  const hl_graph *g = L.g;
+  if (g->dynamic) return;
+  for (int i = 0; i < g->nnodes; i++) {
+    if (!L.funcs[i].is_extern()) continue;
+    const hl_node &n = g->nodes[i];
+    for (int k = 0; k < n.nin; k++) {
+      int s = hl_node_inputs(g, &n)[k];
+      const hl_node &sn = g->nodes[s];
+      if (sn.prim == HL_P_PARAM) continue;
+      int r = sn.type.ndim;
+      const std::vector<Var> &v = hl_vars(r);
+      for (int d = 0; d < r; d++) L.funcs[s].bound(v[d], 0, (int)sn.type.shape[r - 1 - d]);
+    }
+  }
+}
+
 /* Which nodes get their own buffer (the rest inline into their consumers): reductions and
  * matmuls, expensive elementwise work used more than once, and matmul operands that are not
  * already buffers (the CPU kernel reads them in tiles; cuBLAS takes buffers). */
@@ -190,6 +212,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
       output_of[i] = k;
   }
   std::vector<char> output_done(g->noutputs, 0);
+  bound_extern_operands(L);
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     if (!root[i] || n.prim == HL_P_PARAM) continue;
@@ -338,6 +361,7 @@ void hl_schedule_cuda(hl_lowered &L, const Target &t) {
   (void)t;
   const hl_graph *g = L.g;
   std::vector<char> root = materialised(L);
+  bound_extern_operands(L);
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     if (!root[i] || n.prim == HL_P_PARAM) continue;
