@@ -68,26 +68,50 @@ return function(hl, core, u)
     if x.ndim ~= 4 then fail("%s: input must be NCHW (4-D), got shape %s", op, shape_str(x.shape)) end
   end
 
-  -- the kh*kw windows of x (N, C, H, W; already padded) as a list of (N, C, Ho, Wo) strided
-  -- slices, window offset (i, j) at position (i - 1) * kw + j
-  local function windows(op, x, kh, kw, sh, sw)
-    local s = x.shape
-    local ho, wo = math.floor((s[3] - kh) / sh) + 1, math.floor((s[4] - kw) / sw) + 1
-    if s[3] < kh or s[4] < kw then
-      fail("%s: the %dx%d window does not fit the %dx%d (padded) input", op, kh, kw, s[3], s[4])
+  -- Where each window reads: for an h x w image, a (kh*kw, ho*wo) int32 array of positions in
+  -- the flattened image (window offset (i, j) at row (i - 1) * kw + j), -1 where the window
+  -- hangs over the padding. One gather of these positions is the whole im2col, and its transpose
+  -- (the gradient) one scatter_add. Cached per geometry, as a host array.
+  local window_cache = {}
+  local function window_index(op, h, w, kh, kw, sh, sw, ph, pw)
+    local ho, wo = math.floor((h + 2 * ph - kh) / sh) + 1, math.floor((w + 2 * pw - kw) / sw) + 1
+    if h + 2 * ph < kh or w + 2 * pw < kw then
+      fail("%s: the %dx%d window does not fit the %dx%d input padded by {%d, %d}", op, kh, kw, h, w, ph, pw)
     end
-    local list = {}
-    for i = 1, kh do
-      for j = 1, kw do
-        list[#list + 1] = x[{{}, {}, {i, i + sh * (ho - 1), sh}, {j, j + sw * (wo - 1), sw}}]
+    local key = table.concat({h, w, kh, kw, sh, sw, ph, pw}, ",")
+    local idx = window_cache[key]
+    if not idx then
+      local rows = {}
+      for i = 0, kh - 1 do
+        for j = 0, kw - 1 do
+          local row = {}
+          for oy = 0, ho - 1 do
+            local y = oy * sh + i - ph
+            for ox = 0, wo - 1 do
+              local x = ox * sw + j - pw
+              row[#row + 1] = (y >= 0 and y < h and x >= 0 and x < w) and y * w + x or -1
+            end
+          end
+          rows[#rows + 1] = row
+        end
       end
+      idx = hl.array(rows, "int32")
+      window_cache[key] = idx
     end
-    return list, ho, wo
+    return idx, ho, wo
+  end
+
+  -- x (N, C, H, W) -> (N, C, kh*kw, ho*wo): every window's elements, 0 in the padding
+  local function windows(op, x, kh, kw, sh, sw, ph, pw)
+    local s = x.shape
+    local idx, ho, wo = window_index(op, s[3], s[4], kh, kw, sh, sw, ph, pw)
+    if not core.is_tracer(x) and x.device ~= idx.device then idx = idx:to(x.device) end
+    return core.gather(hl.reshape(x, {s[1], s[2], s[3] * s[4]}), idx, 2), ho, wo, idx
   end
 
   -- conv2d(x, w [, opts]): x (N, C, H, W), w (O, C, kh, kw); opts.bias (O), opts.stride,
   -- opts.padding (a number or {h, w}; zeros). Cross-correlation, as PyTorch and JAX compute it.
-  -- Lowered as im2col: the windows become one (C*kh*kw, N*Ho*Wo) matrix and the convolution one
+  -- Lowered as im2col: the windows become one (C*kh*kw, N*ho*wo) matrix and the convolution one
   -- matmul, the shape the engine's matmul schedule is fastest at.
   function nn.conv2d(x, w, opts)
     x, w = as_array(x, "conv2d", 1), as_array(w, "conv2d", 2)
@@ -100,12 +124,10 @@ return function(hl, core, u)
     end
     local sh, sw = pair("conv2d", "stride", opts.stride or 1)
     local ph, pw = pair("conv2d", "padding", opts.padding or 0, true)
-    if ph > 0 or pw > 0 then x = hl.pad(x, {{0, 0}, {0, 0}, {ph, ph}, {pw, pw}}) end
     local n, c, o, kh, kw = xs[1], xs[2], ws[1], ws[3], ws[4]
-    local list, ho, wo = windows("conv2d", x, kh, kw, sh, sw)
-    local cols = hl.stack(list, 3)                                   -- N, C, K, Ho, Wo
-    cols = hl.reshape(hl.transpose(cols, {2, 3, 1, 4, 5}), {c * kh * kw, n * ho * wo})
-    local y = hl.matmul(hl.reshape(w, {o, c * kh * kw}), cols)       -- O, N*Ho*Wo
+    local cols, ho, wo = windows("conv2d", x, kh, kw, sh, sw, ph, pw)      -- N, C, K, ho*wo
+    cols = hl.reshape(hl.transpose(cols, {2, 3, 1, 4}), {c * kh * kw, n * ho * wo})
+    local y = hl.matmul(hl.reshape(w, {o, c * kh * kw}), cols)               -- O, N*ho*wo
     y = hl.transpose(hl.reshape(y, {o, n, ho, wo}), {2, 1, 3, 4})
     if opts.bias ~= nil then
       local b = as_array(opts.bias, "conv2d")
@@ -117,39 +139,39 @@ return function(hl, core, u)
     return y
   end
 
-  -- the shared part of the pools: validate, pad with `fill`, list the windows
-  local function pool_windows(op, x, size, opts, fill)
-    x = as_array(x, op)
+  -- the shared part of the pools: validate, then every window's elements (N, C, K, ho*wo) and
+  -- the window positions (-1 in the padding)
+  local function pool_windows(op, x, size, opts)
     opts = opts_table(op, opts)
     check_nchw(op, x)
     local kh, kw = pair(op, "size", size)
     local sh, sw = pair(op, "stride", opts.stride or {kh, kw})
     local ph, pw = pair(op, "padding", opts.padding or 0, true)
     if ph * 2 > kh or pw * 2 > kw then fail("%s: padding {%d, %d} is more than half the %dx%d window", op, ph, pw, kh, kw) end
-    if ph > 0 or pw > 0 then x = hl.pad(x, {{0, 0}, {0, 0}, {ph, ph}, {pw, pw}}, fill) end
-    return windows(op, x, kh, kw, sh, sw)
+    local vals, ho, wo, idx = windows(op, x, kh, kw, sh, sw, ph, pw)
+    return vals, ho, wo, idx
   end
 
   -- max_pool2d(x, size [, opts]): opts.stride (default: the size), opts.padding (-inf)
   function nn.max_pool2d(x, size, opts)
     x = as_array(x, "max_pool2d")
-    if not is_float(x.dtype) and opts and opts.padding and opts.padding ~= 0 then
+    local padded = opts and opts.padding and opts.padding ~= 0
+    if padded and not is_float(x.dtype) then
       fail("max_pool2d: padding needs a float input (it pads with -inf), got %s", x.dtype)
     end
-    local list = pool_windows("max_pool2d", x, size, opts, -math.huge)
-    local y = list[1]
-    for i = 2, #list do y = hl.maximum(y, list[i]) end
-    return y
+    local vals, ho, wo, idx = pool_windows("max_pool2d", x, size, opts)
+    if padded then vals = hl.where(hl.ge(idx, 0), vals, -math.huge) end
+    local s = x.shape
+    return hl.reshape(hl.max(vals, 3), {s[1], s[2], ho, wo})
   end
 
   -- avg_pool2d(x, size [, opts]): the padding zeros count in the average (PyTorch's default)
   function nn.avg_pool2d(x, size, opts)
     x = as_array(x, "avg_pool2d")
     if not is_float(x.dtype) then x = x:astype("float32") end
-    local list = pool_windows("avg_pool2d", x, size, opts, 0)
-    local y = list[1]
-    for i = 2, #list do y = y + list[i] end
-    return y * (1 / #list)
+    local vals, ho, wo = pool_windows("avg_pool2d", x, size, opts)
+    local s = x.shape
+    return hl.reshape(hl.mean(vals, 3), {s[1], s[2], ho, wo})
   end
 
   ---------------------------------------------------------------- dropout
