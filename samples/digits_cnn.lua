@@ -9,7 +9,7 @@ local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = here .. "?.lua;" .. package.path
 local digits = require "digits"
 
-local opts = {epochs = 15, channels = 16, batch = 32, lr = 3e-3, seed = 0, min_accuracy = 0.98,
+local opts = {epochs = 15, channels = 32, batch = 32, lr = 3e-3, seed = 0, min_accuracy = 0.98,
               checkpoint = (os.getenv("TMPDIR") or "/tmp") .. "/halua_digits_cnn.npz"}
 do
   local i = 1

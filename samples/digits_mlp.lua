@@ -9,7 +9,7 @@ local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = here .. "?.lua;" .. package.path
 local digits = require "digits"
 
-local opts = {epochs = 20, hidden = 256, batch = 32, lr = 2e-3, seed = 0, min_accuracy = 0.97,
+local opts = {epochs = 20, hidden = 512, batch = 16, lr = 2e-3, seed = 0, min_accuracy = 0.97,
               checkpoint = (os.getenv("TMPDIR") or "/tmp") .. "/halua_digits_mlp.npz"}
 do
   local i = 1
