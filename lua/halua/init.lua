@@ -797,6 +797,7 @@ require("halua.io")(hl, core)
 hl.rules = require("halua.ad")(hl, core, state)
 hl.random = require("halua.random")(hl, core)
 require("halua.control")(hl, core, state)
+require("halua.help")(hl)
 
 -- HALUA_DEVICE chooses the default device for a whole run (e.g. HALUA_DEVICE=cuda)
 local env_device = os.getenv("HALUA_DEVICE")
