@@ -212,3 +212,49 @@ describe("what the shell shows", function()
     assert.truthy(tostring(info):find("^{entries = %d+, hits = %d+, misses = %d+, compile_ms = [%d.]+}$"), tostring(info))
   end)
 end)
+
+describe("the shell (lua/halua/repl.lua, started by scripts/halua)", function()
+  -- the shell reading `input`, in a process of its own (it owns stdin and the SIGINT handler)
+  local function session(input)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write(input)
+    f:close()
+    local p = assert(io.popen("luajit -e 'require(\"halua.repl\").run()' < " .. path .. " 2>&1"))
+    local out = p:read("*a")
+    p:close()
+    os.remove(path)
+    return out
+  end
+
+  it("shows values of expressions, halua's errors as one line, and continues lines", function()
+    local out = session(table.concat({
+      "x = hl.ones({2, 3})",
+      "x:sum()",
+      "x.shape",
+      "hl.reshape(hl.ones(3), {2})",
+      "hl.array({1,",
+      "  2})",
+      "hl.jit(function(a) return a end)",
+      "hl.cache_info().misses >= 0",
+      "nosuch()",
+      "hl.help('mean')",
+    }, "\n") .. "\n")
+    assert.truthy(out:find("> hl.array(6.0)\n", 1, true), out)
+    assert.truthy(out:find("> {2, 3}\n", 1, true), out)
+    assert.truthy(out:find("> halua: reshape: cannot reshape [3] (3 elements) to [2]\n> ", 1, true), out)
+    assert.truthy(out:find("> >> hl.array({1.0, 2.0})\n", 1, true), out)
+    assert.truthy(out:find("> <jit function stdin:1: 0 signatures traced>\n", 1, true), out)
+    assert.truthy(out:find("> true\n", 1, true), out)
+    assert.truthy(out:find("> stdin:1: attempt to call global 'nosuch' (a nil value)\n", 1, true), out)
+    assert.truthy(out:find("> hl.mean(x [, axes] [, keepdims])", 1, true), out)
+    assert.falsy(out:find("stack traceback", 1, true), out)
+  end)
+
+  it("shows plain tables by their contents", function()
+    local show = require("halua.repl").show
+    assert.are.equal('{1, {2, 3}, a = "x", b = {c = {...}}}', show({1, {2, 3}, a = "x", b = {c = {d = 1}}}))
+    assert.are.equal("hl.array(1.0)", show(hl.array(1)))
+    assert.are.equal("text", show("text"))
+  end)
+end)
