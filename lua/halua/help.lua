@@ -55,7 +55,7 @@ return function(hl)
     table.sort(mkeys)
     for _, k in ipairs(mkeys) do
       local f = hl.methods[k]
-      if by_fn[f] == nil then note("x:" .. k, f) else by_name["x:" .. k] = f end
+      if by_fn[f] == nil then note("x:" .. k, f) end   -- x:sum is hl.sum: listed once
     end
     return by_name, by_fn
   end
