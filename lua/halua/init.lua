@@ -797,6 +797,8 @@ require("halua.io")(hl, core)
 hl.rules = require("halua.ad")(hl, core, state)
 hl.random = require("halua.random")(hl, core)
 require("halua.control")(hl, core, state)
+require("halua.nn")(hl, core, {fail = fail, as_array = as_array, named = named, methods = methods})
+hl.optim = require("halua.optim")(hl, core, {fail = fail, named = named})
 require("halua.help")(hl)
 
 -- HALUA_DEVICE chooses the default device for a whole run (e.g. HALUA_DEVICE=cuda)
