@@ -555,73 +555,108 @@ alias("softmax", "nn.softmax")
 E("nn.log_softmax", "hl.nn.log_softmax(x [, axis]) -> array",
   "log(softmax(x)) along axis (default -1), computed stably as x - logsumexp(x, axis).",
   [[print(hl.nn.log_softmax(hl.array({1, 2, 3})))]])
-local activations = {
-  {"relu", "max(x, 0)"},
-  {"gelu", "x * Phi(x), the Gaussian error linear unit"},
-  {"sigmoid", "1 / (1 + exp(-x))"},
-  {"softplus", "log(1 + exp(x)), a smooth relu"},
-  {"silu", "x * sigmoid(x) (also called swish)"},
-}
-for _, a in ipairs(activations) do
-  E("nn." .. a[1], "hl.nn." .. a[1] .. "(x) -> array",
-    "The activation " .. a[2] .. ", elementwise; differentiable.",
-    "print(hl.nn." .. a[1] .. "(hl.array({-1, 0, 2})))")
-end
+E("nn.relu", "hl.nn.relu(x) -> array   (also x:relu())",
+  "The activation max(x, 0), elementwise; its derivative is 0 for x <= 0.",
+  [[print(hl.nn.relu(hl.array({-1, 0, 2})))]])
+E("nn.gelu", "hl.nn.gelu(x [, approximate]) -> array   (also x:gelu())",
+  "The Gaussian error linear unit x * Phi(x), elementwise: exact (through erf) by default, as " ..
+  "PyTorch; approximate = true uses the tanh approximation.",
+  [[print(hl.nn.gelu(hl.array({-1, 0, 2})), hl.nn.gelu(hl.array({1}), true))]])
+E("nn.sigmoid", "hl.nn.sigmoid(x) -> array   (also x:sigmoid())",
+  "The logistic function 1 / (1 + exp(-x)), elementwise, computed through tanh so it neither " ..
+  "overflows nor gives a NaN gradient for large |x|.",
+  [[print(hl.nn.sigmoid(hl.array({-100, 0, 2})))]])
+E("nn.softplus", "hl.nn.softplus(x) -> array   (also x:softplus())",
+  "log(1 + exp(x)) elementwise, a smooth relu, computed without overflow as " ..
+  "max(x, 0) + log1p(exp(-|x|)).",
+  [[print(hl.nn.softplus(hl.array({-1, 0, 100})))]])
+E("nn.silu", "hl.nn.silu(x) -> array   (also x:silu())",
+  "x * sigmoid(x) elementwise (also called swish).",
+  [[print(hl.nn.silu(hl.array({-1, 0, 2})))]])
 E("nn.conv2d", "hl.nn.conv2d(x, w [, opts]) -> array",
-  "2-D convolution (cross-correlation, as in deep-learning libraries) of images x [N, C, H, W] " ..
-  "with filters w [O, C, KH, KW], giving [N, O, H', W'].",
-  [[print(hl.nn.conv2d(hl.ones({1, 1, 4, 4}), hl.ones({1, 1, 3, 3})).shape[3])]])
+  "2-D convolution (cross-correlation, as PyTorch and JAX compute it) of images x [N, C, H, W] " ..
+  "with filters w [O, C, kh, kw], giving [N, O, H', W']. opts.stride and opts.padding (zeros) are " ..
+  "a number or {h, w} (defaults 1 and 0); opts.bias is an array of O values added per output " ..
+  "channel. Runs as one matmul over the windows (im2col).",
+  [[local x = hl.arange(16):astype("float32"):reshape({1, 1, 4, 4})
+local y = hl.nn.conv2d(x, hl.ones({2, 1, 3, 3}), {padding = 1, bias = hl.array({0, 100})})
+print(y.shape[2], y.shape[3], y[{1, 1, 1}])]])
 E("nn.max_pool2d", "hl.nn.max_pool2d(x, size [, opts]) -> array",
-  "The maximum over size x size windows of images x [N, C, H, W].",
-  [[print(hl.nn.max_pool2d(hl.arange(16):astype("float32"):reshape({1, 1, 4, 4}), 2))]])
+  "The maximum over windows of size (a number or {h, w}) of images x [N, C, H, W]. opts.stride " ..
+  "defaults to the window size; opts.padding (a number or {h, w}) pads with -inf.",
+  [[local x = hl.arange(16):astype("float32"):reshape({1, 1, 4, 4})
+print(hl.nn.max_pool2d(x, 2))]])
 E("nn.avg_pool2d", "hl.nn.avg_pool2d(x, size [, opts]) -> array",
-  "The mean over size x size windows of images x [N, C, H, W].",
+  "The mean over windows of size (a number or {h, w}) of images x [N, C, H, W]. opts.stride " ..
+  "defaults to the window size; with opts.padding the padding zeros count in the average " ..
+  "(PyTorch's default).",
   [[print(hl.nn.avg_pool2d(hl.ones({1, 1, 4, 4}), 2))]])
 E("nn.dropout", "hl.nn.dropout(key, x, rate) -> array",
-  "x with each element zeroed with probability rate and the rest scaled by 1 / (1 - rate), drawn " ..
-  "from the random key (training-time dropout).",
+  "x with each element zeroed with probability rate (in [0, 1)) and the others scaled by " ..
+  "1 / (1 - rate), so the expectation is unchanged; drawn from the random key. rate 0 returns x.",
   [[print(hl.nn.dropout(hl.random.key(0), hl.ones(6), 0.5))]])
-E("nn.cross_entropy", "hl.nn.cross_entropy(logits, labels) -> array",
-  "The mean cross-entropy loss of logits [batch, classes] against 1-based integer class labels " ..
-  "[batch].",
-  [[print(hl.nn.cross_entropy(hl.array({{2, 0}, {0, 2}}), hl.array({1, 2}, "int32")))]])
-E("nn.mse", "hl.nn.mse(pred, target) -> array",
-  "The mean squared error: mean((pred - target)^2).",
+E("nn.cross_entropy", "hl.nn.cross_entropy(logits, labels) -> 0-d array",
+  "The mean over examples of -log softmax(logits)[label], classes along the last axis. labels are " ..
+  "1-based integer class indices with logits' shape less the last axis, or float probabilities " ..
+  "with logits' shape (e.g. one-hot rows). A label outside 1..classes is an error.",
+  [[local logits = hl.array({{2, 0, 0}, {0, 0, 3}})
+print(hl.nn.cross_entropy(logits, hl.array({1, 3}, "int32")),
+      hl.nn.cross_entropy(logits, hl.one_hot(hl.array({1, 3}, "int32"), 3)))]])
+E("nn.mse", "hl.nn.mse(pred, target) -> 0-d array",
+  "The mean squared error mean((pred - target)^2), broadcasting like any binary op.",
   [[print(hl.nn.mse(hl.array({1, 2}), hl.array({1, 4})))]])
-E("nn.init.glorot", "hl.nn.init.glorot(key, shape) -> array",
-  "Initial weights with Glorot (Xavier) scaling for a layer of shape {fan_in, fan_out}.",
+E("nn.init.glorot", "hl.nn.init.glorot(key, shape [, dtype]) -> array",
+  "Glorot (Xavier) uniform initial weights on +-sqrt(6 / (fan_in + fan_out)): the fans are " ..
+  "(in, out) for a matmul weight of shape {in, out}, (in * k, out * k) for a convolution weight " ..
+  "{out, in, kh, kw} (k = kh * kw). dtype defaults to float32.",
   [[print(hl.nn.init.glorot(hl.random.key(0), {3, 2}))]])
-E("nn.init.normal", "hl.nn.init.normal(key, shape [, stddev]) -> array",
-  "Initial weights drawn from a normal distribution.",
-  [[print(hl.nn.init.normal(hl.random.key(0), {2, 2}))]])
+E("nn.init.normal", "hl.nn.init.normal(key, shape [, stddev] [, dtype]) -> array",
+  "Initial weights drawn from a normal distribution with mean 0 and standard deviation stddev " ..
+  "(default 0.01). dtype defaults to float32.",
+  [[print(hl.nn.init.normal(hl.random.key(0), {2, 2}, 0.1))]])
 
 G "Optimizers (hl.optim)"
-E("optim.sgd", "hl.optim.sgd(lr [, momentum]) -> {init, update}",
-  "Stochastic gradient descent: opt.init(params) gives the state; params, state = " ..
-  "opt.update(grads, state, params) takes one step (pure, so it can run inside hl.jit).",
-  [[local opt = hl.optim.sgd(0.1)
+E("optim.sgd", "hl.optim.sgd(lr [, momentum]) -> opt   (opt.init, opt.update)",
+  "Stochastic gradient descent over pytrees of parameters: state = opt.init(params); then " ..
+  "params, state = opt.update(grads, state, params) takes one step, p - lr * v with " ..
+  "v = momentum * v + g (PyTorch's form; plain p - lr * g without momentum). lr is a positive " ..
+  "number or a schedule (a function of the step count, e.g. hl.optim.cosine_decay). Pure, so a " ..
+  "whole training step can run inside hl.jit.",
+  [[local opt = hl.optim.sgd(0.1, 0.9)
 local params = {w = hl.ones(2)}
 local state = opt.init(params)
 params, state = opt.update({w = hl.ones(2)}, state, params)
 print(params.w)]])
-E("optim.adam", "hl.optim.adam(lr) -> {init, update}",
-  "The Adam optimizer: opt.init(params) gives the state; params, state = opt.update(grads, state, " ..
-  "params) takes one step (pure, so it can run inside hl.jit).",
+E("optim.adam", "hl.optim.adam(lr [, opts]) -> opt   (opt.init, opt.update)",
+  "The Adam optimizer (Kingma and Ba, with bias correction) over pytrees of parameters: " ..
+  "state = opt.init(params); params, state = opt.update(grads, state, params). opts.b1 (0.9), " ..
+  "opts.b2 (0.999), opts.eps (1e-8); lr is a positive number or a schedule function. Pure, so it " ..
+  "can run inside hl.jit.",
   [[local opt = hl.optim.adam(1e-3)
 local params = {w = hl.ones(2)}
 local state = opt.init(params)
 params, state = opt.update({w = hl.ones(2)}, state, params)
 print(params.w)]])
+E("optim.cosine_decay", "hl.optim.cosine_decay(lr, steps [, final]) -> schedule",
+  "A learning-rate schedule for sgd and adam: lr at step 1 down to final (default 0) at step " ..
+  "steps along half a cosine, then constant. The schedule is a function of the step count (an " ..
+  "int32 0-d array).",
+  [[local schedule = hl.optim.cosine_decay(0.1, 100)
+print(schedule(hl.array(1, "int32")), schedule(hl.array(100, "int32")))
+local opt = hl.optim.sgd(schedule)]])
 
 G "Linear algebra (hl.linalg)"
 E("linalg.solve", "hl.linalg.solve(a, b) -> array",
-  "x with matmul(a, x) = b, for a square non-singular matrix a.",
+  "x with matmul(a, x) = b, for square non-singular a [..., n, n] and b a vector [n] (or a stack " ..
+  "[..., n]) or matrix [..., n, k], as numpy.linalg.solve, batched over leading axes. A singular a " ..
+  "is an error eagerly and gives NaN inside hl.jit.",
   [[print(hl.linalg.solve(hl.array({{2, 0}, {0, 4}}), hl.array({2, 2})))]])
 E("linalg.inv", "hl.linalg.inv(a) -> array",
-  "The inverse of a square non-singular matrix a.",
+  "The inverse of square non-singular matrices a [..., n, n] (solve against the identity).",
   [[print(hl.linalg.inv(hl.array({{2, 0}, {0, 4}})))]])
 E("linalg.cholesky", "hl.linalg.cholesky(a) -> array",
-  "The lower-triangular L with matmul(L, L.T) = a, for a symmetric positive-definite a.",
+  "The lower-triangular L with matmul(L, L.T) = a, for symmetric positive-definite a [..., n, n]; " ..
+  "one that is not is an error eagerly and gives NaN inside hl.jit.",
   [[print(hl.linalg.cholesky(hl.array({{4, 2}, {2, 3}})))]])
 
 ---------------------------------------------------------------- files, devices, caching
