@@ -205,6 +205,9 @@ return function(hl)
       local key, entry
       if name then key, entry = resolve(name) end
       if key then return render(key, entry, name) end
+      -- a function hl.jit made: what it is, then how jitted functions work
+      local shown = tostring(what)
+      if t == "table" and shown:find("^<jit function ") then return shown .. "\n" .. render(resolve("jit")) end
       fail("help: this %s is not one of halua's functions (hl.help() lists them; a jitted function is " ..
            "described by hl.help(\"jit\"))", t)
     end
