@@ -353,13 +353,16 @@ E("one_hot", "hl.one_hot(idx, n [, dtype]) -> array",
   "idx's shape plus a last axis of n: 1 where the 1-based integer index points, 0 elsewhere " ..
   "(indices outside 1..n give all zeros). dtype defaults to float32.",
   [[print(hl.one_hot(hl.array({1, 3}, "int32"), 3))]])
-E("sort", "hl.sort(x [, axis]) -> array",
-  "x sorted in ascending order along axis (1-based, default -1, the last).",
-  [[print(hl.sort(hl.array({3, 1, 2})))]])
-E("argsort", "hl.argsort(x [, axis]) -> int array",
-  "The 1-based indices that sort x along axis (1-based, default -1): " ..
-  "hl.take_along_axis(x, hl.argsort(x, a), a) is hl.sort(x, a).",
-  [[print(hl.argsort(hl.array({3, 1, 2})))]])
+E("sort", "hl.sort(x [, axis]) -> array   (also x:sort(axis))",
+  "x sorted in ascending order along axis (1-based, default -1, the last, as NumPy's), stably, " ..
+  "with NaN after everything else. Differentiable: the cotangent goes back through the inverse " ..
+  "permutation.",
+  [[print(hl.sort(hl.array({3, 1, 2})), hl.array({{2, 1}, {0, 5}}):sort(1))]])
+E("argsort", "hl.argsort(x [, axis]) -> int64 array   (also x:argsort(axis))",
+  "The 1-based indices that sort x along axis (default -1), stably (equal values keep their " ..
+  "order), NaN last: hl.take_along_axis(x, hl.argsort(x, a), a) is hl.sort(x, a).",
+  [[local x = hl.array({3, 1, 2})
+print(hl.argsort(x), hl.take_along_axis(x, hl.argsort(x), 1))]])
 
 ---------------------------------------------------------------- transformations
 
