@@ -415,6 +415,9 @@ static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_at
       return -1;
     }
     return 0;
+  case HL_K_INDEXED:
+    if (hl_array_alloc_on(out, dev, ty.dtype, ty.ndim, ty.shape)) return -1;
+    break;
   case HL_K_REDUCE:
     if (dev != HL_DEVICE_CPU && hl_shape_size(in[0]->ndim, in[0]->shape) == 0) {
       /* a reduction of nothing on the GPU: its split into partial sums would allocate zero

@@ -382,6 +382,24 @@ static int l_slice(lua_State *L) {
   return 1;
 }
 
+/* gather(x, idx, axis0) and scatter_add(values, idx, axis0, n): indices 0-based, no promotion
+ * (the index array keeps its integer dtype) */
+static int l_indexed(lua_State *L, int prim) {
+  const char *op = hl_prims[prim].name;
+  hl_array *x = check_array(L, 1, op);
+  hl_array *idx = check_array(L, 2, op);
+  hl_attrs at = {0};
+  at.i[0] = (int64_t)luaL_checknumber(L, 3);
+  if (prim == HL_P_SCATTER_ADD) at.i[1] = (int64_t)luaL_checknumber(L, 4);
+  const hl_array *in[2] = {x, idx};
+  hl_array r;
+  if (hl_apply(prim, 2, in, &at, &r)) return raise(L);
+  push_result(L, &r, 1, 2);
+  return 1;
+}
+static int l_gather(lua_State *L) { return l_indexed(L, HL_P_GATHER); }
+static int l_scatter_add(lua_State *L) { return l_indexed(L, HL_P_SCATTER_ADD); }
+
 /* concatenate({arrays}, axis0): operands are promoted to one dtype first */
 static int l_concatenate(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -730,6 +748,7 @@ static int l_graph_nodes(lua_State *L) {
       break;
     }
     case HL_K_CONCAT:
+    case HL_K_INDEXED:
       lua_pushinteger(L, (lua_Integer)a->i[0] + 1);
       lua_setfield(L, -2, "axis");
       break;
@@ -938,6 +957,8 @@ static const luaL_Reg core_funcs[] = {
     {"broadcast_to", l_broadcast_to},
     {"transpose", l_transpose},
     {"slice", l_slice},
+    {"gather", l_gather},
+    {"scatter_add", l_scatter_add},
     {"concatenate", l_concatenate},
     {"iota", l_iota},
     {"item", l_item},

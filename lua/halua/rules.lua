@@ -267,6 +267,15 @@ return function(hl, core)
       return hl.concatenate(parts, n.axis)
     end,
   }
+  -- gather and scatter_add are each other's transpose; the indices get no cotangent
+  R.gather = {
+    vjp = function(g, n, x) return {core.scatter_add(g, x[2], n.axis - 1, x[1].shape[n.axis])} end,
+    jvp = function(t, n, x) return core.gather(t[1], x[2], n.axis - 1) end,
+  }
+  R.scatter_add = {
+    vjp = function(g, n, x) return {core.gather(g, x[2], n.axis - 1)} end,
+    jvp = function(t, n, x) return core.scatter_add(t[1], x[2], n.axis - 1, n.shape[n.axis]) end,
+  }
   -- compiled loops are made only where no derivative is being taken (control.lua traces loops
   -- step by step under a transformation), so autodiff reaching one is a halua bug
   local function loop_error() error("halua: autodiff: a compiled loop was reached; loops under grad must be traced step by step", 0) end
