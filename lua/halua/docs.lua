@@ -345,8 +345,9 @@ E("take", "hl.take(x, idx [, axis]) -> array   (also x:take(idx, axis))",
 print(hl.take(x, hl.array({3, 1}, "int32")), hl.take(hl.eye(3), hl.array({2}, "int32"), 2))]])
 E("take_along_axis", "hl.take_along_axis(x, idx, axis) -> array",
   "out[..., j, ...] = x[..., idx[..., j, ...], ...] along axis (1-based, default 1): idx is an " ..
-  "integer array with x's rank holding 1-based indices, as NumPy's take_along_axis (e.g. with the " ..
-  "result of argsort).",
+  "integer array with x's rank holding 1-based indices, its other axes broadcasting against x's, " ..
+  "as NumPy's take_along_axis (e.g. with the result of argsort). Indices outside 1..n are an " ..
+  "error on concrete arrays (under jit they read zeros).",
   [[local x = hl.array({{10, 20}, {30, 40}})
 print(hl.take_along_axis(x, hl.array({{2}, {1}}, "int32"), 2))]])
 E("one_hot", "hl.one_hot(idx, n [, dtype]) -> array",
