@@ -26,14 +26,16 @@ static int raise(lua_State *L) {
 }
 int hl_lua_raise(lua_State *L) { return raise(L); }
 
-/* Raise a formatted message (lua_pushfstring's formats: %s %d %f %%). */
-static int raisef(lua_State *L, const char *fmt, ...) {
+/* Raise a formatted message (lua_pushfstring's formats: %s %d %f %%). Unlike luaL_error it adds
+ * no "file:line:" of the Lua caller, which would be one of halua's own files. */
+int hl_lua_raisef(lua_State *L, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   lua_pushvfstring(L, fmt, ap);
   va_end(ap);
   return lua_error(L);
 }
+#define raisef hl_lua_raisef
 
 /* ---- heap tracking: step Lua's GC by engine bytes, which Lua cannot see ---- */
 
