@@ -752,6 +752,15 @@ static int l_graph_nodes(lua_State *L) {
       lua_pushinteger(L, (lua_Integer)a->i[0] + 1);
       lua_setfield(L, -2, "axis");
       break;
+    case HL_K_SOURCE:
+      if (n->prim == HL_P_IOTA) {
+        lua_pushinteger(L, (lua_Integer)a->i[0] + 1);
+        lua_setfield(L, -2, "axis");
+      } else if (n->prim == HL_P_CONST) {
+        lua_pushnumber(L, a->f);
+        lua_setfield(L, -2, "value");
+      }
+      break;
     case HL_K_VIEW:
       if (n->prim == HL_P_TRANSPOSE) set_int_list(L, "perm", n->type.ndim, a->i, 1);
       if (n->prim == HL_P_SLICE) {
@@ -763,6 +772,49 @@ static int l_graph_nodes(lua_State *L) {
       break;
     }
     lua_rawseti(L, -2, id);
+  }
+  return 1;
+}
+
+static int is_trace(lua_State *L, int idx) {
+  if (!lua_isuserdata(L, idx) || !lua_getmetatable(L, idx)) return 0;
+  luaL_getmetatable(L, TRACE_MT);
+  int same = lua_rawequal(L, -1, -2);
+  lua_pop(L, 2);
+  return same;
+}
+
+/* trace_captures(trace) -> {[param node] = array}: the arrays a trace captured (values it closed
+ * over), as the arrays they were: plain data, or tracers of an enclosing trace. vmap replays a
+ * traced function on them. */
+static int l_trace_captures(lua_State *L) {
+  hl_trace *t = check_trace(L, 1);
+  lua_createtable(L, 0, t->ncaptures);
+  int out = lua_gettop(L);
+  for (int k = 0; k < t->ncaptures; k++) {
+    hl_array r;
+    hl_array_copy_ref(&r, &t->captures[k]);
+    int owner = 0;
+    if (r.graph) {
+      /* an enclosing trace's tracer: its Lua trace is up the chain of parents (each trace's
+       * environment holds its parent) */
+      lua_pushvalue(L, 1);
+      while (is_trace(L, -1) && &((hl_trace *)lua_touserdata(L, -1))->g != r.graph) {
+        lua_getfenv(L, -1);
+        lua_rawgeti(L, -1, 1);
+        lua_remove(L, -2);
+        lua_remove(L, -2);
+      }
+      if (!is_trace(L, -1)) {
+        lua_pop(L, 1);
+        hl_array_release(&r);
+        return raisef(L, "halua: vmap: a captured tracer's trace is not an enclosing one");
+      }
+      owner = lua_gettop(L);
+    }
+    push_array(L, &r, owner);
+    if (owner) lua_remove(L, owner);
+    lua_rawseti(L, out, t->capture_param[k]);
   }
   return 1;
 }
@@ -933,14 +985,18 @@ static int l_cache_clear(lua_State *L) {
   return 0;
 }
 
-/* prim_names() -> every primitive's name, in table order */
+/* prim_names() -> every primitive's name, in table order; and {name = kind} */
 static int l_prim_names(lua_State *L) {
+  static const char *kinds[] = {"source", "elemwise", "reduce", "matmul", "view", "concat", "loop", "indexed"};
   lua_createtable(L, HL_NPRIMS, 0);
+  lua_createtable(L, 0, HL_NPRIMS);
   for (int p = 0; p < HL_NPRIMS; p++) {
     lua_pushstring(L, hl_prims[p].name);
-    lua_rawseti(L, -2, p + 1);
+    lua_rawseti(L, -3, p + 1);
+    lua_pushstring(L, kinds[hl_prims[p].kind]);
+    lua_setfield(L, -2, hl_prims[p].name);
   }
-  return 1;
+  return 2;
 }
 
 static int l_heap_bytes(lua_State *L) {
@@ -978,6 +1034,7 @@ static const luaL_Reg core_funcs[] = {
     {"tape_stop", l_tape_stop},
     {"trace_variable", l_trace_variable},
     {"node_value", l_node_value},
+    {"trace_captures", l_trace_captures},
     {"strip", l_strip},
     {"graph_nodes", l_graph_nodes},
     {"program_build", l_program_build},

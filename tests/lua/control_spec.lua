@@ -130,7 +130,7 @@ describe("loops", function()
   it("arguments are checked", function()
     local loop = function(a) return hl.sum(hl.while_loop(function(c) return hl.lt(c[1], 10) end, function(c) return c * a end, a)) end
     has(err_of(hl.jit(hl.grad(loop)), hl.array({2, 3})),
-        "halua: while_loop: its number of steps depends on traced values, which cannot be differentiated or run on CUDA inside hl.jit yet; use hl.fori_loop or hl.scan")
+        "halua: while_loop: its number of steps depends on traced values, which cannot be differentiated, batched by hl.vmap or run on CUDA inside hl.jit yet; use hl.fori_loop or hl.scan")
     has(err_of(hl.jit(function(n, a) return hl.fori_loop(1, n, function(_, c) return c end, a) end), hl.array(3, "int32"), hl.ones(2)),
         "halua: fori_loop: hi must be known when the function is traced (a number), not a traced array")
     has(err_of(hl.fori_loop, 1, 2.5, function() end, 0), "halua: fori_loop: hi must be an integer, got 2.5")
