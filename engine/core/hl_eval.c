@@ -71,9 +71,9 @@ static int keep_value(hl_trace *t, int id, const hl_array *v) {
 }
 
 /* A concrete array used inside a trace becomes an extra input of the pipeline (on a tape: a
- * node holding its value). */
-static int capture(hl_trace *t, const hl_array *a) {
-  int outer = hl_is_abstract(a);   /* a tracer of an enclosing trace */
+ * node holding its value). `outer`: a value of an enclosing trace (a tracer, or an array recorded
+ * on an enclosing tape), captured with its graph reference so that a replay (vmap) records on it. */
+static int capture(hl_trace *t, const hl_array *a, int outer) {
   if (t->tape) {
     int id = hl_graph_add_param(&t->g, a->dtype, a->ndim, a->shape);
     return id < 0 || keep_value(t, id, a) ? -1 : id;
@@ -126,12 +126,12 @@ static int trace_apply(hl_trace *t, int prim, int nin, const hl_array *const *in
   if (nin > 64) return hl_error("%s: too many operands", name);
   for (int k = 0; k < nin; k++) {
     if (in[k]->graph == &t->g) ids[k] = in[k]->node;
-    else if (hl_is_abstract(in[k]) && encloses((hl_trace *)in[k]->graph, t)) {
-      if ((ids[k] = capture(t, in[k])) < 0) return -1;
+    else if (hl_live_trace(in[k]) && encloses((hl_trace *)in[k]->graph, t)) {
+      if ((ids[k] = capture(t, in[k], 1)) < 0) return -1;
     } else if (hl_live_trace(in[k]))
       return hl_error("%s: operands come from two different traces (hl.jit tracers of another function, or "
                       "values recorded by hl.grad mixed with hl.jit tracers)", name);
-    else if ((ids[k] = capture(t, in[k])) < 0) return -1;
+    else if ((ids[k] = capture(t, in[k], 0)) < 0) return -1;
   }
   hl_array value = {0};
   if (t->tape) {

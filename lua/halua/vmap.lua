@@ -95,9 +95,9 @@ return function(hl, core, state)
       end
       if size == nil then fail("vmap: no argument is mapped (in_axes are all false); nothing to batch over") end
 
-      -- trace one example, nested in the trace being built (if any) so that values closed
-      -- over from it are captured as they are
-      local parent = state.tracing[#state.tracing]
+      -- trace one example, nested in the trace being built or the open autodiff tape (if any),
+      -- so that values closed over from it are captured as they are, and the replay records on it
+      local parent = state.tracing[#state.tracing] or state.tape
       local trace = parent and core.trace_new(parent) or core.trace_new()
       local targs, arg_node, actual = {}, {}, {}
       for i = 1, args.n do
