@@ -203,6 +203,13 @@ describe("vmap: axes, pytrees, nesting, composition", function()
     local count = select(2, ir:gsub("tanh", ""))
     assert.are.equal(1, count)
   end)
+  it("jacobians are one batched pass: a jitted Hessian's program does not grow with the input", function()
+    local f = function(v) return hl.sum(hl.sin(v) * v) * hl.sum(hl.exp(v)) end
+    local function lines(n) return select(2, hl.jit(hl.hessian(f)):lower(rand({n})):ir():gsub("\n", "")) end
+    assert.are.equal(lines(5), lines(60))
+    local v = rand({6})
+    assert(max_diff(hl.jit(hl.hessian(f))(v), hl.hessian(f)(v)) < 1e-12)
+  end)
   it("random keys map: each key's bits as if drawn alone", function()
     local keys = hl.random.split(hl.random.key(5), 4)
     local got = hl.vmap(function(k) return hl.random.uniform(k, {3}) end)(keys)
