@@ -167,7 +167,7 @@ static void bound_extern_operands(hl_lowered &L) {
     for (int k = 0; k < n.nin; k++) {
       int s = hl_node_inputs(g, &n)[k];
       const hl_node &sn = g->nodes[s];
-      if (sn.prim == HL_P_PARAM) continue;
+      if (sn.prim == HL_P_PARAM || L.funcs[s].is_extern()) continue;   /* extern outputs have no pure vars */
       int r = sn.type.ndim;
       const std::vector<Var> &v = hl_vars(r);
       for (int d = 0; d < r; d++) L.funcs[s].bound(v[d], 0, (int)sn.type.shape[r - 1 - d]);

@@ -142,6 +142,17 @@ describe("loops", function()
 end)
 
 describe("compiled loops inside jit", function()
+  it("take operands made by other extern stages (a matmul) and feed them (a matmul of the result)", function()
+    local a = hl.reshape(hl.arange(9), {3, 3}):astype("float32") / 10
+    local f = hl.jit(function(m)
+      local r = hl.fori_loop(1, 3, function(_, c) return c * 2 + 1 end, hl.matmul(m, m))
+      return hl.matmul(r, m)
+    end)
+    local c = hl.matmul(a, a)
+    for _ = 1, 3 do c = c * 2 + 1 end
+    local want = hl.matmul(c, a)
+    assert.is_true(hl.max(hl.abs(f(a) - want)):item() < 1e-4)
+  end)
   -- compiled loops run on the host; on CUDA (HALUA_DEVICE=cuda) jit traces loops step by step
   local saved
   setup(function() saved = hl.default_device() hl.default_device("cpu") end)
