@@ -1,10 +1,12 @@
 #include "hl_eval.h"
+#include "hl_notice.h"
 #include "hl_backend.h"
 #include "hl_cache.h"
 #include "hl_device.h"
 #include "hl_error.h"
 #include "hl_linalg.h"
 #include "hl_sort.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,9 +73,9 @@ static int keep_value(hl_trace *t, int id, const hl_array *v) {
 }
 
 /* A concrete array used inside a trace becomes an extra input of the pipeline (on a tape: a
- * node holding its value). */
-static int capture(hl_trace *t, const hl_array *a) {
-  int outer = hl_is_abstract(a);   /* a tracer of an enclosing trace */
+ * node holding its value). `outer`: a value of an enclosing trace (a tracer, or an array recorded
+ * on an enclosing tape), captured with its graph reference so that a replay (vmap) records on it. */
+static int capture(hl_trace *t, const hl_array *a, int outer) {
   if (t->tape) {
     int id = hl_graph_add_param(&t->g, a->dtype, a->ndim, a->shape);
     return id < 0 || keep_value(t, id, a) ? -1 : id;
@@ -130,12 +132,12 @@ static int trace_apply(hl_trace *t, int prim, int nin, const hl_array *const *in
                     "(or jit for the cpu with {device = \"cpu\"})", name);
   for (int k = 0; k < nin; k++) {
     if (in[k]->graph == &t->g) ids[k] = in[k]->node;
-    else if (hl_is_abstract(in[k]) && encloses((hl_trace *)in[k]->graph, t)) {
-      if ((ids[k] = capture(t, in[k])) < 0) return -1;
+    else if (hl_live_trace(in[k]) && encloses((hl_trace *)in[k]->graph, t)) {
+      if ((ids[k] = capture(t, in[k], 1)) < 0) return -1;
     } else if (hl_live_trace(in[k]))
       return hl_error("%s: operands come from two different traces (hl.jit tracers of another function, or "
                       "values recorded by hl.grad mixed with hl.jit tracers)", name);
-    else if ((ids[k] = capture(t, in[k])) < 0) return -1;
+    else if ((ids[k] = capture(t, in[k], 0)) < 0) return -1;
   }
   hl_array value = {0};
   if (t->tape) {
@@ -455,6 +457,9 @@ static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_at
       return -1;
     }
     return 0;
+  case HL_K_INDEXED:
+    if (hl_array_alloc_on(out, dev, ty.dtype, ty.ndim, ty.shape)) return -1;
+    break;
   case HL_K_REDUCE:
     if (dev != HL_DEVICE_CPU && hl_shape_size(in[0]->ndim, in[0]->shape) == 0) {
       /* a reduction of nothing on the GPU: its split into partial sums would allocate zero
@@ -509,7 +514,12 @@ int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, cons
   }
   if (hl_graph_set_outputs(&t->g, nout, ids) || hl_graph_prune(&t->g, &p->g)) return -1;
   p->nargs = t->g.nparams - t->ncaptures;
+  /* a cache miss compiles: say so when that takes more than a second */
+  char what[200];
+  snprintf(what, sizeof what, "compiling %s (%d ops)", name ? name : "jit", p->g.nnodes);
+  hl_notice *notice = hl_notice_begin(1000, what);
   p->kernel = hl_cache_get(&p->g, name);
+  hl_notice_end(notice);
   if (!p->kernel) {
     hl_graph_free(&p->g);
     return -1;

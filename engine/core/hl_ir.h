@@ -13,7 +13,8 @@ typedef enum {
   HL_NPRIMS
 } hl_prim;
 
-typedef enum { HL_K_SOURCE, HL_K_ELEMWISE, HL_K_REDUCE, HL_K_MATMUL, HL_K_VIEW, HL_K_CONCAT, HL_K_LOOP, HL_K_LINALG, HL_K_SORT } hl_prim_kind;
+typedef enum { HL_K_SOURCE, HL_K_ELEMWISE, HL_K_REDUCE, HL_K_MATMUL, HL_K_VIEW, HL_K_CONCAT, HL_K_LOOP, HL_K_INDEXED, HL_K_LINALG,
+               HL_K_SORT } hl_prim_kind;
 typedef enum { HL_IN_ANY, HL_IN_NUM, HL_IN_FLOAT, HL_IN_BOOL, HL_IN_INT, HL_IN_BITS } hl_in_rule;
 typedef enum { HL_OUT_SAME, HL_OUT_TOBOOL, HL_OUT_ATTR, HL_OUT_INDEX, HL_OUT_SUMLIKE } hl_out_rule;
 
