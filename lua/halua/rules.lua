@@ -490,6 +490,15 @@ return function(hl, core)
     for d = npre + 2, r.ndim - 1 do q[#q + 1] = d end
     return core.transpose(r, q), true
   end
+  -- hl.linalg's primitives work on leading batch axes already: a batched operand's new axis is
+  -- one more (the other operand gets it too); sort's axis moves one place right
+  R["linalg.solve"].batch = function(_, x, b, size)
+    if b[1] ~= b[2] then x = {lift(x[1], b[1], size), lift(x[2], b[2], size)} end
+    return core.linalg_solve(x[1], x[2]), b[1] or b[2]
+  end
+  R["linalg.cholesky"].batch = function(_, x, b) return core.linalg_cholesky(x[1]), b[1] end
+  R.sort.batch = function(n, x, b) return core.sort(x[1], n.axis - 1 + (b[1] and 1 or 0), false), b[1] end
+  R.argsort.batch = function(n, x, b) return core.sort(x[1], n.axis - 1 + (b[1] and 1 or 0), true), b[1] end
   R.loop.batch = function()
     error("halua: vmap: a compiled loop was reached; loops under vmap are traced step by step", 0)
   end

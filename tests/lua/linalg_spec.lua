@@ -407,3 +407,26 @@ describe("linalg derivatives", function()
     assert.is_truthy(err:find("^halua: linalg%.solve: singular matrix"))
   end)
 end)
+
+describe("linalg under vmap", function()
+  math.randomseed(45)
+  local function same(got, want, tol)
+    local g, w = hl.reshape(got, {got.size}):totable(), hl.reshape(want, {want.size}):totable()
+    assert.are.same(want.shape, got.shape)
+    for i = 1, #w do assert.is_true(math.abs(g[i] - w[i]) <= tol * (1 + math.abs(w[i])), i .. ": " .. g[i] .. " vs " .. w[i]) end
+  end
+  local a, b = wellcond({4, 3, 3}), np.rand({4, 3}, -1, 1, "float64")
+  it("solve, inv and cholesky map over a leading axis like their batched forms", function()
+    same(hl.vmap(hl.linalg.solve)(a, b), hl.linalg.solve(a, b), 1e-14)
+    same(hl.vmap(hl.linalg.solve, {1, false})(a, b[1]), hl.linalg.solve(a, hl.broadcast_to(b[1], {4, 3})), 1e-14)
+    same(hl.vmap(hl.linalg.solve, {false, 1})(a[2], b), hl.linalg.solve(a[2], b.T).T, 1e-14)
+    same(hl.jit(hl.vmap(hl.linalg.inv))(a), hl.linalg.inv(a), 1e-14)
+    local s = spd({4, 3, 3})
+    same(hl.vmap(hl.linalg.cholesky)(s), hl.linalg.cholesky(s), 1e-14)
+  end)
+  it("grad of vmap of solve", function()
+    local f = function(m) return (hl.vmap(hl.linalg.solve)(m, b) ^ 2):sum() end
+    local g = function(m) return (hl.linalg.solve(m, b) ^ 2):sum() end
+    same(hl.grad(f)(a), hl.grad(g)(a), 1e-12)
+  end)
+end)

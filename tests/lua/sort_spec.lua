@@ -174,3 +174,14 @@ describe("host stages inside compiled loops", function()
     for i = 1, 3 do assert.is_true(math.abs(got[i] - want[i]) <= 1e-14 * math.abs(want[i])) end
   end)
 end)
+
+describe("sort under vmap", function()
+  it("sort and argsort map over a leading axis", function()
+    local x = np.rand({3, 4, 5}, -2, 2, "float32")
+    for _, ax in ipairs {1, 2, -1} do
+      assert.are.same(hl.sort(x, ax + (ax > 0 and 1 or 0)):totable(), hl.vmap(function(v) return hl.sort(v, ax) end)(x):totable())
+      assert.are.same(hl.argsort(x, ax + (ax > 0 and 1 or 0)):totable(), hl.vmap(function(v) return hl.argsort(v, ax) end)(x):totable())
+    end
+    assert.are.same(hl.sort(x, 3):totable(), hl.jit(hl.vmap(hl.sort))(x):totable())
+  end)
+end)
