@@ -50,6 +50,15 @@ describe("nn activations: gradients", function()
     assert.are.equal(0, gs[1])
     assert.are.equal(1, gs[5])
   end)
+  it("are smooth at 0: second derivatives from autodiff match the formulas", function()
+    local z = hl.array({0, 0.5, -2}, "float64")
+    local s = 1 / (1 + hl.exp(-z))
+    local function second(f) return hl.vmap(hl.grad(hl.grad(function(t) return f(t) end)))(z) end
+    for _, c in ipairs {{"softplus", s * (1 - s)}, {"sigmoid", s * (1 - s) * (1 - 2 * s)}} do
+      local d = hl.max(hl.abs(second(hl.nn[c[1]]) - c[2])):item()
+      assert(d < 1e-12, c[1] .. "'' differs by " .. d)
+    end
+  end)
 end)
 
 ---------------------------------------------------------------- conv2d and pooling

@@ -49,6 +49,13 @@ describe("samples", function()
     assert.truthy(text:find("step  100", 1, true), text)
   end)
 
+  it("newton: Rosenbrock to (1, 1), then logistic regression by Newton steps (hessian + linalg.solve)", function()
+    local ok, text = run("newton.lua", "--steps 6 --min-accuracy 0.96")
+    assert(ok, text)
+    assert.truthy(text:find("minimum (1.000000000, 1.000000000)", 1, true), text)
+    assert.is_true(accuracy(text) >= 0.96, text)
+  end)
+
   it("centroids classifies by nearest class mean", function()
     local ok, text = run("centroids.lua")
     assert(ok, text)
