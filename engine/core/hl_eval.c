@@ -126,10 +126,6 @@ static int trace_apply(hl_trace *t, int prim, int nin, const hl_array *const *in
     return hl_error("%s: this tracer escaped the hl.jit trace that made it; return it from the function instead", name);
   int ids[64];
   if (nin > 64) return hl_error("%s: too many operands", name);
-  /* LAPACK and sorting run on the host, and CUDA pipelines have no host stages of ours */
-  if (!t->tape && t->g.device == HL_DEVICE_CUDA && (hl_prims[prim].kind == HL_K_LINALG || hl_prims[prim].kind == HL_K_SORT))
-    return hl_error("%s: not available in a jit pipeline on cuda; move the arrays to the cpu with x:to(\"cpu\") "
-                    "(or jit for the cpu with {device = \"cpu\"})", name);
   for (int k = 0; k < nin; k++) {
     if (in[k]->graph == &t->g) ids[k] = in[k]->node;
     else if (hl_live_trace(in[k]) && encloses((hl_trace *)in[k]->graph, t)) {
@@ -360,6 +356,15 @@ static int unit_rows(const hl_array *a, hl_array *tmp, const hl_array **use) {
   return 1;
 }
 
+/* a contiguous copy of `a` when cuBLAS cannot read it in place (a broadcast, steps in both axes) */
+static int blas_ready(const hl_array *a, hl_array *tmp, const hl_array **use) {
+  *use = a;
+  if (hl_cublas_layout_ok(a->shape, a->strides, a->ndim)) return 0;
+  if (copy_new(a, tmp)) return -1;
+  *use = tmp;
+  return 1;
+}
+
 int hl_matmul_into(const hl_array *a, const hl_array *b, hl_array *out) {
   const hl_array *in[2] = {a, b};
   if (hl_shape_size(out->ndim, out->shape) == 0) return 0;
@@ -372,8 +377,8 @@ static int eager_matmul(const hl_array *const *in, const hl_type *ty, hl_array *
   if (hl_shape_size(ty->ndim, ty->shape) == 0) return 0;
   hl_array ta, tb;
   const hl_array *ops[2];
-  int own_a = dev == HL_DEVICE_CUDA ? unit_rows(in[0], &ta, &ops[0]) : (ops[0] = in[0], 0);
-  int own_b = own_a < 0 ? -1 : unit_rows(in[1], &tb, &ops[1]);
+  int own_a = dev == HL_DEVICE_CUDA ? blas_ready(in[0], &ta, &ops[0]) : (ops[0] = in[0], 0);
+  int own_b = own_a < 0 ? -1 : dev == HL_DEVICE_CUDA ? blas_ready(in[1], &tb, &ops[1]) : unit_rows(in[1], &tb, &ops[1]);
   int rc = own_a < 0 || own_b < 0 ? -1 : run_single(HL_P_MATMUL, 2, ops, NULL, out);
   if (own_a > 0) hl_array_release(&ta);
   if (own_b > 0) hl_array_release(&tb);
@@ -565,8 +570,9 @@ int hl_program_run_inputs(hl_program *p, int nin, const hl_array *const *inputs,
                hl_array_device(a) ? "cuda" : "cpu", p->g.device ? "cuda" : "cpu");
       goto done;
     }
-    /* pipelines assume unit stride on the innermost axis */
-    if (a->ndim > 0 && a->shape[a->ndim - 1] > 1 && a->strides[a->ndim - 1] != 1) {
+    /* pipelines assume unit stride on the innermost axis; cuBLAS stages need rows it can read */
+    if ((a->ndim > 0 && a->shape[a->ndim - 1] > 1 && a->strides[a->ndim - 1] != 1) ||
+        (p->g.device == HL_DEVICE_CUDA && !hl_cublas_layout_ok(a->shape, a->strides, a->ndim))) {
       if (hl_contiguous(a, &tmp[ntmp])) goto done;
       a = &tmp[ntmp++];
     }

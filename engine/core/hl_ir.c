@@ -309,6 +309,7 @@ int hl_graph_prune(const hl_graph *g, hl_graph *out) {
   hl_graph_init(out);
   out->dynamic = g->dynamic;
   out->device = g->device;
+  out->schedule = g->schedule;
   int rc = 0;
   for (int i = 0; i < g->nnodes && !rc; i++) {
     if (!live[i]) continue;
@@ -372,6 +373,7 @@ void hl_graph_key(const hl_graph *g, hl_key *key) {
     if (n->prim == HL_P_CONST) key_put(key, &n->attrs.f, sizeof(double));
   }
   key_put(key, &g->device, sizeof(int));
+  key_put(key, &g->schedule, sizeof(int));
   key_put(key, &g->noutputs, sizeof(int));
   key_put(key, g->outputs, sizeof(int) * (size_t)g->noutputs);
   uint64_t h = 1469598103934665603ull;   /* FNV-1a */

@@ -69,6 +69,7 @@ typedef struct hl_graph {
   int noutputs;
   int dynamic;        /* eager kernels: PARAM extents come from buffers at run time */
   int device;         /* where the pipeline runs: 0 host, 1 CUDA */
+  int schedule;       /* 0: halua's schedules (hl_schedule.cpp); 1: Halide's Mullapudi2016 autoscheduler */
 } hl_graph;
 
 static inline const int *hl_node_inputs(const hl_graph *g, const hl_node *n) { return g->edges + n->in0; }

@@ -8,6 +8,7 @@
 #include "hl_extern_linalg.h"
 #include "hl_extern_sort.h"
 #include "hl_loop_extern.h"
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -92,7 +93,10 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name) {
     hl_lowered L;
     hl_lower_graph(g, L);
     k->target = hl_device_target(g->device);
+    if (g->schedule && g->device == HL_DEVICE_CUDA)
+      throw CompileError("schedule \"auto\" (Mullapudi2016) schedules CPU pipelines, not cuda ones");
     if (g->device == HL_DEVICE_CUDA) hl_schedule_cuda(L, k->target);
+    else if (g->schedule) hl_schedule_auto(L, k->target);
     else hl_schedule_cpu(L, k->target);
     k->name = name;
     for (const ImageParam &p : L.params) k->args.push_back(p);
@@ -106,12 +110,9 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name) {
       if (b.name().find("gpu_source_kernels") != std::string::npos)
         k->ptx.assign((const char *)b.data(), strnlen((const char *)b.data(), (size_t)b.size_in_bytes()));
     std::vector<Internal::JITModule> deps;
-    if (g->device == HL_DEVICE_CUDA) deps.push_back(hl_cublas_exports());
-    else {
-      deps.push_back(hl_cpu_matmul_exports());
-      deps.push_back(hl_linalg_exports());
-      deps.push_back(hl_sort_exports());
-    }
+    deps.push_back(g->device == HL_DEVICE_CUDA ? hl_cublas_exports() : hl_cpu_matmul_exports());
+    deps.push_back(hl_linalg_exports());
+    deps.push_back(hl_sort_exports());
     deps.push_back(hl_loop_exports());
     k->module = Internal::JITModule(m, m.get_function_by_name(k->symbol), deps);
     k->entry = k->module.argv_function();
@@ -192,6 +193,9 @@ static char *kernel_text(hl_kernel *k, bool assembly) {
     return nullptr;
   }
   remove(path);
+  /* a CUDA module's stmt prints its PTX buffer with the terminating NUL: drop it, or the text
+   * would end there */
+  text.erase(std::remove(text.begin(), text.end(), '\0'), text.end());
   return strdup(text.c_str());
 }
 

@@ -23,6 +23,9 @@ char *hl_kernel_asm(hl_kernel *k);
 const char *hl_kernel_ptx(const hl_kernel *k);
 void hl_kernel_free(hl_kernel *k);
 
+/* Whether cuBLAS reads this view in place (hl_cublas.cpp); the engine copies the others. */
+int hl_cublas_layout_ok(const int64_t *shape, const int64_t *strides, int ndim);
+
 enum { HL_STRIDE_UNIT = 0, HL_STRIDE_ZERO = 1, HL_STRIDE_ANY = 2 };
 
 #ifdef __cplusplus

@@ -1,5 +1,6 @@
 #include "hl_cublas.h"
 #include "hl_extern_matmul.h"
+#include "hl_backend.h"
 #include <dlfcn.h>
 #include <mutex>
 #include <string>
@@ -46,7 +47,7 @@ void *handle() {
   return h;
 }
 
-const int OP_N = 0;
+const int OP_N = 0, OP_T = 1;
 
 }  // namespace
 
@@ -56,40 +57,70 @@ bool hl_cublas_available() {
   return loaded && !getenv("HALUA_NO_CUBLAS");
 }
 
+/* A row-major rows x cols matrix with strides s_r (rows) and s_c (columns) as a cuBLAS operand:
+ * cuBLAS is column-major, so the matrix is its own transpose there (op N, ld = s_r) when the
+ * columns are unit-stride, or a transposed column-major matrix (op T, ld = s_c) when the rows are.
+ * Any other layout (a broadcast, a slice with steps in both axes) is false. */
+static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c, int *op, int *ld) {
+  int64_t r1 = rows > 1 ? rows : 1, c1 = cols > 1 ? cols : 1;
+  if ((cols <= 1 || s_c == 1) && (rows <= 1 || s_r >= c1)) {
+    *op = OP_N;
+    *ld = (int)(rows <= 1 ? c1 : s_r);
+    return true;
+  }
+  if ((rows <= 1 || s_r == 1) && (cols <= 1 || s_c >= r1)) {
+    *op = OP_T;
+    *ld = (int)(cols <= 1 ? r1 : s_c);
+    return true;
+  }
+  return false;
+}
+
+extern "C" int hl_cublas_layout_ok(const int64_t *shape, const int64_t *strides, int ndim) {
+  if (ndim < 2) return 1;
+  int op, ld;
+  return blas_layout(shape[ndim - 2], shape[ndim - 1], strides[ndim - 2], strides[ndim - 1], &op, &ld);
+}
+
+/* C[.., m, n] = A[.., m, k] B[.., k, n] (Halide's dims: 0 = columns, 1 = rows, then batch).
+ * Inputs that are pipeline parameters arrive whole rather than as the region C needs, so each
+ * operand's element for C's first coordinates is found from its own mins. */
 extern "C" int halua_cublas_matmul(halide_buffer_t *A, halide_buffer_t *B, int K, halide_buffer_t *C) {
   if (hl_matmul_bounds_query(A, B, K, C)) return 0;
   int r = C->dimensions;
   if (!hl_cublas_available() || !handle()) return -1;
-  if (A->dim[0].stride != 1 || B->dim[0].stride != 1 || C->dim[0].stride != 1) return -2;
   int N = C->dim[0].extent, M = C->dim[1].extent;
-  if (N == 0 || M == 0) return 0;
-  /* row-major C = A B is column-major C^T = B^T A^T: pass B first */
-  int lda = A->dim[1].stride > K ? A->dim[1].stride : (K > 0 ? K : 1);
-  int ldb = B->dim[1].stride > N ? B->dim[1].stride : N;
-  int ldc = C->dim[1].stride > N ? C->dim[1].stride : N;
-  if (M == 1) lda = K > 0 ? K : 1;
-  if (K <= 1) ldb = N;
+  if (N == 0 || M == 0 || K == 0) return 0;   /* (K = 0: the pipeline selects zeros instead) */
+  int opa, lda, opb, ldb, opc, ldc;
+  if (!blas_layout(M, K, A->dim[1].stride, A->dim[0].stride, &opa, &lda) ||
+      !blas_layout(K, N, B->dim[1].stride, B->dim[0].stride, &opb, &ldb) ||
+      !blas_layout(M, N, C->dim[1].stride, C->dim[0].stride, &opc, &ldc) || opc != OP_N)
+    return -2;   /* the engine makes such operands contiguous before the call */
+  int64_t base_a = (int64_t)(C->dim[1].min - A->dim[1].min) * A->dim[1].stride - (int64_t)A->dim[0].min * A->dim[0].stride;
+  int64_t base_b = (int64_t)(C->dim[0].min - B->dim[0].min) * B->dim[0].stride - (int64_t)B->dim[1].min * B->dim[1].stride;
   int64_t batches = 1;
   for (int d = 2; d < r; d++) batches *= C->dim[d].extent;
   int es = C->type.bits / 8;
   for (int64_t b = 0; b < batches; b++) {
-    int64_t oa = 0, ob = 0, oc = 0, rest = b;
+    int64_t oa = base_a, ob = base_b, oc = 0, rest = b;
     for (int d = 2; d < r; d++) {
       int64_t i = rest % C->dim[d].extent;
       rest /= C->dim[d].extent;
-      oa += i * A->dim[d].stride;
-      ob += i * B->dim[d].stride;
+      int64_t at = C->dim[d].min + i;
+      oa += (at - A->dim[d].min) * A->dim[d].stride;
+      ob += (at - B->dim[d].min) * B->dim[d].stride;
       oc += i * C->dim[d].stride;
     }
     uint64_t pa = A->device + oa * es, pb = B->device + ob * es, pc = C->device + oc * es;
     int st;
+    /* row-major C = A B is column-major C^T = B^T A^T: B goes first */
     if (C->type.bits == 32) {
       float one = 1, zero = 0;
-      st = cublas_sgemm(handle(), OP_N, OP_N, N, M, K, &one, (const float *)pb, ldb, (const float *)pa, lda, &zero,
+      st = cublas_sgemm(handle(), opb, opa, N, M, K, &one, (const float *)pb, ldb, (const float *)pa, lda, &zero,
                         (float *)pc, ldc);
     } else {
       double one = 1, zero = 0;
-      st = cublas_dgemm(handle(), OP_N, OP_N, N, M, K, &one, (const double *)pb, ldb, (const double *)pa, lda, &zero,
+      st = cublas_dgemm(handle(), opb, opa, N, M, K, &one, (const double *)pb, ldb, (const double *)pa, lda, &zero,
                         (double *)pc, ldc);
     }
     if (st != 0) return -3;

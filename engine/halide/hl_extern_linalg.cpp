@@ -38,6 +38,7 @@ extern "C" int halua_linalg_solve(halide_buffer_t *A, halide_buffer_t *B, int n,
     }
     return 0;
   }
+  if (hl_input_on_host(A) || hl_input_on_host(B)) return -2;
   hl_storage sa, sb, sx;
   hl_array a, b, x;
   matrices_view(A, n, X, &sa, &a);
@@ -55,6 +56,7 @@ extern "C" int halua_linalg_cholesky(halide_buffer_t *A, int n, halide_buffer_t 
     if (A->is_bounds_query()) whole_matrices(A, n, L);
     return 0;
   }
+  if (hl_input_on_host(A)) return -2;
   hl_storage sa, sl;
   hl_array a, l;
   matrices_view(A, n, L, &sa, &a);

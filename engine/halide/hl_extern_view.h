@@ -8,6 +8,13 @@ extern "C" {
 #include "hl_array.h"
 }
 
+/* An input of a host stage in a CUDA pipeline may hold its newest values in device memory:
+ * Halide leaves the copy to the extern stage. 0 on success. */
+static inline int hl_input_on_host(halide_buffer_t *b) {
+  if (!b->device_dirty() || !b->device_interface) return 0;
+  return b->device_interface->copy_to_host(nullptr, b);
+}
+
 static inline void hl_view_of_buffer(const halide_buffer_t *b, hl_storage *st, hl_array *a) {
   std::memset(st, 0, sizeof *st);
   st->refcount = 1;

@@ -104,7 +104,16 @@ struct Lowerer {
     case HL_P_SQUARE: return x * x;
     case HL_P_FLOOR: return fl ? floor(x) : x;
     case HL_P_CEIL: return fl ? ceil(x) : x;
-    case HL_P_ROUND: return fl ? round(x) : x;   /* Halide rounds half to even, like NumPy */
+    /* Halide rounds half to even, like NumPy, except float64 on CUDA, which comes out half away
+     * from zero (libdevice's rint too): there, ties go to the even neighbour explicitly */
+    case HL_P_ROUND: {
+      if (!fl) return x;
+      if (g->device != HL_DEVICE_CUDA || f32) return round(x);
+      Expr r = floor(x), d = x - r, half = Internal::make_const(ty, 0.5), one = make_one(ty);
+      Expr even = floor(r * half) * Internal::make_const(ty, 2) == r;
+      Expr res = select(d > half, r + one, d < half, r, even, r, r + one);
+      return select(res == make_zero(ty), x * make_zero(ty), res);   /* -0.4 rounds to -0 */
+    }
     case HL_P_RECIPROCAL: return make_one(ty) / x;
     case HL_P_EXP: return f32 ? hl_vmath_exp(x) : exp(x);
     case HL_P_EXPM1: return f32 ? hl_vmath_expm1(x) : libm("expm1", {x});
@@ -201,8 +210,10 @@ struct Lowerer {
     case HL_P_POW: return !fl ? int_pow(a, b) : t == HL_FLOAT32 ? hl_vmath_pow(a, b) : pow(a, b);
     case HL_P_MOD: return fl ? float_mod(a, b) : int_mod(a, b);
     case HL_P_FLOOR_DIVIDE: return fl ? float_floordiv(a, b) : int_floordiv(a, b);
-    case HL_P_MAXIMUM: return fl ? select(hl_is_nan(a) || a > b, a, hl_is_nan(b) || b >= a, b, a) : max(a, b);
-    case HL_P_MINIMUM: return fl ? select(hl_is_nan(a) || a < b, a, hl_is_nan(b) || b <= a, b, a) : min(a, b);
+    /* NaN wins, as in NumPy. The NaN tests come first and alone: CUDA's code generator assumes
+     * no NaNs and folds a NaN-blind comparison into fmax, which drops them */
+    case HL_P_MAXIMUM: return fl ? select(hl_is_nan(a), a, hl_is_nan(b), b, a > b, a, b) : max(a, b);
+    case HL_P_MINIMUM: return fl ? select(hl_is_nan(a), a, hl_is_nan(b), b, a < b, a, b) : min(a, b);
     case HL_P_ATAN2: return t == HL_FLOAT32 ? hl_vmath_atan2(a, b) : atan2(a, b);
     /* Halide's simplifier rewrites a >= b as !(a < b) and the like, which is wrong for NaN:
      * float comparisons are guarded by bit-pattern NaN tests (any NaN: only != holds) */
@@ -370,6 +381,23 @@ struct Lowerer {
     return sn.prim == HL_P_PARAM ? ExternFuncArgument(L.params[sn.attrs.i[0]]) : ExternFuncArgument(L.funcs[s]);
   }
 
+  /* an operand of a host stage (LAPACK, sorting). In a CUDA pipeline a parameter may live only
+   * in device memory, and Halide copies to the host only buffers it allocated itself: such
+   * parameters are staged through a copy, a GPU stage whose buffer Halide brings to the host. */
+  ExternFuncArgument host_operand(int s) const {
+    const hl_node &sn = node(s);
+    /* (an empty parameter is never read, and a staged copy of nothing would lose its buffer) */
+    if (g->device != HL_DEVICE_CUDA || sn.prim != HL_P_PARAM || hl_shape_size(sn.type.ndim, sn.type.shape) == 0)
+      return operand(s);
+    Func staged("staged" + std::to_string(s));
+    const std::vector<Var> &v = hl_vars(sn.type.ndim);
+    staged(v) = L.params[sn.attrs.i[0]](v);
+    if (!g->dynamic)
+      for (int d = 0; d < sn.type.ndim; d++) staged.bound(v[d], 0, (int)sn.type.shape[sn.type.ndim - 1 - d]);
+    L.staged.push_back(staged);
+    return staged;
+  }
+
   /* one result of a compiled loop: an extern stage that runs the loop's driver */
   void loop(int i) {
     const hl_node &n = node(i);
@@ -382,11 +410,9 @@ struct Lowerer {
   /* LAPACK per matrix of the batch, as an extern stage on the host (hl_extern_linalg.cpp) */
   void linalg(int i) {
     const hl_node &n = node(i);
-    if (g->device != HL_DEVICE_CPU)
-      throw CompileError(std::string("halua: ") + hl_prims[n.prim].name + ": not available in a pipeline on cuda");
     Expr order((int)n.type.shape[n.type.ndim - 2]);
     std::vector<ExternFuncArgument> args;
-    for (int k = 0; k < n.nin; k++) args.push_back(operand(input(n, k)));
+    for (int k = 0; k < n.nin; k++) args.push_back(host_operand(input(n, k)));
     args.push_back(order);
     const char *fn = n.prim == HL_P_SOLVE ? "halua_linalg_solve" : "halua_linalg_cholesky";
     L.funcs[i].define_extern(fn, args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, DeviceAPI::Host);
@@ -395,10 +421,8 @@ struct Lowerer {
   /* a stable sort of each lane, as an extern stage on the host (hl_extern_sort.cpp) */
   void sort(int i) {
     const hl_node &n = node(i);
-    if (g->device != HL_DEVICE_CPU)
-      throw CompileError(std::string("halua: ") + hl_prims[n.prim].name + ": not available in a pipeline on cuda");
     int ax = (int)n.attrs.i[0], src = input(n, 0);
-    std::vector<ExternFuncArgument> args = {operand(src), Expr(n.type.ndim - 1 - ax), Expr((int)n.type.shape[ax]),
+    std::vector<ExternFuncArgument> args = {host_operand(src), Expr(n.type.ndim - 1 - ax), Expr((int)n.type.shape[ax]),
                                             Expr(n.prim == HL_P_ARGSORT ? 1 : 0)};
     L.funcs[i].define_extern("halua_sort", args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, DeviceAPI::Host);
   }
@@ -416,14 +440,23 @@ struct Lowerer {
     /* cuBLAS for plain matrix products; batched products in a jit pipeline take the Halide
      * schedule, since the batched extern call gave wrong gradients on an H100 (not yet found) */
     if (g->device == HL_DEVICE_CUDA && hl_dtype_is_float(n.type.dtype) && hl_cublas_available() && (r == 2 || g->dynamic)) {
-      /* cuBLAS as an extern stage */
-      L.funcs[i].define_extern("halua_cublas_matmul", {operand(a), operand(b), extent(a, r - 1)}, ty, r,
-                               NameMangling::C, DeviceAPI::CUDA);
+      /* cuBLAS as an extern stage. An empty contraction (K = 0) is all zeros, which the
+       * extern leaves unwritten: the result selects zeros for it */
+      Expr K = extent(a, r - 1);
+      if (!g->dynamic && node(a).type.shape[r - 1] > 0) {
+        L.funcs[i].define_extern("halua_cublas_matmul", {operand(a), operand(b), K}, ty, r, NameMangling::C, DeviceAPI::CUDA);
+        return;
+      }
+      Func ext("cublas" + std::to_string(i));
+      ext.define_extern("halua_cublas_matmul", {operand(a), operand(b), K}, ty, r, NameMangling::C, DeviceAPI::CUDA);
+      L.helpers[i] = ext;
+      L.funcs[i](v) = select(K > 0, ext(v), make_zero(ty));
       return;
     }
-    if (g->device == HL_DEVICE_CPU && !g->dynamic && !getenv("HALUA_FUSED_MATMUL")) {
+    if (g->device == HL_DEVICE_CPU && !g->dynamic && !g->schedule && !getenv("HALUA_FUSED_MATMUL")) {
       /* in a jit pipeline, the engine's cached matmul kernel as an extern stage: compiled once per
-       * process rather than once per pipeline (most of a training step's compile time) */
+       * process rather than once per pipeline (most of a training step's compile time); the
+       * autoscheduler gets the product as a Halide definition to schedule itself */
       L.funcs[i].define_extern("halua_cpu_matmul", {operand(a), operand(b), extent(a, r - 1)}, ty, r,
                                NameMangling::C, DeviceAPI::Host);
       return;
@@ -596,6 +629,7 @@ void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
   L.rdoms.assign(g->nnodes, RDom());
   L.consumers.assign(g->nnodes, 0);
   L.params.assign(g->nparams, ImageParam());
+  L.staged.clear();
   Lowerer lw{g, L};
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];

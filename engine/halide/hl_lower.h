@@ -16,6 +16,7 @@ struct hl_lowered {
   std::vector<int> consumers;             /* per node */
   std::vector<Halide::ImageParam> params; /* one per PARAM, in argument order */
   std::vector<Halide::Func> outputs;      /* one per graph output */
+  std::vector<Halide::Func> staged;       /* CUDA: copies of parameters that host stages read */
 };
 
 Halide::Type hl_halide_type(hl_dtype t);
@@ -32,4 +33,7 @@ void hl_lower_graph(const hl_graph *g, hl_lowered &L);
 void hl_schedule_cpu(hl_lowered &L, const Halide::Target &t);
 /* ... or a CUDA schedule: every materialised Func becomes GPU kernels. */
 void hl_schedule_cuda(hl_lowered &L, const Halide::Target &t);
+/* hl.jit(f, {schedule = "auto"}): Halide's Mullapudi2016 autoscheduler on the whole CPU pipeline,
+ * with the traced shapes as its estimates, for comparison with halua's own schedules */
+void hl_schedule_auto(hl_lowered &L, const Halide::Target &t);
 #endif

@@ -6,6 +6,9 @@
  *    kernels, whose extents are not known when they compile);
  *  - matmul is register-blocked: a 2-vector x 8-row accumulator tile, k innermost per tile. */
 #include "hl_lower.h"
+#include <dlfcn.h>
+#include <mutex>
+#include <thread>
 
 using namespace Halide;
 
@@ -293,10 +296,29 @@ void gpu_pointwise(Stage s, int r) {
   s.gpu_tile(v[0], outer, bx, by, tx, ty, 32, 8, TailStrategy::GuardWithIf);
 }
 
+/* every dimension fused into one, in 256-thread blocks: elementwise stages and outputs. (2-D
+ * tiles of a gathered reshape met a Halide 14 simplifier failure, a false signed overflow while
+ * folding the tail block's index, at a conv2d of 1437 images.) */
+void gpu_flat(Stage s, int r) {
+  const std::vector<Var> &v = hl_vars(r);
+  if (r == 0) {
+    s.gpu_single_thread();
+    return;
+  }
+  Var outer = v[r - 1];
+  for (int d = r - 2; d >= 0; d--) {
+    Var fused("g" + std::to_string(d));
+    s.fuse(outer, v[d], fused);
+    outer = fused;
+  }
+  Var bx("bx"), tx("tx");
+  s.gpu_tile(outer, bx, tx, 256, TailStrategy::GuardWithIf);
+}
+
 void gpu_reduce(hl_lowered &L, Func f, int r, int i) {
   f.compute_root();
-  gpu_pointwise(f, r);
   if (r > 0) {
+    gpu_pointwise(f, r);
     for (int u = 0; u < f.num_update_definitions(); u++) gpu_pointwise(f.update(u), r);
     return;
   }
@@ -304,6 +326,7 @@ void gpu_reduce(hl_lowered &L, Func f, int r, int i) {
   RDom rd = L.rdoms[i];
   RVar outer = rd[rd.dimensions() - 1];
   Var u("u");
+  bool rfactored = false;
   for (int k = 0; k < f.num_update_definitions(); k++) {
     RVar ro("ro"), ri("ri");
     Stage st = f.update(k);
@@ -313,12 +336,17 @@ void gpu_reduce(hl_lowered &L, Func f, int r, int i) {
       Var ub("ub"), ut("ut");
       intm.compute_root().gpu_tile(u, ub, ut, 64, TailStrategy::GuardWithIf);
       intm.update().gpu_tile(u, ub, ut, 64, TailStrategy::GuardWithIf);
+      rfactored = true;
     } catch (const Halide::Error &) {
       /* rfactor proves associativity by pattern; NaN-propagating max/min are not recognised:
        * those full reductions run in one GPU thread (correct; a two-pass form would be faster) */
+      st.gpu_single_thread();
     }
-    st.gpu_single_thread();
   }
+  /* The scalar combines the partial results on the host, where Halide copies them. On the GPU
+   * it would be device-dirty, and Halide 14's stage skipping reads scalars in select conditions
+   * on the host without a copy: where(count == 0, ...) of a full count read stale memory. */
+  if (!rfactored) gpu_pointwise(f, 0);
 }
 
 /* scatter_add's update: one GPU thread per position off the scattered axis, each walking the
@@ -377,12 +405,23 @@ void hl_schedule_cuda(hl_lowered &L, const Target &t) {
     case HL_K_SORT: L.funcs[i].compute_root(); break;   /* host stages */
     case HL_K_INDEXED:
       L.funcs[i].compute_root();
-      gpu_pointwise(L.funcs[i], n.type.ndim);
-      if (n.prim == HL_P_SCATTER_ADD) gpu_scatter(L, i);
+      if (n.prim == HL_P_SCATTER_ADD) {
+        gpu_pointwise(L.funcs[i], n.type.ndim);
+        gpu_scatter(L, i);
+      } else {
+        gpu_flat(L.funcs[i], n.type.ndim);
+      }
       break;
     case HL_K_MATMUL:
-      if (L.funcs[i].is_extern()) L.funcs[i].compute_root();   /* cuBLAS */
-      else gpu_matmul(L, i);
+      if (L.funcs[i].is_extern()) {
+        L.funcs[i].compute_root();   /* cuBLAS */
+      } else if (L.helpers[i].defined() && L.helpers[i].is_extern()) {
+        L.helpers[i].compute_root();   /* cuBLAS, then zeros where K = 0 */
+        L.funcs[i].compute_root();
+        gpu_flat(L.funcs[i], n.type.ndim);
+      } else {
+        gpu_matmul(L, i);
+      }
       break;
     case HL_K_REDUCE:
       if (n.prim == HL_P_ARGMAX || n.prim == HL_P_ARGMIN) {
@@ -398,9 +437,65 @@ void hl_schedule_cuda(hl_lowered &L, const Target &t) {
       break;
     default:
       L.funcs[i].compute_root();
-      gpu_pointwise(L.funcs[i], n.type.ndim);
+      gpu_flat(L.funcs[i], n.type.ndim);
       break;
     }
   }
-  for (int k = 0; k < g->noutputs; k++) gpu_pointwise(L.outputs[k], g->nodes[g->outputs[k]].type.ndim);
+  for (Func &f : L.staged) {
+    f.compute_root();
+    gpu_flat(f, f.dimensions());
+  }
+  for (int k = 0; k < g->noutputs; k++) gpu_flat(L.outputs[k], g->nodes[g->outputs[k]].type.ndim);
+}
+
+/* ---- Halide's autoscheduler (opt-in) ---- */
+
+/* The plugin lives beside Debian's libHalide, in its halide14/ directory. */
+static void load_mullapudi(void) {
+  static std::once_flag once;
+  static std::string failure;
+  std::call_once(once, [] {
+    Dl_info info;
+    std::string dir;
+    if (dladdr((void *)&Halide::load_plugin, &info) && info.dli_fname) {
+      dir = info.dli_fname;
+      dir = dir.substr(0, dir.rfind('/') + 1);
+    }
+    for (const std::string &path : {dir + "halide14/libautoschedule_mullapudi2016.so", std::string("libautoschedule_mullapudi2016.so")}) {
+      try {
+        load_plugin(path);
+        failure.clear();
+        return;
+      } catch (const std::exception &e) {
+        failure = e.what();
+      }
+    }
+  });
+  if (!failure.empty()) throw CompileError("halua: the Mullapudi2016 autoscheduler plugin did not load: " + failure);
+}
+
+static Region estimate_of(const hl_node &n) {
+  Region r;
+  for (int d = n.type.ndim - 1; d >= 0; d--) r.push_back(Range(0, (int)n.type.shape[d]));
+  return r;
+}
+
+void hl_schedule_auto(hl_lowered &L, const Target &t) {
+  const hl_graph *g = L.g;
+  /* Mullapudi2016 in Halide 14 fails on extern stages (an undefined buffer in its bounds pass) */
+  for (int i = 0; i < g->nnodes; i++) {
+    int kind = hl_prims[g->nodes[i].prim].kind;
+    if (kind == HL_K_LOOP || kind == HL_K_LINALG || kind == HL_K_SORT)
+      throw CompileError(std::string("schedule \"auto\" cannot schedule ") + hl_prims[g->nodes[i].prim].name +
+                         " (an extern stage the Mullapudi2016 autoscheduler does not handle); leave the schedule option out");
+  }
+  load_mullapudi();
+  for (int i = 0; i < g->nnodes; i++)
+    if (g->nodes[i].prim == HL_P_PARAM) L.params[g->nodes[i].attrs.i[0]].set_estimates(estimate_of(g->nodes[i]));
+  for (int k = 0; k < g->noutputs; k++) L.outputs[k].set_estimates(estimate_of(g->nodes[g->outputs[k]]));
+  unsigned cores = std::thread::hardware_concurrency();
+  /* the machine: its cores, a 32 MiB last-level cache, loads 40x an arithmetic op (Halide's
+   * generic balance) */
+  MachineParams machine((int)(cores ? cores : 1), 32ull << 20, 40);
+  Pipeline(L.outputs).auto_schedule("Mullapudi2016", t, machine);
 }

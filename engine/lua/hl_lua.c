@@ -866,12 +866,14 @@ static int list_arrays(lua_State *L, int idx, const hl_array **out, int max, con
   return n;
 }
 
-/* program_build(trace, {tracers}, name) -> program */
+/* program_build(trace, {tracers}, name [, schedule]) -> program */
 static int l_program_build(lua_State *L) {
   hl_trace *t = check_trace(L, 1);
   const hl_array *outs[256];
   int n = list_arrays(L, 2, outs, 256, "jit");
   const char *name = luaL_optstring(L, 3, "jit");
+  /* 4: "auto" for Halide's autoscheduler (validated by hl.jit) */
+  t->g.schedule = lua_isstring(L, 4) && strcmp(lua_tostring(L, 4), "auto") == 0;
   program_ud *u = lua_newuserdata(L, sizeof(program_ud));
   memset(u, 0, sizeof *u);
   luaL_getmetatable(L, PROGRAM_MT);

@@ -636,7 +636,7 @@ local function build(self, args, n, info, sig)
   local entry = {nres = nres, defs = out_defs, consts = out_leaves, slots = slots}
   entry.text = core.trace_text(trace, traced)
   -- results that do not depend on the arguments are returned as they are: nothing to compile
-  if #traced > 0 then entry.program = core.program_build(trace, traced, self.name) end
+  if #traced > 0 then entry.program = core.program_build(trace, traced, self.name, self.schedule) end
   core.trace_close(trace)
   -- constants must not keep tracers alive
   for _, s in ipairs(slots) do out_leaves[s[1]][s[2]] = false end
@@ -769,10 +769,17 @@ function hl.jit(f, opts)
     elseif type(opts.device) == "string" and (opts.device == "cuda" or opts.device == "cuda:1") then device = CUDA
     else fail("jit: unknown device %s (use \"cpu\" or \"cuda\")", tostring(opts.device)) end
   end
+  -- schedule = "auto": Halide's Mullapudi2016 autoscheduler instead of halua's own (CPU only)
+  if opts.schedule ~= nil and opts.schedule ~= "default" and opts.schedule ~= "auto" then
+    fail("jit: schedule must be \"default\" or \"auto\" (Halide's Mullapudi2016 autoscheduler), got %s", tostring(opts.schedule))
+  end
+  if opts.schedule == "auto" and device == CUDA then
+    fail("jit: schedule \"auto\" schedules CPU pipelines (Mullapudi2016); leave it out for cuda")
+  end
   local info = type(f) == "function" and debug.getinfo(f, "S") or nil
   local name = opts.name or (info and info.short_src and ("jit " .. info.short_src .. ":" .. (info.linedefined or 0))) or "jit"
   return setmetatable({f = f, static = static, has_static = next(static) ~= nil, cache = {}, fast = {}, name = name,
-                       device = device}, jit_mt)
+                       device = device, schedule = opts.schedule == "auto" and "auto" or nil}, jit_mt)
 end
 
 local trace_mt = {__tostring = function(self) return self.text end}

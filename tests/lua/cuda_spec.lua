@@ -128,6 +128,77 @@ describe("CUDA gives the CPU's answers", function()
     assert.is_true(max_abs_diff(gg.b, gc.b) < 1e-4)
   end)
 
+  it("reduces everything under jit and broadcasts the result back", function()
+    for i, f in ipairs {
+      function(a) return hl.sum(a) end,
+      function(a) return a * hl.sum(a) end,
+      function(a) return hl.sum(a) + hl.prod(a / 2) end,
+      function(a) return hl.sum(hl.eq(hl.floor(a), 0):astype("int32")) end,
+      function(a) return a - hl.max(a) end,
+      function(a) return hl.exp(a - hl.max(a)) / hl.sum(hl.exp(a - hl.max(a))) end,
+      function(a) return hl.logsumexp(a) end,
+      function(a) return hl.grad(function(v) return hl.prod(v / 2) end)(a) end,
+      function(a) return hl.grad(function(v) return hl.logsumexp(v) end)(a) end,
+      -- a select on a full count (prod's derivative): Halide reads such scalars on the host
+      function(a)
+        local is0 = hl.eq(hl.floor(a), 0)
+        local count = hl.sum(is0:astype("int32"))
+        return hl.where(hl.eq(count, 0), hl.prod(a) / a, hl.where(is0, hl.prod(hl.where(is0, 1, a)), 0))
+      end,
+    } do
+      local small = x[{{1, 5}, {1, 4}}]
+      local jf = hl.jit(f)
+      local d = max_abs_diff(jf(small:to("cuda")), jf(small))
+      assert.is_true(d < 1e-5, "case " .. i .. " differs by " .. d)
+    end
+  end)
+
+  it("multiplies views cuBLAS cannot read in place, and blocks of products", function()
+    local a, b = rand({6, 8}, -1, 1), rand({8, 5}, -1, 1)
+    local ga, gb = a:to("cuda"), b:to("cuda")
+    local cases = {
+      function(p, q) return hl.matmul(p[{{1, 6, 2}, {1, 8, 2}}], q[{{1, 8, 2}}]) end,   -- steps in both axes
+      function(p, q) return hl.matmul(p.T, p) end,                                       -- a transposed operand
+      function(p, q) return hl.matmul(hl.broadcast_to(p[{{1, 1}}], {4, 8}), q) end,      -- broadcast rows
+      function(p, q) return hl.matmul(hl.broadcast_to(p, {3, 6, 8}), q) end,             -- broadcast batch
+      function(p, q) return hl.matmul(p, q)[{{2, 4}, {3, 5}}] end,                        -- a block of the product
+    }
+    for i, f in ipairs(cases) do
+      local want = f(a, b)
+      assert.is_true(max_abs_diff(f(ga, gb), want) < 1e-5, "eager case " .. i)
+      assert.is_true(max_abs_diff(hl.jit(f)(ga, gb), want) < 1e-5, "jit case " .. i)
+    end
+  end)
+
+  it("keeps NaN in maximum and minimum and rounds float64 half to even", function()
+    local a = hl.array({0 / 0, 1, -math.huge, 2.5, -0.5})
+    local b = hl.array({1, 0 / 0, 0 / 0, 0.5, 1.5})
+    for _, f in ipairs {hl.maximum, hl.minimum} do
+      assert.are.equal(0, max_abs_diff(f(a:to("cuda"), b:to("cuda")), f(a, b)))
+    end
+    local h = hl.array({0.5, 1.5, 2.5, -0.5, -2.5, 3.7}, "float64")
+    assert.are.equal(0, max_abs_diff(hl.round(h:to("cuda")), hl.round(h)))
+  end)
+
+  it("sorts and solves inside a jitted GPU pipeline (host stages)", function()
+    local a = rand({4, 4}, -1, 1) + hl.eye(4) * 4
+    local v = rand({4, 3}, -1, 1)
+    local f = hl.jit(function(p, q) return hl.linalg.solve(p * 1, q) * 2, hl.sort(q, 1) + 1, hl.linalg.cholesky(hl.matmul(p, p.T)) end)
+    local g1, g2, g3 = f(a:to("cuda"), v:to("cuda"))
+    local c1, c2, c3 = f(a, v)
+    assert.are.equal("cuda:1", g1.device)
+    assert.is_true(max_abs_diff(g1, c1) < 1e-4)
+    assert.are.equal(0, max_abs_diff(g2, c2))
+    assert.is_true(max_abs_diff(g3, c3) < 1e-4)
+  end)
+
+  it("convolves a batch of 1437 images under jit (the CNN sample's shapes)", function()
+    local imgs = hl.random.normal(hl.random.key(3), {1437, 4, 4, 4}):to("cpu")
+    local w = hl.random.normal(hl.random.key(4), {8, 4, 3, 3}):to("cpu")
+    local f = hl.jit(function(p, q) return hl.nn.conv2d(p, q, {padding = 1}) end)
+    assert.is_true(max_abs_diff(f(imgs:to("cuda"), w:to("cuda")), f(imgs, w)) < 1e-4)
+  end)
+
   it("refuses to mix devices in one op, naming device_put", function()
     local ok, err = pcall(function() return gx + x end)
     assert.is_false(ok)
