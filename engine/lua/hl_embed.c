@@ -150,8 +150,12 @@ static halua_dtype public_dtype(hl_dtype t) {
 
 /* ---- opening ---- */
 
-/* <prefix>/share/lua/5.1 for a library installed as <prefix>/lib/libhalua.so, when it holds
- * halua/init.lua: an installed tree finds its Lua modules wherever the prefix was */
+/* <prefix>/share/lua/5.1 for a library installed as <prefix>/lib/libhalua.so (the relative path
+ * comes from the install layout, CMakeLists.txt), when it holds halua/init.lua: an installed tree
+ * finds its Lua modules wherever the prefix is */
+#ifndef HALUA_LIB_TO_LMOD
+#define HALUA_LIB_TO_LMOD "../share/lua/5.1"
+#endif
 static const char *installed_lua_dir(char *buf, size_t n) {
   static const char here = 0;
   Dl_info info;
@@ -160,7 +164,7 @@ static const char *installed_lua_dir(char *buf, size_t n) {
   if (!slash) return NULL;
   int len = (int)(slash - info.dli_fname);
   char probe[4096];
-  if (snprintf(buf, n, "%.*s/../share/lua/5.1", len, info.dli_fname) >= (int)n) return NULL;
+  if (snprintf(buf, n, "%.*s/" HALUA_LIB_TO_LMOD, len, info.dli_fname) >= (int)n) return NULL;
   if (snprintf(probe, sizeof probe, "%s/halua/init.lua", buf) >= (int)sizeof probe) return NULL;
   return access(probe, R_OK) == 0 ? buf : NULL;
 }

@@ -2,7 +2,7 @@
  * buffers as arrays without copying them, calls the jitted function in a loop and checks every
  * result against the same computation in C.
  *
- *   predict [model.lua]
+ *   predict [model.lua [steps]]
  *
  * Two ways to hand data over, both zero-copy: the weights and one input buffer are wrapped once
  * and kept as Lua globals (the host rewrites the input buffer in place before each call, and the
@@ -34,6 +34,8 @@ static void fill_input(float *x, int step) {
 
 int main(int argc, char **argv) {
   const char *model = argc > 1 ? argv[1] : "model.lua";
+  int steps = argc > 2 ? atoi(argv[2]) : STEPS;
+  if (steps < 1) steps = 1;
   lua_State *L = halua_newstate(NULL);
   if (!L) die("halua_newstate");
   if (halua_dofile(L, model, 0)) die("loading the model");
@@ -49,7 +51,7 @@ int main(int argc, char **argv) {
 
   float out[BATCH * CLASSES], want[CLASSES];
   double max_err = 0;
-  for (int step = 0; step < STEPS; step++) {
+  for (int step = 0; step < steps; step++) {
     const float *input = x;
     if (halua_getglobal(L, "predict")) die("predict");
     if (step % 2 == 0) {
@@ -83,7 +85,7 @@ int main(int argc, char **argv) {
       }
     }
     lua_pop(L, 1);
-    if (step == STEPS - 1) {
+    if (step == steps - 1) {
       printf("predict(x) at step %d:\n", step);
       for (int r = 0; r < BATCH; r++) printf("  [%.6f, %.6f]\n", out[r * CLASSES], out[r * CLASSES + 1]);
     }
@@ -100,7 +102,7 @@ int main(int argc, char **argv) {
 
   lua_close(L);
   int want_releases = 3 + fresh_buffers;
-  printf("%d calls, largest difference from C %.3g, %d release callbacks (%d expected)\n", STEPS, max_err, releases,
+  printf("%d calls, largest difference from C %.3g, %d release callbacks (%d expected)\n", steps, max_err, releases,
          want_releases);
   if (max_err > 1e-5 || releases != want_releases) {
     fprintf(stderr, "predict: FAILED\n");
