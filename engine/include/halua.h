@@ -18,9 +18,9 @@
  * Nothing here raises a Lua error or longjmps through the host's frames: the work that can raise
  * runs in protected mode. The message of the last failure is per thread (thread-local storage):
  * halua_error() returns it on the thread that made the failing call, until that thread's next
- * failure. Messages begin "halua: ". A function that fails leaves the Lua stack as it found it
- * (halua_call and the do* functions also pop what they consumed, like lua_pcall without an
- * error object).
+ * failure. Messages begin "halua: ". A function that fails leaves the Lua stack as it found it,
+ * except that what it consumes is gone on failure too: halua_call pops the function and its
+ * arguments (like lua_pcall, without leaving an error object), halua_setglobal the value.
  *
  * Threads. A lua_State belongs to one thread at a time (Lua's rule). Any number of threads may
  * each run their own lua_State with halua: compiled pipelines are cached process-wide, and a
