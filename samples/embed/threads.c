@@ -55,10 +55,9 @@ static int run(worker *me) {
         halua_getglobal(L, "W") || halua_getglobal(L, "B") || halua_call(L, 3, 1))
       return fail(me, "calling predict");
     if (halua_copy_array(L, -1, HALUA_FLOAT32, out, (size_t)batch * CLASSES * sizeof(float))) return fail(me, "reading the result");
+    /* x is rewritten next step while this step's array on it may still await collection: fine,
+     * nothing holds it (the model keeps no inputs), and results are arrays of their own */
     lua_pop(L, 1);
-    /* x is reused next step: the array wrapping it must not outlive this one. A full collection
-     * drops it now (a host that reuses buffers waits for the release callback, or copies). */
-    lua_gc(L, LUA_GCCOLLECT, 0);
     for (int r = 0; r < batch; r++) {
       reference_row(x + r * FEATURES, w, b, want);
       for (int c = 0; c < CLASSES; c++) {
