@@ -9,7 +9,10 @@ src=$2
 prefix=$(mktemp -d /tmp/halua-install-XXXXXX)
 trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
-export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+# lib/ or lib/<multiarch>/, as GNUInstallDirs chose for the configured prefix
+pc=$(find "$prefix" -name halua.pc)
+core=$(find "$prefix" -name halua_core.so)
+export PKG_CONFIG_PATH="$(dirname "$pc")"
 flags=$(pkg-config --cflags --libs halua)
 libdir=$(pkg-config --variable=libdir halua)
 for sample in predict threads; do
@@ -22,5 +25,5 @@ cd "$src/samples/embed"
 "$prefix/predict" model.lua | tail -n 1
 "$prefix/threads" model.lua | tail -n 1
 # the Lua module, as LuaJIT finds it in a prefix like /usr/local
-LUA_PATH="$prefix/share/lua/5.1/?.lua;$prefix/share/lua/5.1/?/init.lua" LUA_CPATH="$prefix/lib/lua/5.1/?.so" \
+LUA_PATH="$prefix/share/lua/5.1/?.lua;$prefix/share/lua/5.1/?/init.lua" LUA_CPATH="$(dirname "$core")/?.so" \
   luajit -e 'local hl = require "halua"; assert(hl.ones(3):sum():item() == 3); print("luajit: require \"halua\" ok")'
