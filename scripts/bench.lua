@@ -173,6 +173,18 @@ local mm = hl.jit(function(u, v) return hl.matmul(u, v) end)
 res.matmul1024_gflops = 2 * 1024 ^ 3 / best_of(function() return mm(m, m) end, 3, 5) / 1e9
 mlp_rows(res, "cpu", best_of)
 
+-- hl.linalg.solve: one 256x256 system, and a batch of 64 small ones (LAPACK per matrix)
+local function wellcond(shape)
+  local n, t = 1, {}
+  for _, v in ipairs(shape) do n = n * v end
+  for i = 1, n do t[i] = math.random() - 0.5 end
+  return hl.reshape(hl.array(t, "float64"), shape) + hl.eye(shape[#shape], "float64") * shape[#shape]
+end
+local sa, sb = wellcond({256, 256}), hl.ones({256}, "float64")
+res.solve256_ms = best_of(function() return hl.linalg.solve(sa, sb) end, 5, 10) * 1e3
+local ba, bb = wellcond({64, 32, 32}), hl.ones({64, 32}, "float64")
+res.solve_batched_ms = best_of(function() return hl.linalg.solve(ba, bb) end, 5, 10) * 1e3
+
 -- samples/heat.lua: a jitted fori_loop compiles its body once, so its compile time is flat in the
 -- number of steps; the run against the same loop written in NumPy
 package.path = root .. "/samples/?.lua;" .. package.path
@@ -196,6 +208,8 @@ print_table({
   {"mlp_grad_ms", "MLP 784-1024-1024-10, batch 256: value_and_grad, jit (ms)", "lower"},
   {"mlp_sgd_ms", "MLP train step (value_and_grad + SGD), jit (ms)", "lower"},
   {"mlp_compile_ms", "compile time of that train step (ms)", "lower"},
+  {"solve256_ms", "linalg.solve 256x256 float64, one right-hand side (ms)", "lower"},
+  {"solve_batched_ms", "linalg.solve 64 x (32x32) float64, batched (ms)", "lower"},
   {"heat_compile_100_ms", "heat sample: compile, fori_loop of 100 steps (ms)", "lower"},
   {"heat_compile_10000_ms", "heat sample: compile, fori_loop of 10,000 steps (ms)", "lower"},
   {"heat_run_ms", "heat sample: 1,000 steps on 128x128, jit fori_loop (ms)", "lower"},

@@ -39,6 +39,12 @@ try:
             u = u + np.float32(0.2) * inside * (up + down + left + right - 4 * u)
         return u
     put("heat_run_ms", "numpy", best_of(heat, 3, 1) * 1e3)
+    # linalg.solve: one 256x256 system, a batch of 64 32x32 ones (diagonally dominant)
+    rng = np.random.default_rng(0)
+    sa = rng.random((256, 256)) - 0.5 + 256 * np.eye(256); sb = np.ones(256)
+    put("solve256_ms", "numpy", best_of(lambda: np.linalg.solve(sa, sb), 5, 10) * 1e3)
+    ba = rng.random((64, 32, 32)) - 0.5 + 32 * np.eye(32); bb = np.ones((64, 32))
+    put("solve_batched_ms", "numpy", best_of(lambda: np.linalg.solve(ba, bb), 5, 10) * 1e3)
 except ImportError:
     pass
 
@@ -73,6 +79,12 @@ try:
             return loss, [p - 0.01 * g for p, g in zip(ps, gs)]
     put("mlp_grad_ms", "torch", best_of(value_and_grad, 5, 3) * 1e3)
     put("mlp_sgd_ms", "torch", best_of(sgd, 5, 3) * 1e3)
+    sa = torch.rand(256, 256, dtype=torch.float64) - 0.5 + 256 * torch.eye(256, dtype=torch.float64)
+    sb = torch.ones(256, dtype=torch.float64)
+    put("solve256_ms", "torch", best_of(lambda: torch.linalg.solve(sa, sb), 5, 10) * 1e3)
+    ba = torch.rand(64, 32, 32, dtype=torch.float64) - 0.5 + 32 * torch.eye(32, dtype=torch.float64)
+    bb = torch.ones(64, 32, 1, dtype=torch.float64)
+    put("solve_batched_ms", "torch", best_of(lambda: torch.linalg.solve(ba, bb), 5, 10) * 1e3)
 except ImportError:
     pass
 

@@ -1,8 +1,12 @@
 #include "hl_eval.h"
+#include "hl_notice.h"
 #include "hl_backend.h"
 #include "hl_cache.h"
 #include "hl_device.h"
 #include "hl_error.h"
+#include "hl_linalg.h"
+#include "hl_sort.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,9 +73,9 @@ static int keep_value(hl_trace *t, int id, const hl_array *v) {
 }
 
 /* A concrete array used inside a trace becomes an extra input of the pipeline (on a tape: a
- * node holding its value). */
-static int capture(hl_trace *t, const hl_array *a) {
-  int outer = hl_is_abstract(a);   /* a tracer of an enclosing trace */
+ * node holding its value). `outer`: a value of an enclosing trace (a tracer, or an array recorded
+ * on an enclosing tape), captured with its graph reference so that a replay (vmap) records on it. */
+static int capture(hl_trace *t, const hl_array *a, int outer) {
   if (t->tape) {
     int id = hl_graph_add_param(&t->g, a->dtype, a->ndim, a->shape);
     return id < 0 || keep_value(t, id, a) ? -1 : id;
@@ -122,14 +126,18 @@ static int trace_apply(hl_trace *t, int prim, int nin, const hl_array *const *in
     return hl_error("%s: this tracer escaped the hl.jit trace that made it; return it from the function instead", name);
   int ids[64];
   if (nin > 64) return hl_error("%s: too many operands", name);
+  /* LAPACK and sorting run on the host, and CUDA pipelines have no host stages of ours */
+  if (!t->tape && t->g.device == HL_DEVICE_CUDA && (hl_prims[prim].kind == HL_K_LINALG || hl_prims[prim].kind == HL_K_SORT))
+    return hl_error("%s: not available in a jit pipeline on cuda; move the arrays to the cpu with x:to(\"cpu\") "
+                    "(or jit for the cpu with {device = \"cpu\"})", name);
   for (int k = 0; k < nin; k++) {
     if (in[k]->graph == &t->g) ids[k] = in[k]->node;
-    else if (hl_is_abstract(in[k]) && encloses((hl_trace *)in[k]->graph, t)) {
-      if ((ids[k] = capture(t, in[k])) < 0) return -1;
+    else if (hl_live_trace(in[k]) && encloses((hl_trace *)in[k]->graph, t)) {
+      if ((ids[k] = capture(t, in[k], 1)) < 0) return -1;
     } else if (hl_live_trace(in[k]))
       return hl_error("%s: operands come from two different traces (hl.jit tracers of another function, or "
                       "values recorded by hl.grad mixed with hl.jit tracers)", name);
-    else if ((ids[k] = capture(t, in[k])) < 0) return -1;
+    else if ((ids[k] = capture(t, in[k], 0)) < 0) return -1;
   }
   hl_array value = {0};
   if (t->tape) {
@@ -373,6 +381,40 @@ static int eager_matmul(const hl_array *const *in, const hl_type *ty, hl_array *
   return rc;
 }
 
+static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *at, hl_array *out);
+
+/* Host work (LAPACK, sorting) straight from the operands' views, with no pipeline: a singular
+ * matrix is an error here, which a pipeline could not raise part way. CUDA operands go to the
+ * host and the result comes back: there is no device code for these, and the copies cost less
+ * than the work. */
+static int eager_host(int prim, int nin, const hl_array *const *in, const hl_attrs *at, const hl_type *ty, hl_array *out) {
+  int dev = hl_array_device(in[0]);
+  if (dev != HL_DEVICE_CPU) {
+    hl_array host[2], host_out;
+    const hl_array *hin[2];
+    int nh = 0, rc = 0;
+    while (nh < nin && !(rc = hl_to_device(in[nh], HL_DEVICE_CPU, &host[nh]))) {
+      hin[nh] = &host[nh];
+      nh++;
+    }
+    if (!rc) rc = eager_apply(prim, nin, hin, at, &host_out);
+    for (int k = 0; k < nh; k++) hl_array_release(&host[k]);
+    if (rc) return -1;
+    rc = hl_to_device(&host_out, dev, out);
+    hl_array_release(&host_out);
+    return rc;
+  }
+  if (hl_array_alloc(out, ty->dtype, ty->ndim, ty->shape)) return -1;
+  int rc;
+  switch (prim) {
+  case HL_P_SOLVE: rc = hl_linalg_solve_into(in[0], in[1], out, 0, HL_LINALG_RAISE); break;
+  case HL_P_CHOLESKY: rc = hl_linalg_cholesky_into(in[0], out, 0, 0, HL_LINALG_RAISE); break;
+  default: rc = hl_sort_into(in[0], (int)at->i[0], prim == HL_P_ARGSORT, out, 0); break;
+  }
+  if (rc) hl_array_release(out);
+  return rc;
+}
+
 static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *at, hl_array *out) {
   static const hl_attrs none;
   if (!at) at = &none;
@@ -394,6 +436,8 @@ static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_at
   case HL_K_VIEW: return eager_view(prim, in[0], at, &ty, out);
   case HL_K_CONCAT: return eager_concat(nin, in, at, &ty, out);
   case HL_K_MATMUL: return eager_matmul(in, &ty, out);
+  case HL_K_LINALG:
+  case HL_K_SORT: return eager_host(prim, nin, in, at, &ty, out);
   case HL_K_SOURCE:
     if (prim == HL_P_PARAM) return hl_error("param: not an eager operation");
     if (hl_array_alloc(out, ty.dtype, ty.ndim, ty.shape)) return -1;
@@ -413,6 +457,9 @@ static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_at
       return -1;
     }
     return 0;
+  case HL_K_INDEXED:
+    if (hl_array_alloc_on(out, dev, ty.dtype, ty.ndim, ty.shape)) return -1;
+    break;
   case HL_K_REDUCE:
     if (dev != HL_DEVICE_CPU && hl_shape_size(in[0]->ndim, in[0]->shape) == 0) {
       /* a reduction of nothing on the GPU: its split into partial sums would allocate zero
@@ -467,7 +514,12 @@ int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, cons
   }
   if (hl_graph_set_outputs(&t->g, nout, ids) || hl_graph_prune(&t->g, &p->g)) return -1;
   p->nargs = t->g.nparams - t->ncaptures;
+  /* a cache miss compiles: say so when that takes more than a second */
+  char what[200];
+  snprintf(what, sizeof what, "compiling %s (%d ops)", name ? name : "jit", p->g.nnodes);
+  hl_notice *notice = hl_notice_begin(1000, what);
   p->kernel = hl_cache_get(&p->g, name);
+  hl_notice_end(notice);
   if (!p->kernel) {
     hl_graph_free(&p->g);
     return -1;

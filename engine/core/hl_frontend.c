@@ -230,3 +230,91 @@ done:
   for (int k = 0; k < ntmp; k++) hl_array_release(&tmp[k]);
   return rc;
 }
+
+/* a float dtype for LAPACK: the FLOAT input rule (ints and bool become float32) */
+static hl_dtype linalg_dtype(hl_dtype t) { return hl_dtype_is_float(t) ? t : HL_FLOAT32; }
+
+static int square_stack(const char *op, const hl_array *a) {
+  if (a->ndim < 2 || a->shape[a->ndim - 1] != a->shape[a->ndim - 2])
+    return hl_error("%s: a must be a square matrix or a stack of them ([..., n, n]), got shape %s", op, SHAPE(a));
+  return 0;
+}
+
+int hl_op_solve(const hl_array *a, const hl_array *b, hl_array *out) {
+  const char *op = "linalg.solve";
+  if (square_stack(op, a)) return -1;
+  if (b->ndim == 0) return hl_error("%s: b must be a vector or matrix (or a stack of them), got shape []", op);
+  int64_t n = a->shape[a->ndim - 1];
+  int vec = b->ndim == 1 || b->ndim == a->ndim - 1;
+  if (b->shape[b->ndim - (vec ? 1 : 2)] != n)
+    return hl_error("%s: b of shape %s does not match a of shape %s (b needs [..., %lld] or [..., %lld, k])", op, SHAPE(b),
+                    SHAPE(a), (long long)n, (long long)n);
+  hl_array tmp[6];
+  int ntmp = 0, rc = -1;
+  const hl_array *x = a, *y = b;
+  if (vec) {
+    /* a stack of vectors is a stack of one-column matrices */
+    int64_t s[HL_MAX_DIMS];
+    if (b->ndim + 1 > HL_MAX_DIMS) return hl_error("%s: too many dimensions", op);
+    memcpy(s, b->shape, sizeof(int64_t) * (size_t)b->ndim);
+    s[b->ndim] = 1;
+    if (hl_op_reshape(b, b->ndim + 1, s, &tmp[ntmp])) goto done;
+    y = &tmp[ntmp++];
+  }
+  hl_dtype t = linalg_dtype(hl_dtype_promote(a->dtype, b->dtype));
+  if (x->dtype != t) {
+    if (hl_op_cast(x, t, &tmp[ntmp])) goto done;
+    x = &tmp[ntmp++];
+  }
+  if (y->dtype != t) {
+    if (hl_op_cast(y, t, &tmp[ntmp])) goto done;
+    y = &tmp[ntmp++];
+  }
+  {
+    /* batch dimensions broadcast, as matmul's do */
+    hl_array bx = *x, by = *y;
+    bx.ndim -= 2;
+    by.ndim -= 2;
+    const hl_array *bb[2] = {&bx, &by};
+    int nb;
+    int64_t shape[HL_MAX_DIMS], sx[HL_MAX_DIMS], sy[HL_MAX_DIMS];
+    if (hl_broadcast_shapes(op, 2, bb, &nb, shape)) {
+      hl_error("%s: batch dimensions of a %s and b %s do not broadcast", op, SHAPE(a), SHAPE(b));
+      goto done;
+    }
+    memcpy(sx, shape, sizeof(int64_t) * (size_t)nb);
+    memcpy(sy, shape, sizeof(int64_t) * (size_t)nb);
+    sx[nb] = sx[nb + 1] = n;
+    sy[nb] = n;
+    sy[nb + 1] = y->shape[y->ndim - 1];
+    if (hl_op_broadcast_to(x, nb + 2, sx, &tmp[ntmp])) goto done;
+    x = &tmp[ntmp++];
+    if (hl_op_broadcast_to(y, nb + 2, sy, &tmp[ntmp])) goto done;
+    y = &tmp[ntmp++];
+    const hl_array *in[2] = {x, y};
+    if (!vec) {
+      rc = hl_apply(HL_P_SOLVE, 2, in, NULL, out);
+    } else {
+      hl_array r;
+      if (hl_apply(HL_P_SOLVE, 2, in, NULL, &r)) goto done;
+      shape[nb] = n;
+      rc = hl_op_reshape(&r, nb + 1, shape, out);
+      hl_array_release(&r);
+    }
+  }
+done:
+  for (int k = 0; k < ntmp; k++) hl_array_release(&tmp[k]);
+  return rc;
+}
+
+int hl_op_cholesky(const hl_array *a, hl_array *out) {
+  if (square_stack("linalg.cholesky", a)) return -1;
+  hl_dtype t = linalg_dtype(a->dtype);
+  if (a->dtype == t) return hl_apply(HL_P_CHOLESKY, 1, &a, NULL, out);
+  hl_array c;
+  if (hl_op_cast(a, t, &c)) return -1;
+  const hl_array *in[1] = {&c};
+  int rc = hl_apply(HL_P_CHOLESKY, 1, in, NULL, out);
+  hl_array_release(&c);
+  return rc;
+}

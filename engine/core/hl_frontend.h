@@ -19,4 +19,10 @@ int hl_op_cast(const hl_array *a, hl_dtype dtype, hl_array *out);
 int hl_op_reshape(const hl_array *a, int ndim, const int64_t *shape, hl_array *out);
 /* NumPy matmul: 1-D operands, batch broadcasting, promotion. */
 int hl_op_matmul(const hl_array *a, const hl_array *b, hl_array *out);
+/* numpy.linalg.solve: a [..., n, n]; b [..., n, k], or a stack of vectors [..., n] when b is 1-D
+ * or has one dimension fewer than a (NumPy 1.x's rule); batch dimensions broadcast; ints and
+ * bool promote to float32. */
+int hl_op_solve(const hl_array *a, const hl_array *b, hl_array *out);
+/* numpy.linalg.cholesky: the lower factor of each matrix of a [..., n, n]. */
+int hl_op_cholesky(const hl_array *a, hl_array *out);
 #endif

@@ -86,6 +86,32 @@ static int infer_matmul(const hl_type *in, hl_type *out) {
   return 0;
 }
 
+/* solve: a [..., n, n], b [..., n, k]; cholesky: a [..., n, n]. One float dtype, equal batches. */
+static int infer_linalg(int prim, int nin, const hl_type *in, hl_type *out) {
+  const char *name = hl_prims[prim].name;
+  const hl_type *a = &in[0];
+  int r = a->ndim;
+  if (r < 2 || a->shape[r - 1] != a->shape[r - 2])
+    return hl_error("%s: a must be a square matrix or a stack of them ([..., n, n]), got shape %s", name, SHAPE(*a));
+  if (!hl_dtype_is_float(a->dtype)) return hl_error("%s: operands of dtype %s are not accepted here", name, hl_dtype_name(a->dtype));
+  *out = *a;
+  if (nin == 2) {
+    const hl_type *b = &in[1];
+    if (b->ndim != r || b->dtype != a->dtype || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)(r - 1)))
+      return hl_error("%s: b of %s%s does not match a of %s%s (b needs [..., n, k] with a's batch and dtype)", name,
+                      hl_dtype_name(b->dtype), SHAPE(*b), hl_dtype_name(a->dtype), SHAPE(*a));
+    out->shape[r - 1] = b->shape[r - 1];
+  }
+  return 0;
+}
+
+static int infer_sort(int prim, const hl_type *in, const hl_attrs *a, hl_type *out) {
+  if (a->i[0] < 0 || a->i[0] >= in->ndim) return hl_error("%s: axis out of range for shape %s", hl_prims[prim].name, SHAPE(*in));
+  *out = *in;
+  if (hl_prims[prim].out == HL_OUT_INDEX) out->dtype = HL_INT64;
+  return 0;
+}
+
 static int infer_view(int prim, const hl_type *in, const hl_attrs *a, hl_type *out) {
   *out = *in;
   switch (prim) {
@@ -143,6 +169,41 @@ static int infer_concat(int nin, const hl_type *in, const hl_attrs *a, hl_type *
   return 0;
 }
 
+/* gather: x[..., idx[j...], ...] along axis i[0]; scatter_add: the transpose, sums of the
+ * values at the axes the indices span into an axis of extent i[1] */
+static int infer_indexed(int prim, const hl_type *in, const hl_attrs *a, hl_type *out) {
+  const hl_type *x = &in[0], *idx = &in[1];
+  const char *op = hl_prims[prim].name;
+  int ax = (int)a->i[0];
+  if (idx->dtype != HL_INT32 && idx->dtype != HL_INT64 && idx->dtype != HL_UINT8)
+    return hl_error("%s: indices must be integers, got %s", op, hl_dtype_name(idx->dtype));
+  if (prim == HL_P_GATHER) {
+    if (ax < 0 || ax >= x->ndim) return hl_error("gather: axis %d out of range for shape %s", ax + 1, SHAPE(*x));
+    if (x->ndim - 1 + idx->ndim > HL_MAX_DIMS)
+      return hl_error("gather: the result would have %d axes (at most %d)", x->ndim - 1 + idx->ndim, HL_MAX_DIMS);
+    if (x->shape[ax] == 0 && hl_shape_size(idx->ndim, idx->shape) > 0)
+      return hl_error("gather: cannot take from axis %d of extent 0 in shape %s", ax + 1, SHAPE(*x));
+    out->dtype = x->dtype;
+    out->ndim = 0;
+    for (int d = 0; d < ax; d++) out->shape[out->ndim++] = x->shape[d];
+    for (int d = 0; d < idx->ndim; d++) out->shape[out->ndim++] = idx->shape[d];
+    for (int d = ax + 1; d < x->ndim; d++) out->shape[out->ndim++] = x->shape[d];
+    return 0;
+  }
+  if (x->dtype == HL_BOOL) return hl_error("scatter_add: cannot add bool values");
+  if (ax < 0 || ax + idx->ndim > x->ndim || a->i[1] < 0)
+    return hl_error("scatter_add: axis %d and indices %s do not fit values %s", ax + 1, SHAPE(*idx), SHAPE(*x));
+  for (int d = 0; d < idx->ndim; d++)
+    if (x->shape[ax + d] != idx->shape[d])
+      return hl_error("scatter_add: indices %s do not match values %s at axis %d", SHAPE(*idx), SHAPE(*x), ax + 1);
+  out->dtype = x->dtype;
+  out->ndim = 0;
+  for (int d = 0; d < ax; d++) out->shape[out->ndim++] = x->shape[d];
+  out->shape[out->ndim++] = a->i[1];
+  for (int d = ax + idx->ndim; d < x->ndim; d++) out->shape[out->ndim++] = x->shape[d];
+  return 0;
+}
+
 int hl_infer(int prim, int nin, const hl_type *in, const hl_attrs *a, hl_type *out) {
   const hl_prim_info *p = &hl_prims[prim];
   if (p->arity >= 0 && nin != p->arity) return hl_error("%s: takes %d operands, got %d", p->name, p->arity, nin);
@@ -160,6 +221,9 @@ int hl_infer(int prim, int nin, const hl_type *in, const hl_attrs *a, hl_type *o
   case HL_K_MATMUL: return infer_matmul(in, out);
   case HL_K_VIEW: return infer_view(prim, in, a, out);
   case HL_K_CONCAT: return infer_concat(nin, in, a, out);
+  case HL_K_LINALG: return infer_linalg(prim, nin, in, out);
+  case HL_K_SORT: return infer_sort(prim, in, a, out);
+  case HL_K_INDEXED: return infer_indexed(prim, in, a, out);
   }
   return -1;
 }
@@ -284,11 +348,13 @@ static void key_put(hl_key *k, const void *p, size_t n) {
 static int attr_count(int prim, int ndim) {
   switch (prim) {
   case HL_P_PARAM: return 2;   /* index, innermost stride class */
-  case HL_P_IOTA: case HL_P_CONCAT: return 1;
+  case HL_P_IOTA: case HL_P_CONCAT: case HL_P_SORT: case HL_P_ARGSORT: return 1;
   case HL_P_SUM: case HL_P_PROD: case HL_P_MAX: case HL_P_MIN: case HL_P_ARGMAX: case HL_P_ARGMIN: return 1;
   case HL_P_TRANSPOSE: return ndim;
   case HL_P_SLICE: return 2 * HL_MAX_DIMS;
   case HL_P_LOOP: return 2;   /* loop id, result index */
+  case HL_P_GATHER: return 1;        /* axis */
+  case HL_P_SCATTER_ADD: return 2;   /* axis, extent */
   default: return 0;
   }
 }
@@ -347,7 +413,8 @@ static void attr_text(strbuf *b, const hl_node *n) {
   const hl_attrs *a = &n->attrs;
   switch (n->prim) {
   case HL_P_CONST: sb_printf(b, " %.17g", a->f); break;
-  case HL_P_IOTA: case HL_P_CONCAT: sb_printf(b, " axis=%d", (int)a->i[0] + 1); break;
+  case HL_P_IOTA: case HL_P_CONCAT: case HL_P_GATHER: case HL_P_SORT: case HL_P_ARGSORT: sb_printf(b, " axis=%d", (int)a->i[0] + 1); break;
+  case HL_P_SCATTER_ADD: sb_printf(b, " axis=%d n=%lld", (int)a->i[0] + 1, (long long)a->i[1]); break;
   case HL_P_SUM: case HL_P_PROD: case HL_P_MAX: case HL_P_MIN: case HL_P_ARGMAX: case HL_P_ARGMIN:
     sb_printf(b, " axes={");
     for (int k = 0, first = 1; k < HL_MAX_DIMS; k++)

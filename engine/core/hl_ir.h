@@ -13,7 +13,8 @@ typedef enum {
   HL_NPRIMS
 } hl_prim;
 
-typedef enum { HL_K_SOURCE, HL_K_ELEMWISE, HL_K_REDUCE, HL_K_MATMUL, HL_K_VIEW, HL_K_CONCAT, HL_K_LOOP } hl_prim_kind;
+typedef enum { HL_K_SOURCE, HL_K_ELEMWISE, HL_K_REDUCE, HL_K_MATMUL, HL_K_VIEW, HL_K_CONCAT, HL_K_LOOP, HL_K_INDEXED, HL_K_LINALG,
+               HL_K_SORT } hl_prim_kind;
 typedef enum { HL_IN_ANY, HL_IN_NUM, HL_IN_FLOAT, HL_IN_BOOL, HL_IN_INT, HL_IN_BITS } hl_in_rule;
 typedef enum { HL_OUT_SAME, HL_OUT_TOBOOL, HL_OUT_ATTR, HL_OUT_INDEX, HL_OUT_SUMLIKE } hl_out_rule;
 
@@ -34,7 +35,8 @@ int hl_prim_from_name(const char *name);   /* -1 when unknown */
  *  REDUCE: i[0] = bit mask of axes        TRANSPOSE: i[0..n) = perm (output axis k reads input axis i[k])
  *  SLICE: i[k] = start, i[HL_MAX_DIMS+k] = step (0-based, step may be negative)
  *  CONCAT: i[0] = axis                    RESHAPE, BROADCAST: the output shape
- *  LOOP: i[0] = loop id, i[1] = result index, dtype and shape: the result's type */
+ *  LOOP: i[0] = loop id, i[1] = result index, dtype and shape: the result's type
+ *  SORT, ARGSORT: i[0] = axis */
 typedef struct {
   int64_t i[2 * HL_MAX_DIMS];
   double f;

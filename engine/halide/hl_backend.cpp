@@ -5,6 +5,8 @@
 #include "hl_device.h"
 #include "hl_cublas.h"
 #include "hl_extern_matmul.h"
+#include "hl_extern_linalg.h"
+#include "hl_extern_sort.h"
 #include "hl_loop_extern.h"
 #include <atomic>
 #include <chrono>
@@ -112,7 +114,11 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name) {
         k->ptx.assign((const char *)b.data(), strnlen((const char *)b.data(), (size_t)b.size_in_bytes()));
     std::vector<Internal::JITModule> deps;
     if (g->device == HL_DEVICE_CUDA) deps.push_back(hl_cublas_exports());
-    else deps.push_back(hl_cpu_matmul_exports());
+    else {
+      deps.push_back(hl_cpu_matmul_exports());
+      deps.push_back(hl_linalg_exports());
+      deps.push_back(hl_sort_exports());
+    }
     deps.push_back(hl_loop_exports());
     k->module = Internal::JITModule(m, m.get_function_by_name(k->symbol), deps);
     k->entry = k->module.argv_function();

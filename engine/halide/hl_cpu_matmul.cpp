@@ -32,10 +32,19 @@ extern "C" int halua_cpu_matmul(halide_buffer_t *A, halide_buffer_t *B, int K, h
   if (hl_matmul_bounds_query(A, B, K, C)) return 0;
   hl_storage sa, sb, sc;
   hl_array a, b, c;
-  hl_view_of_buffer(A, &sa, &a);
-  hl_view_of_buffer(B, &sb, &b);
+  /* A is [.., m, K] and B [.., K, n] over C's rows, columns and batch items. Inputs that are
+   * pipeline parameters arrive whole rather than as the bounds query's region, so the views are
+   * cut from each buffer's own mins (a slice of a product used to read the wrong rows). */
+  int r = C->dimensions, amin[HL_MAX_DIMS], aext[HL_MAX_DIMS], bmin[HL_MAX_DIMS], bext[HL_MAX_DIMS];
+  for (int d = 0; d < r; d++) {
+    amin[d] = bmin[d] = C->dim[d].min;
+    aext[d] = bext[d] = C->dim[d].extent;
+  }
+  amin[0] = bmin[1] = 0;
+  aext[0] = bext[1] = K;
+  hl_view_of_region(A, amin, aext, &sa, &a);
+  hl_view_of_region(B, bmin, bext, &sb, &b);
   hl_view_of_buffer(C, &sc, &c);
-  /* the regions Halide passes match the bounds query: A is [.., m, K], B [.., K, n] */
   return hl_matmul_into(&a, &b, &c) ? -1 : 0;
 }
 

@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <mutex>
 #include <string>
+#include <cstring>
+#include <cstdlib>
 extern "C" {
 #include "hl_error.h"
 }
@@ -112,6 +114,15 @@ Target hl_device_target(int device) {
                  .with_feature(Target::LargeBuffers);
   /* No StrictFloat: it forbids fused multiply-adds (half the matmul speed). NaN and Inf
    * semantics do not rest on float rules: hl_lower.cpp tests them on bit patterns. */
+  /* Compile time: the engine has checked every shape, dtype and device before a pipeline runs
+   * and allocates its outputs itself, so Halide's own buffer checks and top-level bounds
+   * queries are dead weight (about a third of a small pipeline's compile); LLVM's loop passes
+   * redo what the schedule already did (vectorising, unrolling). HALUA_PIPELINE_CHECKS=1 keeps
+   * Halide's asserts, for debugging the engine. */
+  const char *checks = getenv("HALUA_PIPELINE_CHECKS");
+  if (!checks || !*checks || !strcmp(checks, "0"))
+    t = t.with_feature(Target::NoAsserts).with_feature(Target::NoBoundsQuery);
+  t = t.with_feature(Target::DisableLLVMLoopOpt);
   /* Halide 14 knows no sm_90: PTX for sm_80, which the driver compiles for newer GPUs */
   if (device == HL_DEVICE_CUDA) t = t.with_feature(Target::CUDA).with_feature(Target::CUDACapability80);
   return t;

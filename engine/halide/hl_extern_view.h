@@ -24,4 +24,16 @@ static inline void hl_view_of_buffer(const halide_buffer_t *b, hl_storage *st, h
   }
   a->storage = st;
 }
+
+/* The view of buffer b's region that starts at coordinates min[d] with extents ext[d] (Halide's
+ * dimension order). Extern stages need it for inputs that are pipeline parameters: those arrive
+ * whole, not as the region the stage's bounds query asked for. */
+static inline void hl_view_of_region(const halide_buffer_t *b, const int *min, const int *ext, hl_storage *st, hl_array *a) {
+  hl_view_of_buffer(b, st, a);
+  int r = b->dimensions;
+  for (int d = 0; d < r; d++) {
+    a->offset += (int64_t)(min[d] - b->dim[d].min) * b->dim[d].stride;
+    a->shape[r - 1 - d] = ext[d];
+  }
+}
 #endif

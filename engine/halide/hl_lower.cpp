@@ -379,6 +379,30 @@ struct Lowerer {
                              NameMangling::C, DeviceAPI::Host);
   }
 
+  /* LAPACK per matrix of the batch, as an extern stage on the host (hl_extern_linalg.cpp) */
+  void linalg(int i) {
+    const hl_node &n = node(i);
+    if (g->device != HL_DEVICE_CPU)
+      throw CompileError(std::string("halua: ") + hl_prims[n.prim].name + ": not available in a pipeline on cuda");
+    Expr order((int)n.type.shape[n.type.ndim - 2]);
+    std::vector<ExternFuncArgument> args;
+    for (int k = 0; k < n.nin; k++) args.push_back(operand(input(n, k)));
+    args.push_back(order);
+    const char *fn = n.prim == HL_P_SOLVE ? "halua_linalg_solve" : "halua_linalg_cholesky";
+    L.funcs[i].define_extern(fn, args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, DeviceAPI::Host);
+  }
+
+  /* a stable sort of each lane, as an extern stage on the host (hl_extern_sort.cpp) */
+  void sort(int i) {
+    const hl_node &n = node(i);
+    if (g->device != HL_DEVICE_CPU)
+      throw CompileError(std::string("halua: ") + hl_prims[n.prim].name + ": not available in a pipeline on cuda");
+    int ax = (int)n.attrs.i[0], src = input(n, 0);
+    std::vector<ExternFuncArgument> args = {operand(src), Expr(n.type.ndim - 1 - ax), Expr((int)n.type.shape[ax]),
+                                            Expr(n.prim == HL_P_ARGSORT ? 1 : 0)};
+    L.funcs[i].define_extern("halua_sort", args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, DeviceAPI::Host);
+  }
+
   void matmul(int i) {
     const hl_node &n = node(i);
     int a = input(n, 0), b = input(n, 1), r = n.type.ndim;
@@ -477,6 +501,64 @@ struct Lowerer {
     L.funcs[i](v) = e;
   }
 
+  /* gather: out[pre..., j..., post...] = x[pre..., idx[j...], post...], 0 where the index is
+   * outside 0..n-1 (the read itself is clamped in bounds). scatter_add: zeros, then each value
+   * added at its index along the axis, in the order of the index array (an RDom over it). */
+  void indexed(int i) {
+    const hl_node &n = node(i);
+    int src = input(n, 0), ids = input(n, 1), ax = (int)n.attrs.i[0];
+    const hl_node &x = node(src), &ix = node(ids);
+    int rx = x.type.ndim, ri = ix.type.ndim, r = n.type.ndim;
+    Type ty = hl_halide_type(n.type.dtype);
+    /* index arithmetic in 32 bits unless the indices are int64 (a uint8 index compared with an
+     * extent of 300 must not wrap) */
+    Type it = ix.type.dtype == HL_INT64 ? Int(64) : Int(32);
+    const std::vector<Var> &v = hl_vars(r);
+    /* numpy axis a of the result is Halide dim r - 1 - a */
+    auto out_var = [&](int a) { return Expr(v[r - 1 - a]); };
+    if (n.prim == HL_P_GATHER) {
+      std::vector<Expr> iargs(ri), xargs(rx);
+      for (int d = 0; d < ri; d++) iargs[ri - 1 - d] = out_var(ax + d);
+      Expr raw = cast(it, call(ids, iargs));
+      Expr extent_ax = extent(src, ax);
+      Expr hi = cast(it, extent_ax) - make_one(it);
+      Expr valid = raw >= make_zero(it) && raw <= hi;
+      Expr at = cast(Int(32), clamp(raw, make_zero(it), max(hi, make_zero(it))));
+      for (int d = 0; d < ax; d++) xargs[rx - 1 - d] = out_var(d);
+      xargs[rx - 1 - ax] = at;
+      for (int d = ax + 1; d < rx; d++) xargs[rx - 1 - d] = out_var(d + ri - 1);
+      L.funcs[i](v) = select(valid, call(src, xargs), make_zero(ty));
+      return;
+    }
+    /* scatter_add: pure dims of the result except the axis; the RDom spans the index array */
+    int64_t extent_n = n.attrs.i[1];
+    Region ranges;   /* index axes, innermost first */
+    for (int d = ri - 1; d >= 0; d--) ranges.push_back(Range(0, extent(ids, d)));
+    Func &f = L.funcs[i];
+    f(v) = make_zero(ty);
+    if (ri == 0) {
+      /* one index: a plain update at that position */
+      Expr raw = cast(it, call(ids, {}));
+      Expr valid = raw >= make_zero(it) && raw < cast(it, Expr(extent_n));
+      std::vector<Expr> oargs = args_of(r), xargs(rx);
+      oargs[r - 1 - ax] = cast(Int(32), clamp(raw, make_zero(it), cast(it, Expr(std::max<int64_t>(extent_n - 1, 0)))));
+      for (int d = 0; d < rx; d++) xargs[rx - 1 - d] = out_var(d < ax ? d : d + 1);
+      f(oargs) += select(valid, call(src, xargs), make_zero(ty));
+      return;
+    }
+    RDom rd(ranges, "s" + std::to_string(i));
+    L.rdoms[i] = rd;
+    std::vector<Expr> iargs(ri), xargs(rx), oargs = args_of(r);
+    for (int d = 0; d < ri; d++) iargs[ri - 1 - d] = rd[ri - 1 - d];
+    Expr raw = cast(it, call(ids, iargs));
+    Expr valid = raw >= make_zero(it) && raw < cast(it, Expr(extent_n));
+    oargs[r - 1 - ax] = cast(Int(32), clamp(raw, make_zero(it), cast(it, Expr(std::max<int64_t>(extent_n - 1, 0)))));
+    for (int d = 0; d < ax; d++) xargs[rx - 1 - d] = out_var(d);
+    for (int d = 0; d < ri; d++) xargs[rx - 1 - (ax + d)] = rd[ri - 1 - d];
+    for (int d = ax + ri; d < rx; d++) xargs[rx - 1 - d] = out_var(d - ri + 1);
+    f(oargs) += select(valid, call(src, xargs), make_zero(ty));
+  }
+
   void source(int i) {
     const hl_node &n = node(i);
     int r = n.type.ndim;
@@ -526,6 +608,9 @@ void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
     case HL_K_VIEW: lw.view(i); break;
     case HL_K_CONCAT: lw.concat(i); break;
     case HL_K_LOOP: lw.loop(i); break;
+    case HL_K_LINALG: lw.linalg(i); break;
+    case HL_K_SORT: lw.sort(i); break;
+    case HL_K_INDEXED: lw.indexed(i); break;
     }
   }
   /* Outputs are their own Funcs: a parameter or a node used twice still gets a buffer. */

@@ -120,12 +120,63 @@ void schedule_matmul(hl_lowered &L, int i, int vec, Func sized, Func out) {
   prod.update().reorder(v[0], v[1], k).vectorize(v[0], vec, TailStrategy::GuardWithIf).unroll(v[0]).unroll(v[1]);
 }
 
+/* scatter_add: zeros in parallel and vectorised like any buffer; the update walks the indices in
+ * order (their targets may repeat), vectorised along the innermost result axis when that axis is
+ * not the scattered one */
+void schedule_scatter(hl_lowered &L, int i, int vec, Func sized) {
+  const hl_node &n = L.g->nodes[i];
+  int r = n.type.ndim, hd = r - 1 - (int)n.attrs.i[0];
+  Func f = L.funcs[i];
+  (void)sized;
+  f.compute_root();
+  int64_t total = hl_shape_size(r, n.type.shape);
+  bool dynamic = L.g->dynamic;
+  pointwise(f, r, vec, !dynamic && total >= kParallelMinElems, dynamic || r == 0 ? 0 : (int)n.type.shape[r - 1],
+            dynamic ? 0 : total);
+  Stage u = f.update();
+  if (r > 1 && hd != 0 && L.rdoms[i].defined()) {
+    const std::vector<Var> &v = hl_vars(r);
+    std::vector<VarOrRVar> order = {v[0]};
+    for (int d = 0; d < L.rdoms[i].dimensions(); d++) order.push_back(L.rdoms[i][d]);
+    for (int d = 1; d < r; d++)
+      if (d != hd) order.push_back(v[d]);
+    u.reorder(order).vectorize(v[0], vec, TailStrategy::GuardWithIf);
+  } else {
+    u.unscheduled();
+  }
+}
+
 bool expensive(int prim) {
   if (prim == HL_P_THREEFRY) return true;   /* 20 rounds; its two words are read apart */
   return hl_prims[prim].in == HL_IN_FLOAT && prim != HL_P_DIV && prim != HL_P_RECIPROCAL && prim != HL_P_SQRT;
 }
 
 }  // namespace
+
+/* An extern stage (the engine's matmul kernel, cuBLAS, a compiled loop) reads whole operands,
+ * but Halide learns that only from its bounds query at run time, so the regions of everything
+ * computed for an operand stay symbolic; deep index maps (an im2col of a padded, pooled
+ * activation) then overflow Halide's constant folding. Declaring each operand's full extent
+ * makes them constants. */
+static void bound_extern_operands(hl_lowered &L) {
+  const hl_graph *g = L.g;
+  if (g->dynamic) return;
+  for (int i = 0; i < g->nnodes; i++) {
+    if (!L.funcs[i].is_extern()) continue;
+    const hl_node &n = g->nodes[i];
+    for (int k = 0; k < n.nin; k++) {
+      int s = hl_node_inputs(g, &n)[k];
+      const hl_node &sn = g->nodes[s];
+      if (sn.prim == HL_P_PARAM || L.funcs[s].is_extern()) continue;   /* extern outputs have no pure vars */
+      /* an empty operand bound to extent 0 loses its buffer: the extern call names a symbol
+       * that is not there (a solve over a zero-size batch) */
+      if (hl_shape_size(sn.type.ndim, sn.type.shape) == 0) continue;
+      int r = sn.type.ndim;
+      const std::vector<Var> &v = hl_vars(r);
+      for (int d = 0; d < r; d++) L.funcs[s].bound(v[d], 0, (int)sn.type.shape[r - 1 - d]);
+    }
+  }
+}
 
 /* Which nodes get their own buffer (the rest inline into their consumers): reductions and
  * matmuls, expensive elementwise work used more than once, and matmul operands that are not
@@ -136,8 +187,9 @@ static std::vector<char> materialised(const hl_lowered &L) {
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     hl_prim_kind kind = hl_prims[n.prim].kind;
-    if (kind == HL_K_REDUCE || kind == HL_K_MATMUL || kind == HL_K_LOOP) root[i] = 1;
-    if (kind == HL_K_LOOP)
+    bool host_stage = kind == HL_K_LOOP || kind == HL_K_LINALG || kind == HL_K_SORT;
+    if (kind == HL_K_REDUCE || kind == HL_K_MATMUL || host_stage || n.prim == HL_P_SCATTER_ADD) root[i] = 1;
+    if (host_stage)   /* extern stages read buffers */
       for (int k = 0; k < n.nin; k++) {
         int s = hl_node_inputs(g, &n)[k];
         if (g->nodes[s].prim != HL_P_PARAM) root[s] = 1;
@@ -164,6 +216,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
       output_of[i] = k;
   }
   std::vector<char> output_done(g->noutputs, 0);
+  bound_extern_operands(L);
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     if (!root[i] || n.prim == HL_P_PARAM) continue;
@@ -175,6 +228,12 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     }
     switch (hl_prims[n.prim].kind) {
     case HL_K_LOOP: L.funcs[i].compute_root(); break;   /* the loop driver */
+    case HL_K_LINALG:
+    case HL_K_SORT: L.funcs[i].compute_root(); break;   /* LAPACK, sorting: on the host */
+    case HL_K_INDEXED:
+      if (n.prim == HL_P_SCATTER_ADD) schedule_scatter(L, i, vec, L.outputs[0]);
+      else schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0]);
+      break;
     case HL_K_MATMUL:
       if (L.funcs[i].is_extern()) L.funcs[i].compute_root();   /* the engine's matmul kernel */
       else schedule_matmul(L, i, vec, L.outputs[0], L.funcs[i]);
@@ -262,6 +321,30 @@ void gpu_reduce(hl_lowered &L, Func f, int r, int i) {
   }
 }
 
+/* scatter_add's update: one GPU thread per position off the scattered axis, each walking the
+ * indices in order (no two threads write one element, so no atomics are needed) */
+void gpu_scatter(hl_lowered &L, int i) {
+  const hl_node &n = L.g->nodes[i];
+  int r = n.type.ndim, hd = r - 1 - (int)n.attrs.i[0];
+  Stage u = L.funcs[i].update();
+  const std::vector<Var> &v = hl_vars(r);
+  std::vector<Var> pure;
+  for (int d = 0; d < r; d++)
+    if (d != hd) pure.push_back(v[d]);
+  if (pure.empty()) {
+    u.gpu_single_thread();
+    return;
+  }
+  Var outer = pure.back();
+  for (int k = (int)pure.size() - 2; k >= 0; k--) {
+    Var fused("sf" + std::to_string(k));
+    u.fuse(outer, pure[k], fused);
+    outer = fused;
+  }
+  Var bx("bx"), tx("tx");
+  u.gpu_tile(outer, bx, tx, 64, TailStrategy::GuardWithIf);
+}
+
 void gpu_matmul(hl_lowered &L, int i) {
   const hl_node &n = L.g->nodes[i];
   int r = n.type.ndim;
@@ -284,11 +367,19 @@ void hl_schedule_cuda(hl_lowered &L, const Target &t) {
   (void)t;
   const hl_graph *g = L.g;
   std::vector<char> root = materialised(L);
+  bound_extern_operands(L);
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     if (!root[i] || n.prim == HL_P_PARAM) continue;
     switch (hl_prims[n.prim].kind) {
-    case HL_K_LOOP: L.funcs[i].compute_root(); break;   /* the loop driver, on the host */
+    case HL_K_LOOP:
+    case HL_K_LINALG:
+    case HL_K_SORT: L.funcs[i].compute_root(); break;   /* host stages */
+    case HL_K_INDEXED:
+      L.funcs[i].compute_root();
+      gpu_pointwise(L.funcs[i], n.type.ndim);
+      if (n.prim == HL_P_SCATTER_ADD) gpu_scatter(L, i);
+      break;
     case HL_K_MATMUL:
       if (L.funcs[i].is_extern()) L.funcs[i].compute_root();   /* cuBLAS */
       else gpu_matmul(L, i);

@@ -26,14 +26,16 @@ static int raise(lua_State *L) {
 }
 int hl_lua_raise(lua_State *L) { return raise(L); }
 
-/* Raise a formatted message (lua_pushfstring's formats: %s %d %f %%). */
-static int raisef(lua_State *L, const char *fmt, ...) {
+/* Raise a formatted message (lua_pushfstring's formats: %s %d %f %%). Unlike luaL_error it adds
+ * no "file:line:" of the Lua caller, which would be one of halua's own files. */
+int hl_lua_raisef(lua_State *L, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   lua_pushvfstring(L, fmt, ap);
   va_end(ap);
   return lua_error(L);
 }
+#define raisef hl_lua_raisef
 
 /* ---- heap tracking: step Lua's GC by engine bytes, which Lua cannot see ---- */
 
@@ -328,6 +330,35 @@ static int l_matmul(lua_State *L) {
   return 1;
 }
 
+static int l_linalg_solve(lua_State *L) {
+  hl_array *a = check_array(L, 1, "linalg.solve"), *b = check_array(L, 2, "linalg.solve");
+  hl_array r;
+  if (hl_op_solve(a, b, &r)) return raise(L);
+  push_result(L, &r, 1, 2);
+  return 1;
+}
+
+static int l_linalg_cholesky(lua_State *L) {
+  hl_array *a = check_array(L, 1, "linalg.cholesky");
+  hl_array r;
+  if (hl_op_cholesky(a, &r)) return raise(L);
+  push_result(L, &r, 1, 1);
+  return 1;
+}
+
+/* sort(x, axis0, arg): the sorted values along the axis, or (arg true) their 0-based positions */
+static int l_sort(lua_State *L) {
+  int arg = lua_toboolean(L, 3);
+  hl_array *x = check_array(L, 1, arg ? "argsort" : "sort");
+  hl_attrs at = {0};
+  at.i[0] = (int64_t)luaL_checknumber(L, 2);
+  hl_array r;
+  const hl_array *in[1] = {x};
+  if (hl_apply(arg ? HL_P_ARGSORT : HL_P_SORT, 1, in, &at, &r)) return raise(L);
+  push_result(L, &r, 1, 1);
+  return 1;
+}
+
 static int l_reshape(lua_State *L) {
   hl_array *x = check_array(L, 1, "reshape");
   int64_t shape[HL_MAX_DIMS];
@@ -390,6 +421,24 @@ static int l_slice(lua_State *L) {
   push_result(L, &r, 1, 1);
   return 1;
 }
+
+/* gather(x, idx, axis0) and scatter_add(values, idx, axis0, n): indices 0-based, no promotion
+ * (the index array keeps its integer dtype) */
+static int l_indexed(lua_State *L, int prim) {
+  const char *op = hl_prims[prim].name;
+  hl_array *x = check_array(L, 1, op);
+  hl_array *idx = check_array(L, 2, op);
+  hl_attrs at = {0};
+  at.i[0] = (int64_t)luaL_checknumber(L, 3);
+  if (prim == HL_P_SCATTER_ADD) at.i[1] = (int64_t)luaL_checknumber(L, 4);
+  const hl_array *in[2] = {x, idx};
+  hl_array r;
+  if (hl_apply(prim, 2, in, &at, &r)) return raise(L);
+  push_result(L, &r, 1, 2);
+  return 1;
+}
+static int l_gather(lua_State *L) { return l_indexed(L, HL_P_GATHER); }
+static int l_scatter_add(lua_State *L) { return l_indexed(L, HL_P_SCATTER_ADD); }
 
 /* concatenate({arrays}, axis0): operands are promoted to one dtype first */
 static int l_concatenate(lua_State *L) {
@@ -739,8 +788,19 @@ static int l_graph_nodes(lua_State *L) {
       break;
     }
     case HL_K_CONCAT:
+    case HL_K_SORT:
+    case HL_K_INDEXED:
       lua_pushinteger(L, (lua_Integer)a->i[0] + 1);
       lua_setfield(L, -2, "axis");
+      break;
+    case HL_K_SOURCE:
+      if (n->prim == HL_P_IOTA) {
+        lua_pushinteger(L, (lua_Integer)a->i[0] + 1);
+        lua_setfield(L, -2, "axis");
+      } else if (n->prim == HL_P_CONST) {
+        lua_pushnumber(L, a->f);
+        lua_setfield(L, -2, "value");
+      }
       break;
     case HL_K_VIEW:
       if (n->prim == HL_P_TRANSPOSE) set_int_list(L, "perm", n->type.ndim, a->i, 1);
@@ -753,6 +813,49 @@ static int l_graph_nodes(lua_State *L) {
       break;
     }
     lua_rawseti(L, -2, id);
+  }
+  return 1;
+}
+
+static int is_trace(lua_State *L, int idx) {
+  if (!lua_isuserdata(L, idx) || !lua_getmetatable(L, idx)) return 0;
+  luaL_getmetatable(L, TRACE_MT);
+  int same = lua_rawequal(L, -1, -2);
+  lua_pop(L, 2);
+  return same;
+}
+
+/* trace_captures(trace) -> {[param node] = array}: the arrays a trace captured (values it closed
+ * over), as the arrays they were: plain data, or tracers of an enclosing trace. vmap replays a
+ * traced function on them. */
+static int l_trace_captures(lua_State *L) {
+  hl_trace *t = check_trace(L, 1);
+  lua_createtable(L, 0, t->ncaptures);
+  int out = lua_gettop(L);
+  for (int k = 0; k < t->ncaptures; k++) {
+    hl_array r;
+    hl_array_copy_ref(&r, &t->captures[k]);
+    int owner = 0;
+    if (r.graph) {
+      /* an enclosing trace's tracer: its Lua trace is up the chain of parents (each trace's
+       * environment holds its parent) */
+      lua_pushvalue(L, 1);
+      while (is_trace(L, -1) && &((hl_trace *)lua_touserdata(L, -1))->g != r.graph) {
+        lua_getfenv(L, -1);
+        lua_rawgeti(L, -1, 1);
+        lua_remove(L, -2);
+        lua_remove(L, -2);
+      }
+      if (!is_trace(L, -1)) {
+        lua_pop(L, 1);
+        hl_array_release(&r);
+        return raisef(L, "halua: vmap: a captured tracer's trace is not an enclosing one");
+      }
+      owner = lua_gettop(L);
+    }
+    push_array(L, &r, owner);
+    if (owner) lua_remove(L, owner);
+    lua_rawseti(L, out, t->capture_param[k]);
   }
   return 1;
 }
@@ -923,14 +1026,19 @@ static int l_cache_clear(lua_State *L) {
   return 0;
 }
 
-/* prim_names() -> every primitive's name, in table order */
+/* prim_names() -> every primitive's name, in table order; and {name = kind} */
 static int l_prim_names(lua_State *L) {
+  static const char *kinds[] = {"source", "elemwise", "reduce", "matmul", "view", "concat", "loop", "indexed", "linalg", "sort"};
+  _Static_assert(sizeof kinds / sizeof kinds[0] == HL_K_SORT + 1, "a name for every kind of primitive");
   lua_createtable(L, HL_NPRIMS, 0);
+  lua_createtable(L, 0, HL_NPRIMS);
   for (int p = 0; p < HL_NPRIMS; p++) {
     lua_pushstring(L, hl_prims[p].name);
-    lua_rawseti(L, -2, p + 1);
+    lua_rawseti(L, -3, p + 1);
+    lua_pushstring(L, kinds[hl_prims[p].kind]);
+    lua_setfield(L, -2, hl_prims[p].name);
   }
-  return 1;
+  return 2;
 }
 
 static int l_heap_bytes(lua_State *L) {
@@ -943,10 +1051,15 @@ static const luaL_Reg core_funcs[] = {
     {"full", l_full},
     {"cast", l_cast},
     {"matmul", l_matmul},
+    {"linalg_solve", l_linalg_solve},
+    {"linalg_cholesky", l_linalg_cholesky},
+    {"sort", l_sort},
     {"reshape", l_reshape},
     {"broadcast_to", l_broadcast_to},
     {"transpose", l_transpose},
     {"slice", l_slice},
+    {"gather", l_gather},
+    {"scatter_add", l_scatter_add},
     {"concatenate", l_concatenate},
     {"iota", l_iota},
     {"item", l_item},
@@ -966,6 +1079,7 @@ static const luaL_Reg core_funcs[] = {
     {"tape_stop", l_tape_stop},
     {"trace_variable", l_trace_variable},
     {"node_value", l_node_value},
+    {"trace_captures", l_trace_captures},
     {"strip", l_strip},
     {"graph_nodes", l_graph_nodes},
     {"program_build", l_program_build},

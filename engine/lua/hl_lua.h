@@ -11,6 +11,9 @@ hl_array *hl_lua_to_array(lua_State *L, int idx);   /* NULL when idx holds no ar
 void hl_lua_push_array(lua_State *L, hl_array *a);
 int hl_lua_is_loaded(lua_State *L);                 /* luaopen_halua_core has run in L */
 int hl_lua_raise(lua_State *L);                     /* raises hl_error_message() */
+/* raises a formatted "halua: ..." message as is: luaL_error would prefix the calling Lua
+ * function's file:line, one of halua's own files */
+int hl_lua_raisef(lua_State *L, const char *fmt, ...);
 struct hl_trace *hl_lua_check_trace(lua_State *L, int idx);
 /* a tracer of the trace at trace_idx (the userdata keeps the trace alive); takes ownership */
 void hl_lua_push_tracer(lua_State *L, hl_array *a, int trace_idx);

@@ -12,7 +12,7 @@
 static int l_npy_save(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   hl_array *a = hl_lua_to_array(L, 2);
-  if (!a) return luaL_error(L, "halua: save: argument 2 is a %s, expected an array", luaL_typename(L, 2));
+  if (!a) return hl_lua_raisef(L, "halua: save: argument 2 is a %s, expected an array", luaL_typename(L, 2));
   if (hl_npy_save(path, a)) return hl_lua_raise(L);
   return 0;
 }
@@ -32,21 +32,21 @@ static int l_npz_save(lua_State *L) {
   luaL_checktype(L, 2, LUA_TTABLE);
   luaL_checktype(L, 3, LUA_TTABLE);
   int n = (int)lua_objlen(L, 2);
-  if ((int)lua_objlen(L, 3) != n) return luaL_error(L, "halua: savez: %d names for %d arrays", n, (int)lua_objlen(L, 3));
+  if ((int)lua_objlen(L, 3) != n) return hl_lua_raisef(L, "halua: savez: %d names for %d arrays", n, (int)lua_objlen(L, 3));
   /* the strings and arrays stay referenced by the two tables for the whole call */
   for (int i = 1; i <= n; i++) {
     lua_rawgeti(L, 2, i);
     lua_rawgeti(L, 3, i);
     int ok = lua_type(L, -2) == LUA_TSTRING && hl_lua_to_array(L, -1);
     lua_pop(L, 2);
-    if (!ok) return luaL_error(L, "halua: savez: entry %d is not a name and an array", i);
+    if (!ok) return hl_lua_raisef(L, "halua: savez: entry %d is not a name and an array", i);
   }
   const char **names = malloc(((size_t)n + 1) * sizeof *names);
   const hl_array **arrays = malloc(((size_t)n + 1) * sizeof *arrays);
   if (!names || !arrays) {
     free(names);
     free(arrays);
-    return luaL_error(L, "halua: savez: out of memory");
+    return hl_lua_raisef(L, "halua: savez: out of memory");
   }
   for (int i = 1; i <= n; i++) {
     lua_rawgeti(L, 2, i);
@@ -72,7 +72,7 @@ static int l_npz_load(lua_State *L) {
   /* a table per result before any array moves to Lua: no error can strand the rest */
   if (!lua_checkstack(L, 8)) {
     hl_npz_entries_free(e, n);
-    return luaL_error(L, "halua: loadz: Lua stack exhausted");
+    return hl_lua_raisef(L, "halua: loadz: Lua stack exhausted");
   }
   lua_createtable(L, 0, n);
   lua_createtable(L, n, 0);

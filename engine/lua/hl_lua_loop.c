@@ -73,7 +73,7 @@ static int l_loop_record(lua_State *L) {
   hl_trace *cond = lua_isnil(L, -1) ? NULL : hl_lua_check_trace(L, -1);
 
   hl_loop *l = calloc(1, sizeof *l);
-  if (!l) return luaL_error(L, "halua: out of memory");
+  if (!l) return hl_lua_raisef(L, "halua: out of memory");
   l->kind = !strcmp(kind, "fori") ? HL_LOOP_FORI : !strcmp(kind, "while") ? HL_LOOP_WHILE : HL_LOOP_SCAN;
   l->lo = field_int(L, "lo");
   l->hi = field_int(L, "hi");
@@ -83,7 +83,7 @@ static int l_loop_record(lua_State *L) {
   int nout = field_arrays(L, "body_out", outs, 63);
   if (ninputs > HL_MAX_LOOP_INPUTS || nout > 63) {
     hl_loop_discard(l);
-    return luaL_error(L, "halua: %s: the loop carries or scans more than %d arrays", name, HL_MAX_LOOP_INPUTS);
+    return hl_lua_raisef(L, "halua: %s: the loop carries or scans more than %d arrays", name, HL_MAX_LOOP_INPUTS);
   }
   l->nxs = ninputs - l->ncarry;
   l->nys = nout - l->ncarry;

@@ -482,36 +482,12 @@ return function(hl, core, state)
 
   ---------------------------------------------------------------- Jacobians
 
-  local function one_hot(shape, dtype, i)
-    local n = 1
-    for _, s in ipairs(shape) do n = n * s end
-    local h = hl.zeros({n}, dtype):at(i):set(1)
-    return hl.reshape(h, shape)
-  end
-
-  -- blocks[i] (each shaped `inner`) stacked into shape outer .. inner
-  local function stack(blocks, outer, inner, dtype, inner_last)
+  -- the shape outer .. inner
+  local function stack_shape(outer, inner)
     local full = {}
-    for _, s in ipairs(outer) do full[#full + 1] = s end
-    for _, s in ipairs(inner) do full[#full + 1] = s end
-    if #blocks == 0 then return hl.zeros(full, dtype) end
-    local parts = {}
-    if inner_last then
-      for k, b in ipairs(blocks) do
-        local s = {1}
-        for _, v in ipairs(inner) do s[#s + 1] = v end
-        parts[k] = hl.reshape(b, s)
-      end
-      return hl.reshape(hl.concatenate(parts, 1), full)
-    end
-    -- blocks are shaped `outer`, one per element of `inner`: stack along a last axis
-    for k, b in ipairs(blocks) do
-      local s = {}
-      for _, v in ipairs(outer) do s[#s + 1] = v end
-      s[#s + 1] = 1
-      parts[k] = hl.reshape(b, s)
-    end
-    return hl.reshape(hl.concatenate(parts, #outer + 1), full)
+    for _, e in ipairs(outer) do full[#full + 1] = e end
+    for _, e in ipairs(inner) do full[#full + 1] = e end
+    return full
   end
 
   local function size_of(shape)
@@ -555,40 +531,64 @@ return function(hl, core, state)
           end
         end
         local vars = var_nodes(trace, infos)
+        -- one pass per basis vector, batched by vmap: the pass is traced once and replayed on
+        -- all the seeds together (one pipeline under jit, however many elements)
+        local function seeds(shape, dtype)
+          local n = size_of(shape)
+          local s = {n}
+          for _, e in ipairs(shape) do s[#s + 1] = e end
+          return hl.reshape(hl.eye(n):astype(dtype), s), n
+        end
         if reverse then
           for o, l in ipairs(leaves) do
-            local rows = {}   -- per (k, j): list of blocks
-            for i = 1, size_of(l.shape) do
-              local ct = onodes[o] and backward(trace, vars, {{onodes[o], one_hot(l.shape, l.dtype, i)}}) or {}
-              local g = gather(trace, infos, ct)
-              for k, info in ipairs(infos) do
-                local gl = info.def == "*" and {g[k]} or tree.flatten(g[k])
-                for j in ipairs(info.leaves) do
-                  rows[k] = rows[k] or {}
-                  rows[k][j] = rows[k][j] or {}
-                  table.insert(rows[k][j], gl[j])
+            local basis, n = seeds(l.shape, l.dtype)
+            local rows = {}
+            if onodes[o] and n > 0 then
+              rows = {hl.vmap(function(seed)
+                local g = gather(trace, infos, backward(trace, vars, {{onodes[o], seed}}))
+                local flat = {}
+                for k, info in ipairs(infos) do
+                  local gl = info.def == "*" and {g[k]} or tree.flatten(g[k])
+                  for j in ipairs(info.leaves) do flat[#flat + 1] = gl[j] end
                 end
-              end
+                return unpack(flat)
+              end)(basis)}
             end
+            local m = 0
             for k, info in ipairs(infos) do
               for j, leaf in ipairs(info.leaves) do
-                jac[o][k][j] = stack(rows[k] and rows[k][j] or {}, l.shape, leaf.shape, l.dtype, true)
+                m = m + 1
+                jac[o][k][j] = rows[m] and hl.reshape(rows[m], stack_shape(l.shape, leaf.shape)) or
+                               hl.zeros(stack_shape(l.shape, leaf.shape), l.dtype)
               end
             end
           end
         else
           for k, info in ipairs(infos) do
             for j, leaf in ipairs(info.leaves) do
+              local basis, n = seeds(leaf.shape, leaf.dtype)
+              local var = node_in(trace, info.vars[j])
               local cols = {}
-              for o = 1, #leaves do cols[o] = {} end
-              local var = info.vars[j]
-              for i = 1, size_of(leaf.shape) do
-                local t = forward(trace, {[node_in(trace, var)] = one_hot(leaf.shape, leaf.dtype, i)}, onodes)
-                for o, l in ipairs(leaves) do
-                  cols[o][i] = onodes[o] and t[onodes[o]] or hl.zeros_like(l)
+              if n > 0 then
+                cols = {hl.vmap(function(seed)
+                  local t = forward(trace, {[var] = seed}, onodes)
+                  local r = {}
+                  for o, l in ipairs(leaves) do r[o] = onodes[o] and t[onodes[o]] or hl.zeros_like(l) end
+                  return unpack(r, 1, #leaves)
+                end)(basis)}
+              end
+              for o, l in ipairs(leaves) do
+                -- (n, out...) -> (out..., n) -> out .. leaf
+                local c = cols[o]
+                if c then
+                  local perm = {}
+                  for d = 2, c.ndim do perm[#perm + 1] = d end
+                  perm[#perm + 1] = 1
+                  jac[o][k][j] = hl.reshape(hl.transpose(c, perm), stack_shape(l.shape, leaf.shape))
+                else
+                  jac[o][k][j] = hl.zeros(stack_shape(l.shape, leaf.shape), l.dtype)
                 end
               end
-              for o, l in ipairs(leaves) do jac[o][k][j] = stack(cols[o], l.shape, leaf.shape, l.dtype, false) end
             end
           end
         end

@@ -142,7 +142,7 @@ return function(hl, core, state)
   -- the jit trace a loop is compiled into, or nil (outside jit, under a derivative, on CUDA)
   local function loop_trace()
     local t = state.tracing[#state.tracing]
-    if not t or (state.differentiating or 0) > 0 or core.trace_device(t) ~= "cpu" then return nil end
+    if not t or (state.differentiating or 0) > 0 or (state.batching or 0) > 0 or core.trace_device(t) ~= "cpu" then return nil end
     return t
   end
 
@@ -252,8 +252,8 @@ return function(hl, core, state)
     while true do
       local p = cond_fn(carry)
       if not is_concrete(p) or any_traced(leaves) then
-        fail("while_loop: its number of steps depends on traced values, which cannot be differentiated " ..
-             "or run on CUDA inside hl.jit yet; use hl.fori_loop or hl.scan with a fixed number of steps")
+        fail("while_loop: its number of steps depends on traced values, which cannot be differentiated, " ..
+             "batched by hl.vmap or run on CUDA inside hl.jit yet; use hl.fori_loop or hl.scan with a fixed number of steps")
       end
       if not truth("while_loop", p) then return carry end
       local new = body_fn(carry)

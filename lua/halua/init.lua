@@ -97,15 +97,16 @@ function hl.full(shape, v, dtype) return placed(core.full(shape, v, dtype)) end
 function hl.zeros(shape, dtype) return placed(core.full(shape, 0, dtype or "float32")) end
 function hl.ones(shape, dtype) return placed(core.full(shape, 1, dtype or "float32")) end
 -- a filled array like x: a constant of x's trace when x is traced, else on x's device
-local function like(x, v, shape, dtype)
+local function like(x, v, shape, dtype, op)
+  x = as_array(x, op or "fill_like")
   local r = core.full(shape or x.shape, v, dtype or x.dtype, x)
   if core.is_tracer(x) then return r end
   return core.to_device(r, core.device_of(x))
 end
 hl.fill_like = like
-function hl.zeros_like(x) return like(x, 0) end
-function hl.ones_like(x) return like(x, 1) end
-function hl.full_like(x, v) return like(x, v) end
+function hl.zeros_like(x) return like(x, 0, nil, nil, "zeros_like") end
+function hl.ones_like(x) return like(x, 1, nil, nil, "ones_like") end
+function hl.full_like(x, v) return like(x, v, nil, nil, "full_like") end
 
 local function is_dtype(v) return type(v) == "string" end
 
@@ -272,6 +273,7 @@ end
 
 hl.matmul = core.matmul
 function hl.dot(a, b)
+  a, b = as_array(a, "dot", 1), as_array(b, "dot", 2)
   if a.ndim == 0 or b.ndim == 0 then return a * b end
   return core.matmul(a, b)
 end
@@ -316,7 +318,10 @@ function hl.reshape(x, shape)
   return core.reshape(x, s)
 end
 
-function hl.flatten(x) return core.reshape(x, {x.size}) end
+function hl.flatten(x)
+  x = as_array(x, "flatten")
+  return core.reshape(x, {x.size})
+end
 hl.broadcast_to = core.broadcast_to
 
 function hl.concatenate(list, axis)
@@ -326,6 +331,7 @@ function hl.concatenate(list, axis)
 end
 
 function hl.expand_dims(x, axis)
+  x = as_array(x, "expand_dims")
   local s = x.shape
   local a = norm_axis("expand_dims", axis, #s + 1)
   table.insert(s, a + 1, 1)
@@ -333,6 +339,7 @@ function hl.expand_dims(x, axis)
 end
 
 function hl.squeeze(x, axes)
+  x = as_array(x, "squeeze")
   local s, out = x.shape, {}
   local drop = {}
   if axes == nil then
@@ -496,6 +503,7 @@ mt.__newindex = function()
 end
 
 local function tostring_array(x)
+  if not is_array(x) then fail("tostring: argument 1 is a %s, expected an array", type(x)) end
   local dtype, shape, traced = core.info(x)
   if traced then
     return ok_format and format.tracer(dtype, shape) or string.format("<traced %s%s>", dtype, shape_str(shape))
@@ -672,6 +680,13 @@ local function moved(self, ...)
   return unpack(args, 1, n)
 end
 
+-- in the shell a jitted function shows its name and how many signatures it has traced
+function jit_mt:__tostring()
+  local n = 0
+  for _ in pairs(self.cache) do n = n + 1 end
+  return string.format("<jit function %s: %d signature%s traced>", (self.name:gsub("^jit ", "")), n, n == 1 and "" or "s")
+end
+
 function jit_mt:__call(...)
   if self.device and not self.device_checked then
     device_id(self.device == CPU and "cpu" or "cuda", "jit")   -- the device must exist to run
@@ -767,7 +782,11 @@ function hl.trace(f, ...)
   return setmetatable({text = lowered:ir()}, trace_mt)
 end
 
-function hl.cache_info() return core.cache_info() end
+-- a table, as API.md says; its metatable only makes it print readably
+local cache_info_mt = {__tostring = function(t)
+  return string.format("{entries = %d, hits = %d, misses = %d, compile_ms = %.1f}", t.entries, t.hits, t.misses, t.compile_ms)
+end}
+function hl.cache_info() return setmetatable(core.cache_info(), cache_info_mt) end
 function hl.cache_clear() return core.cache_clear() end
 hl.methods = methods
 
@@ -775,9 +794,15 @@ hl.methods = methods
 require("halua.ops")(hl, core, {fail = fail, as_array = as_array, norm_axis = norm_axis, norm_axes = norm_axes,
                                named = named, methods = methods})
 require("halua.io")(hl, core)
+require("halua.linalg")(hl, core, {fail = fail, as_array = as_array})
+require("halua.sorting")(hl, core, {fail = fail, as_array = as_array, norm_axis = norm_axis, methods = methods})
 hl.rules = require("halua.ad")(hl, core, state)
 hl.random = require("halua.random")(hl, core)
 require("halua.control")(hl, core, state)
+require("halua.vmap")(hl, core, state)
+require("halua.nn")(hl, core, {fail = fail, as_array = as_array, named = named, methods = methods})
+hl.optim = require("halua.optim")(hl, core, {fail = fail, named = named})
+require("halua.help")(hl)
 
 -- HALUA_DEVICE chooses the default device for a whole run (e.g. HALUA_DEVICE=cuda)
 local env_device = os.getenv("HALUA_DEVICE")

@@ -259,6 +259,13 @@ return function(hl, core, u)
   end
 
   -- the elements of x at positions idx along axis: x's shape with that axis replaced by idx's
+  -- 0-based indices of idx's dtype for the gather primitive (uint8 is widened first: 0 - 1 must
+  -- not wrap to 255, a valid position of a long axis)
+  local function zero_based(idx)
+    if idx.dtype == "uint8" then idx = idx:astype("int32") end
+    return idx - 1
+  end
+
   function hl.take(x, idx, axis)
     x = as_array(x, "take")
     if axis == nil then
@@ -268,31 +275,12 @@ return function(hl, core, u)
     local a = norm_axis("take", axis, x.ndim)
     local n = x.shape[a + 1]
     idx = check_indices("take", idx, n)
-    -- x with a new axis of idx's elements before `a`: pick by one-hot weights, summed over a
-    local hot = hl.one_hot(hl.reshape(idx, {idx.size}), n, "bool")        -- [m, n]
-    local xs, hs = {}, {}
-    for i = 1, x.ndim do
-      if i == a + 1 then
-        xs[#xs + 1], hs[#hs + 1] = 1, idx.size
-        xs[#xs + 1], hs[#hs + 1] = n, n
-      else
-        xs[#xs + 1], hs[#hs + 1] = x.shape[i], 1
-      end
-    end
-    local picked = hl.sum(hl.where(hl.reshape(hot, hs), hl.reshape(x, xs), 0), a + 2)
-    local out = {}
-    for i = 1, x.ndim do
-      if i == a + 1 then
-        for _, e in ipairs(idx.shape) do out[#out + 1] = e end
-      else
-        out[#out + 1] = x.shape[i]
-      end
-    end
-    if picked.dtype ~= x.dtype then picked = picked:astype(x.dtype) end
-    return hl.reshape(picked, out)
+    -- one gather: x's axis replaced by idx's axes; traced out-of-range indices read 0
+    return core.gather(x, zero_based(idx), a)
   end
 
-  -- out[..., j, ...] = x[..., idx[..., j, ...], ...] along axis; idx has x's rank
+  -- out[..., j, ...] = x[..., idx[..., j, ...], ...] along axis; idx has x's rank, the other axes
+  -- broadcast between x and idx
   function hl.take_along_axis(x, idx, axis)
     x = as_array(x, "take_along_axis")
     if not is_array(idx) then idx = hl.asarray(idx) end
@@ -302,12 +290,36 @@ return function(hl, core, u)
     local a = norm_axis("take_along_axis", axis or 1, x.ndim)
     local n = x.shape[a + 1]
     idx = check_indices("take_along_axis", idx, n)
-    -- compare each index with every position of the axis (a new last axis), pick, sum it away
-    local xe = hl.expand_dims(swap_last(x, a), -2)     -- [..., 1, n]: axis a moved last
-    local ie = hl.expand_dims(swap_last(idx, a), -1)   -- [..., m, 1]
-    local picked = hl.sum(hl.where(hl.eq(ie, positions(idx, n)), xe, 0), -1)
-    if picked.dtype ~= x.dtype then picked = picked:astype(x.dtype) end
-    return swap_last(picked, a)
+    -- the axis last, the other axes broadcast to one batch of rows: then every index is a
+    -- position in the flat (rows x n) array, and one gather reads them all
+    local xs, is = swap_last(x, a), swap_last(idx, a)
+    local xsh, ish, bsh = xs.shape, is.shape, {}
+    local rows = 1
+    for d = 1, #xsh - 1 do
+      if xsh[d] ~= ish[d] and xsh[d] ~= 1 and ish[d] ~= 1 then
+        fail("take_along_axis: array %s and indices %s do not broadcast off axis %d", shape_str(x.shape), shape_str(idx.shape), a + 1)
+      end
+      bsh[d] = math.max(xsh[d], ish[d])
+      if xsh[d] == 0 or ish[d] == 0 then bsh[d] = 0 end
+      rows = rows * bsh[d]
+    end
+    local m = ish[#ish]
+    local function batch_and(last)
+      local t = {unpack(bsh)}
+      t[#t + 1] = last
+      return t
+    end
+    local xb = hl.broadcast_to(xs, batch_and(n))
+    local ib = hl.broadcast_to(zero_based(is), batch_and(m))
+    local flat = hl.reshape(xb, {rows * n})
+    local base = hl.reshape(hl.arange(rows, ib.dtype) * n, {rows, 1})
+    if not core.is_tracer(ib) and base.device ~= ib.device then base = base:to(ib.device) end
+    local lin = hl.reshape(ib, {rows, m})
+    local picked = core.gather(flat, lin + base, 0)
+    if core.is_tracer(lin) then   -- an out-of-range index must not read a neighbouring row
+      picked = hl.where(hl.logical_and(hl.ge(lin, 0), hl.lt(lin, n)), picked, 0)
+    end
+    return swap_last(hl.reshape(picked, batch_and(m)), a)
   end
 
   ---------------------------------------------------------------- einsum

@@ -172,6 +172,71 @@ return function(hl, core)
     end,
   }
 
+  -- hl.linalg's primitives. At this level a is [..., n, n] and b [..., n, k] with equal batch
+  -- dimensions (the frontend's broadcasts and reshapes have rules of their own).
+  -- x = solve(a, b): from a x = b, a dx = db - da x, so dx = solve(a, db - da x); reverse mode
+  -- gives b the cotangent gb = solve(a^T, g) and a the cotangent -gb x^T.
+  R["linalg.solve"] = {
+    vjp = function(g, _, x, z)
+      local gb = hl.linalg.solve(swap_last(x[1]), g)
+      return {-hl.matmul(gb, swap_last(z)), gb}
+    end,
+    jvp = function(t, _, x, z)
+      local rhs = t[2]
+      if t[1] then
+        local d = hl.matmul(t[1], z)
+        rhs = rhs and rhs - d or -d
+      end
+      return hl.linalg.solve(x[1], rhs)
+    end,
+  }
+  -- masks of the strictly lower triangle and the diagonal of n x n matrices, where `like` lives
+  local function triangle_masks(like, n)
+    local r, c = core.iota("int32", {n, n}, 0), core.iota("int32", {n, n}, 1)
+    local lower, diag = hl.gt(r, c), hl.eq(r, c)
+    if not core.is_tracer(like) and core.device_of(like) ~= core.device_of(lower) then
+      lower, diag = core.to_device(lower, core.device_of(like)), core.to_device(diag, core.device_of(like))
+    end
+    return lower, diag
+  end
+  -- L = cholesky(a) reads a's lower triangle: it factors s = tril(a) + tril(a, -1)^T. With
+  -- phi(m) = the lower triangle of m with its diagonal halved, dL = L phi(L^-1 ds L^-T)
+  -- (Murray 2016, "Differentiation of the Cholesky decomposition"). Reverse mode: the cotangent
+  -- of s is sym(S), S = L^-T phi(L^T gL) L^-1, and a's is that folded onto the lower triangle:
+  -- S + S^T below the diagonal, S on it, 0 above (a's upper triangle is never read).
+  R["linalg.cholesky"] = {
+    vjp = function(g, _, _, z)
+      local lower, diag = triangle_masks(z, z.shape[z.ndim])
+      local p = hl.matmul(swap_last(z), g)
+      p = hl.where(lower, p, hl.where(diag, 0.5 * p, 0))
+      local lt = swap_last(z)
+      local y = hl.linalg.solve(lt, p)                          -- L^-T P
+      local s = swap_last(hl.linalg.solve(lt, swap_last(y)))    -- L^-T P L^-1
+      return {hl.where(lower, s + swap_last(s), hl.where(diag, s, 0))}
+    end,
+    jvp = function(t, _, _, z)
+      local lower, diag = triangle_masks(z, z.shape[z.ndim])
+      local low = hl.where(lower, t[1], 0)
+      local ds = low + swap_last(low) + hl.where(diag, t[1], 0)
+      local w = hl.linalg.solve(z, ds)                          -- L^-1 dS
+      local m = swap_last(hl.linalg.solve(z, swap_last(w)))     -- L^-1 dS L^-T
+      return hl.matmul(z, hl.where(lower, m, hl.where(diag, 0.5 * m, 0)))
+    end,
+  }
+
+  ---------------------------------------------------------------- sorting
+  -- sort permutes each lane: out[j] = x[p[j]] with p = argsort(x). Forward mode permutes the
+  -- tangent the same way; reverse mode sends g[j] back to position p[j], which is taking g at the
+  -- inverse permutation argsort(p). Ties keep their order, so each gets its own cotangent.
+  R.sort = {
+    vjp = function(g, n, x)
+      local p = hl.argsort(x[1], n.axis)
+      return {hl.take_along_axis(g, hl.argsort(p, n.axis), n.axis)}
+    end,
+    jvp = function(t, n, x) return hl.take_along_axis(t[1], hl.argsort(x[1], n.axis), n.axis) end,
+  }
+  R.argsort = nondiff()
+
   ---------------------------------------------------------------- shape
   R.reshape = {
     vjp = function(g, _, x) return {hl.reshape(g, x[1].shape)} end,
@@ -267,9 +332,175 @@ return function(hl, core)
       return hl.concatenate(parts, n.axis)
     end,
   }
+  -- gather and scatter_add are each other's transpose; the indices get no cotangent
+  R.gather = {
+    vjp = function(g, n, x) return {core.scatter_add(g, x[2], n.axis - 1, x[1].shape[n.axis])} end,
+    jvp = function(t, n, x) return core.gather(t[1], x[2], n.axis - 1) end,
+  }
+  R.scatter_add = {
+    vjp = function(g, n, x) return {core.gather(g, x[2], n.axis - 1)} end,
+    jvp = function(t, n, x) return core.scatter_add(t[1], x[2], n.axis - 1, n.shape[n.axis]) end,
+  }
   -- compiled loops are made only where no derivative is being taken (control.lua traces loops
   -- step by step under a transformation), so autodiff reaching one is a halua bug
   local function loop_error() error("halua: autodiff: a compiled loop was reached; loops under grad must be traced step by step", 0) end
   R.loop = {vjp = loop_error, jvp = loop_error}
+
+  ---------------------------------------------------------------- batching rules (hl.vmap)
+  -- batch(n, x, b, size) -> value, batched: x are the node's inputs, b[k] tells whether x[k]
+  -- carries the batch as a new leading axis (of extent size); the node's attributes (n) are those
+  -- of one example. A rule returns its result with the batch leading, or unbatched.
+  local prims, kinds = core.prim_names()
+  local function shift(list, by)
+    local out = {}
+    for i, v in ipairs(list) do out[i] = v + by end
+    return out
+  end
+  local function with_batch(size, shape)
+    local s = {size}
+    for i, e in ipairs(shape) do s[i + 1] = e end
+    return s
+  end
+  -- an unbatched input brought to the batched shape
+  local function lift(v, batched, size)
+    if batched then return v end
+    return hl.broadcast_to(hl.reshape(v, with_batch(1, v.shape)), with_batch(size, v.shape))
+  end
+  -- bitmask of 0-based axes from the node's 1-based axes, the batch axis first
+  local function mask(axes, by)
+    local m = 0
+    for _, a in ipairs(axes) do m = m + 2 ^ (a - 1 + by) end
+    return m
+  end
+
+  -- elementwise: inputs of one example share a shape, so a batched input (B, s...) broadcasts
+  -- against an unbatched one (s...) by NumPy's trailing alignment
+  local P = core.prims
+  local function elementwise(n, x, b)
+    local any = false
+    for k = 1, #n.ins do any = any or b[k] end
+    local r
+    if n.op == "cast" then r = core.cast(x[1], n.dtype)
+    else r = P[n.op](unpack(x, 1, #n.ins)) end
+    return r, any
+  end
+  for _, name in ipairs(prims) do
+    if kinds[name] == "elemwise" then R[name].batch = elementwise end
+  end
+
+  local function unbatched_source(n) error("halua: internal: vmap replays " .. n.op .. " nodes itself", 0) end
+  R.param.batch, R.const.batch, R.iota.batch = unbatched_source, unbatched_source, unbatched_source
+
+  local function reduction(n, x, b) return P[n.op](x[1], mask(n.axes, b[1] and 1 or 0)), b[1] end
+  for _, name in ipairs {"sum", "prod", "max", "min", "argmax", "argmin"} do R[name].batch = reduction end
+
+  R.matmul.batch = function(_, x, b, size)
+    -- one example's operands have equal ranks; a batched one gets the other's batch too
+    if b[1] ~= b[2] then x = {lift(x[1], b[1], size), lift(x[2], b[2], size)} end
+    return core.matmul(x[1], x[2]), b[1] or b[2]
+  end
+  R.reshape.batch = function(n, x, b, size)
+    return core.reshape(x[1], b[1] and with_batch(size, n.shape) or n.shape), b[1]
+  end
+  R.transpose.batch = function(n, x, b)
+    if not b[1] then return core.transpose(x[1], shift(n.perm, -1)), false end
+    local p = {0}
+    for i, a in ipairs(n.perm) do p[i + 1] = a end
+    return core.transpose(x[1], p), true
+  end
+  R.broadcast_to.batch = function(n, x, b, size)
+    if not b[1] then return core.broadcast_to(x[1], n.shape), false end
+    -- (B, s...) to (B, target...): the example's axes aligned on the right, below the batch
+    local s, lead = x[1].shape, #n.shape - (x[1].ndim - 1)
+    local r = {size}
+    for _ = 1, lead do r[#r + 1] = 1 end
+    for i = 2, #s do r[#r + 1] = s[i] end
+    return core.broadcast_to(core.reshape(x[1], r), with_batch(size, n.shape)), true
+  end
+  R.slice.batch = function(n, x, b, size)
+    if not b[1] then return core.slice(x[1], n.start, n.step, n.shape), false end
+    return core.slice(x[1], with_batch(0, n.start), with_batch(1, n.step), with_batch(size, n.shape)), true
+  end
+  R.concatenate.batch = function(n, x, b, size)
+    local any = false
+    for k = 1, #n.ins do any = any or b[k] end
+    local list = {}
+    for k = 1, #n.ins do list[k] = any and lift(x[k], b[k], size) or x[k] end
+    return core.concatenate(list, n.axis - 1 + (any and 1 or 0)), any
+  end
+
+  -- gather with batched indices reads each example's own row: the batch and the gathered axis
+  -- are flattened into one axis, and each example's indices offset by its row
+  local function moved_to_front(v, from)   -- axis `from` (0-based) brought right after the batch
+    local p = {0, from}
+    for d = 1, v.ndim - 1 do if d ~= from then p[#p + 1] = d end end
+    return core.transpose(v, p), p
+  end
+  local function offsets(idx, size, per, ndim)   -- example i's offset i * per, shaped to idx
+    local shape = {size}
+    for _ = 2, ndim do shape[#shape + 1] = 1 end
+    local o = hl.reshape(hl.arange(size, idx.dtype) * per, shape)
+    if not core.is_tracer(idx) and not core.is_tracer(o) and o.device ~= idx.device then o = o:to(idx.device) end
+    return o
+  end
+  R.gather.batch = function(n, x, b, size)
+    local v, idx, ax = x[1], x[2], n.axis - 1
+    if not b[2] then return core.gather(v, idx, ax + (b[1] and 1 or 0)), b[1] end
+    if idx.dtype == "uint8" then idx = idx:astype("int32") end
+    v = lift(v, b[1], size)
+    local len = v.shape[ax + 2]
+    -- v (B, pre..., len, post...) -> (B, len, pre..., post...) -> (B * len, pre..., post...)
+    local front = moved_to_front(v, ax + 1)
+    local fs = front.shape
+    local flat_shape = {size * len}
+    for d = 3, #fs do flat_shape[#flat_shape + 1] = fs[d] end
+    local flat = core.reshape(front, flat_shape)
+    local valid = hl.logical_and(hl.ge(idx, 0), hl.lt(idx, len))
+    local lin = hl.where(valid, idx + offsets(idx, size, len, idx.ndim), -1)
+    local r = core.gather(flat, lin, 0)             -- (B, I..., pre..., post...)
+    -- back to (B, pre..., I..., post...)
+    local ni, npre = idx.ndim - 1, ax
+    local p = {0}
+    for d = 1, npre do p[#p + 1] = ni + d end
+    for d = 1, ni do p[#p + 1] = d end
+    for d = ni + npre + 1, r.ndim - 1 do p[#p + 1] = d end
+    return core.transpose(r, p), true
+  end
+  R.scatter_add.batch = function(n, x, b, size)
+    local v, idx, ax, len = x[1], x[2], n.axis - 1, n.shape[n.axis]
+    if not b[2] then return core.scatter_add(v, idx, ax + (b[1] and 1 or 0), len), b[1] end
+    if idx.dtype == "uint8" then idx = idx:astype("int32") end
+    v = lift(v, b[1], size)
+    -- v (B, pre..., I..., post...) -> (B, I..., pre..., post...), scattered into B * len rows
+    local ni, npre = idx.ndim - 1, ax
+    local p = {0}
+    for d = 1, ni do p[#p + 1] = npre + d end
+    for d = 1, npre do p[#p + 1] = d end
+    for d = npre + ni + 1, v.ndim - 1 do p[#p + 1] = d end
+    local moved = core.transpose(v, p)
+    local valid = hl.logical_and(hl.ge(idx, 0), hl.lt(idx, len))
+    local lin = hl.where(valid, idx + offsets(idx, size, len, idx.ndim), -1)
+    local r = core.scatter_add(moved, lin, 0, size * len)   -- (B * len, pre..., post...)
+    local rs = {size, len}
+    for d = 2, r.ndim do rs[#rs + 1] = r.shape[d] end
+    r = core.reshape(r, rs)                                 -- (B, len, pre..., post...)
+    local q = {0}
+    for d = 1, npre do q[#q + 1] = d + 1 end
+    q[#q + 1] = 1
+    for d = npre + 2, r.ndim - 1 do q[#q + 1] = d end
+    return core.transpose(r, q), true
+  end
+  -- hl.linalg's primitives work on leading batch axes already: a batched operand's new axis is
+  -- one more (the other operand gets it too); sort's axis moves one place right
+  R["linalg.solve"].batch = function(_, x, b, size)
+    if b[1] ~= b[2] then x = {lift(x[1], b[1], size), lift(x[2], b[2], size)} end
+    return core.linalg_solve(x[1], x[2]), b[1] or b[2]
+  end
+  R["linalg.cholesky"].batch = function(_, x, b) return core.linalg_cholesky(x[1]), b[1] end
+  R.sort.batch = function(n, x, b) return core.sort(x[1], n.axis - 1 + (b[1] and 1 or 0), false), b[1] end
+  R.argsort.batch = function(n, x, b) return core.sort(x[1], n.axis - 1 + (b[1] and 1 or 0), true), b[1] end
+  R.loop.batch = function()
+    error("halua: vmap: a compiled loop was reached; loops under vmap are traced step by step", 0)
+  end
   return R
 end

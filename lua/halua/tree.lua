@@ -48,7 +48,7 @@ function tree.unflatten(def, leaves)
       li = li + 1
       return leaves[li]
     end
-    assert(c == "{", "halua: tree.unflatten: malformed tree definition")
+    if c ~= "{" then error("halua: tree.unflatten: malformed tree definition (from tree.flatten)", 0) end
     local n, after = def:match("^(%d+):()", pos + 1)
     pos = after
     n = tonumber(n)
@@ -74,6 +74,9 @@ function tree.unflatten(def, leaves)
 end
 
 function tree.map(f, t, ...)
+  if type(f) ~= "function" and not (type(f) == "table" and getmetatable(f) and getmetatable(f).__call) then
+    error("halua: tree.map: argument 1 is a " .. type(f) .. ", expected a function", 0)
+  end
   local leaves, def = tree.flatten(t)
   local others = {}
   for i, o in ipairs({...}) do

@@ -130,7 +130,7 @@ describe("loops", function()
   it("arguments are checked", function()
     local loop = function(a) return hl.sum(hl.while_loop(function(c) return hl.lt(c[1], 10) end, function(c) return c * a end, a)) end
     has(err_of(hl.jit(hl.grad(loop)), hl.array({2, 3})),
-        "halua: while_loop: its number of steps depends on traced values, which cannot be differentiated or run on CUDA inside hl.jit yet; use hl.fori_loop or hl.scan")
+        "halua: while_loop: its number of steps depends on traced values, which cannot be differentiated, batched by hl.vmap or run on CUDA inside hl.jit yet; use hl.fori_loop or hl.scan")
     has(err_of(hl.jit(function(n, a) return hl.fori_loop(1, n, function(_, c) return c end, a) end), hl.array(3, "int32"), hl.ones(2)),
         "halua: fori_loop: hi must be known when the function is traced (a number), not a traced array")
     has(err_of(hl.fori_loop, 1, 2.5, function() end, 0), "halua: fori_loop: hi must be an integer, got 2.5")
@@ -142,6 +142,17 @@ describe("loops", function()
 end)
 
 describe("compiled loops inside jit", function()
+  it("take operands made by other extern stages (a matmul) and feed them (a matmul of the result)", function()
+    local a = hl.reshape(hl.arange(9), {3, 3}):astype("float32") / 10
+    local f = hl.jit(function(m)
+      local r = hl.fori_loop(1, 3, function(_, c) return c * 2 + 1 end, hl.matmul(m, m))
+      return hl.matmul(r, m)
+    end)
+    local c = hl.matmul(a, a)
+    for _ = 1, 3 do c = c * 2 + 1 end
+    local want = hl.matmul(c, a)
+    assert.is_true(hl.max(hl.abs(f(a) - want)):item() < 1e-4)
+  end)
   -- compiled loops run on the host; on CUDA (HALUA_DEVICE=cuda) jit traces loops step by step
   local saved
   setup(function() saved = hl.default_device() hl.default_device("cpu") end)

@@ -81,6 +81,20 @@ suite("gathers against NumPy", function(case)
   local along = hl.array({{{1, 2}}, {{5, 5}}, {{3, 1}}}, "int32")
   both(case, "take_along_axis 2", function(a, i) return hl.take_along_axis(a, i, 2) end,
        "np.take_along_axis(a, b - 1, axis=1)", {x, along})
+  local wide = np.rand({3, 4, 1}, -5, 5)
+  both(case, "take_along_axis broadcasting x's size-1 axis", function(a, i) return hl.take_along_axis(a, i, 2) end,
+       "np.take_along_axis(np.broadcast_to(a, (3, 4, 2)), b - 1, axis=1)", {wide, hl.array({{{1, 4}, {2, 2}, {3, 1}}}, "int64")})
+  both(case, "take_along_axis broadcasting the indices' size-1 axis", function(a, i) return hl.take_along_axis(a, i, 2) end,
+       "np.take_along_axis(a, np.broadcast_to(b - 1, (3, 2, 2)), axis=1)", {x, hl.array({{{5, 1}, {2, 2}}}, "int32")})
+  local long = np.rand({300}, -1, 1)
+  both(case, "take with uint8 indices from an axis longer than 255", function(a, i) return hl.take(a, i) end,
+       "np.take(a, b.astype(np.int64) - 1)", {long, hl.array({1, 255, 200, 7}, "uint8")})
+  both(case, "take with repeated indices and a 0-d index", function(a, i) return hl.take(a, i, 3) end,
+       "np.take(a, b - 1, axis=2)", {x, hl.array(2, "int32")})
+  both(case, "take of bools", function(a, i) return hl.take(a, i, 1) end, "np.take(a, b - 1, axis=0)",
+       {hl.array({true, false, true}), hl.array({3, 2, 2, 1}, "int32")})
+  both(case, "take of nothing", function(a, i) return hl.take(a, i, 2) end, "np.take(a, b - 1, axis=1)",
+       {x, hl.zeros({0}, "int32")})
   local classes = hl.array({{1, 4}, {2, 2}}, "int32")
   both(case, "one_hot", function(i) return hl.one_hot(i, 4) end, "np.eye(4, dtype=np.float32)[a - 1]", {classes})
 end)
@@ -123,6 +137,9 @@ describe("gradients through composites", function()
     einsum = function(a) return hl.sum(hl.einsum("ij,kj->ik", a, a) ^ 2) + hl.einsum("ij->", hl.sin(a)) end,
     tile_repeat = function(a) return hl.sum(hl.tile(a, {2, 2}) ^ 2) + hl.sum(hl["repeat"](a, 2, 1) * 3) end,
     pad_take = function(a) return hl.sum(hl.pad(a, 1, 2) ^ 2) + hl.sum(hl.take(a, hl.array({3, 1, 3}, "int32"), 2) * 5) end,
+    -- repeated indices: their cotangents add up in the scatter
+    take_repeated = function(a) return hl.sum(hl.sin(hl.take(a, hl.array({{2, 2}, {1, 2}}, "int32"), 1)) * 3) end,
+    take_along = function(a) return hl.sum(hl.take_along_axis(a, hl.array({{3, 3, 1}, {2, 1, 1}}, "int64"), 2) ^ 3) end,
     stack_split = function(a) local p = hl.split(hl.stack({a, a * 2}, 3), 3, 2) return hl.sum(p[1] * p[3] + p[2]) end,
   } do
     it(name .. " against central differences, eager and under jit", function()
@@ -136,6 +153,32 @@ describe("gradients through composites", function()
     end)
   end
   local _ = w
+end)
+
+describe("gather and scatter_add (the primitives under take)", function()
+  it("read 0 and drop writes for out-of-range indices inside jit, where no error can be raised", function()
+    local f = hl.jit(function(a, i) return hl.take(a, i), hl.take_along_axis(hl.reshape(a, {2, 2}), hl.reshape(i, {2, 2}), 2) end)
+    local t, ta = f(hl.array({10, 20, 30, 40}), hl.array({0, 2, 5, 1}, "int32"))
+    assert.are.same({0, 20, 0, 10}, t:totable())
+    -- row 1 asks for positions 0 and 2 of its row; position 0 must not read row 0's last element
+    assert.are.same({{0, 20}, {0, 30}}, ta:totable())
+    local s = hl.core.scatter_add(hl.array({1, 2, 3, 4}), hl.array({2, -1, 2, 7}, "int32"), 0, 3)
+    assert.are.same({0, 0, 4}, s:totable())
+  end)
+  it("scatter_add is gather's transpose: <gather(x), y> = <x, scatter_add(y)>", function()
+    local x, y = np.rand({5, 3}, -1, 1, "float64"), np.rand({3, 2, 4, 3}, -1, 1, "float64")
+    local idx = hl.array({{{4, 0, 4, 2}, {1, 1, 3, 0}}, {{2, 2, 2, 2}, {0, 1, 4, 3}}, {{3, 3, 0, 1}, {4, 4, 4, 4}}}, "int64")
+    local lhs = hl.sum(hl.core.gather(x, idx, 0) * y):item()
+    local rhs = hl.sum(x * hl.core.scatter_add(y, idx, 0, 5)):item()
+    assert.is_true(math.abs(lhs - rhs) < 1e-12)
+  end)
+  it("check their operands", function()
+    has(err_of(hl.core.gather, hl.ones(3), hl.array({1.5}), 0), "halua: gather: indices must be integers, got float32")
+    has(err_of(hl.core.gather, hl.ones(3), hl.array({1}, "int32"), 1), "halua: gather: axis 2 out of range for shape [3]")
+    has(err_of(hl.core.gather, hl.ones({0}), hl.array({0}, "int32"), 0), "halua: gather: cannot take from axis 1 of extent 0")
+    has(err_of(hl.core.scatter_add, hl.ones({2, 3}), hl.array({1, 1}, "int32"), 1, 4), "halua: scatter_add: indices [2] do not match values [2,3] at axis 2")
+    has(err_of(hl.core.scatter_add, hl.array({true}), hl.array({0}, "int32"), 0, 4), "halua: scatter_add: cannot add bool values")
+  end)
 end)
 
 describe("errors of the composites", function()

@@ -88,6 +88,14 @@ for _, o in ipairs(odd) do
   check("index", "{" .. o[1] .. "}", function() return x[{o[2]}] end)
   check("index", "{{1, " .. o[1] .. "}}", function() return x[{{1, o[2]}}] end)
   check("item", o[1], function() return hl.methods.item(o[2]) end)
+  check("linalg.solve", o[1] .. ", b", hl.linalg.solve, o[2], hl.ones({3}))
+  check("linalg.solve", "eye(3), " .. o[1], hl.linalg.solve, hl.eye(3), o[2])
+  check("linalg.inv", o[1], hl.linalg.inv, o[2])
+  check("linalg.cholesky", o[1], hl.linalg.cholesky, o[2])
+  check("sort", o[1], hl.sort, o[2])
+  check("sort", "x, axis " .. o[1], hl.sort, x, o[2])
+  check("argsort", o[1], hl.argsort, o[2])
+  check("argsort", "x, axis " .. o[1], hl.argsort, x, o[2])
 end
 for _, shape in ipairs {{-1}, {2 ^ 62}, {1e300}, {0 / 0}, {1 / 0}, {2, 3, -5}} do
   check("full", "shape " .. table.concat(shape, ","), hl.zeros, shape)

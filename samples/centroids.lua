@@ -1,5 +1,5 @@
--- halua's flagship sample for the core engine: a nearest-centroid classifier on the real 8x8
--- digits set, written with eager ops and one jitted function that compiles to one pipeline.
+-- A nearest-centroid classifier on the real 8x8 digits set, written with eager ops and one
+-- jitted function that compiles to one pipeline.
 local hl = require "halua"
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = here .. "?.lua;" .. package.path
@@ -43,4 +43,4 @@ print("the traced program:")
 print(hl.trace(function(x, c) return hl.argmax(-(hl.sum(x * x, 2, true) - 2 * hl.matmul(x, c.T)), 2) end, xte, centroids))
 local ci = hl.cache_info()
 print(string.format("%d pipelines compiled in %.0f ms, %d cache hits; %.2f s in all", ci.misses, ci.compile_ms, ci.hits, os.clock() - t0))
-if right / #yte < 0.80 then error("halua: demo: accuracy below 80%: something is wrong", 0) end
+if right / #yte < 0.80 then error("halua: centroids: accuracy below 80%: something is wrong", 0) end

@@ -1,0 +1,213 @@
+#include "hl_linalg.h"
+#include "hl_error.h"
+#include "hl_pool.h"
+#include <dlfcn.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* LAPACK's Fortran entry points (Debian's liblapack3, or OpenBLAS where the alternatives system
+ * makes it liblapack.so.3). Fortran passes every argument by reference; gfortran adds a hidden
+ * length argument after each character argument, which we pass (implementations that do not
+ * read it are unaffected). */
+void sgesv_(const int *n, const int *nrhs, float *a, const int *lda, int *ipiv, float *b, const int *ldb, int *info);
+void dgesv_(const int *n, const int *nrhs, double *a, const int *lda, int *ipiv, double *b, const int *ldb, int *info);
+void spotrf_(const char *uplo, const int *n, float *a, const int *lda, int *info, size_t uplo_len);
+void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info, size_t uplo_len);
+
+/* Where liblapack.so.3 is OpenBLAS (Debian's alternatives pick it once installed), its own
+ * threads fight the engine's pool, whose workers spin a while after each job: on two cores a
+ * 256x256 solve took 20 ms instead of 0.6. LAPACK calls here therefore run one thread each, and
+ * batches spread over the pool instead, unless OPENBLAS_NUM_THREADS says otherwise. */
+static void single_threaded_blas(void) {
+  if (getenv("OPENBLAS_NUM_THREADS")) return;
+  void (*set_threads)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
+  if (set_threads) set_threads(1);
+}
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
+enum { SOLVE, CHOLESKY };
+
+typedef struct {
+  int what;
+  const hl_array *a, *b;
+  hl_array *out;
+  int64_t row0, col0;
+  int n, k;          /* matrix order; right-hand sides (solve) */
+  int nb;            /* batch rank (out's rank - 2) */
+  int64_t nbatch, chunk;
+  hl_linalg_fail fail;
+  int64_t bad;       /* atomic: the first batch item with no answer, nbatch if none */
+  int oom;           /* atomic */
+} job;
+
+/* the element offset of batch item `bi` (row-major over out's batch shape) in x */
+static int64_t batch_offset(const job *j, const hl_array *x, int64_t bi) {
+  int64_t off = x->offset;
+  for (int d = j->nb - 1; d >= 0; d--) {
+    int64_t e = j->out->shape[d];
+    off += (bi % e) * x->strides[d];
+    bi /= e;
+  }
+  return off;
+}
+
+/* dst (column-major, leading dimension ld) = the rows x cols matrix of x at element `base`;
+ * `lower`: only the lower triangle (what potrf reads), the rest zeroed */
+static void gather(const hl_array *x, int64_t base, int rows, int cols, int lower, void *dst, int ld) {
+  int64_t rs = x->strides[x->ndim - 2], cs = x->strides[x->ndim - 1];
+  if (x->dtype == HL_FLOAT64) {
+    const double *s = (const double *)x->storage->data + base;
+    double *d = dst;
+    for (int c = 0; c < cols; c++)
+      for (int r = 0; r < rows; r++) d[r + (int64_t)c * ld] = lower && r < c ? 0 : s[r * rs + c * cs];
+  } else {
+    const float *s = (const float *)x->storage->data + base;
+    float *d = dst;
+    for (int c = 0; c < cols; c++)
+      for (int r = 0; r < rows; r++) d[r + (int64_t)c * ld] = lower && r < c ? 0 : s[r * rs + c * cs];
+  }
+}
+
+enum { PLAIN, LOWER, FILL_NAN };
+
+/* out's matrix at element `base` (rows x cols) = the block of src (column-major, leading
+ * dimension ld) at row0, col0; LOWER zeroes the elements above the diagonal of src */
+static void scatter(hl_array *out, int64_t base, const void *src, int ld, int64_t row0, int64_t col0, int mode) {
+  int nd = out->ndim;
+  int64_t rows = out->shape[nd - 2], cols = out->shape[nd - 1];
+  int64_t rs = out->strides[nd - 2], cs = out->strides[nd - 1];
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < cols; c++) {
+      int64_t i = row0 + r, jj = col0 + c;
+      int zero = mode == LOWER && i < jj;
+      if (out->dtype == HL_FLOAT64) {
+        double v = mode == FILL_NAN ? NAN : zero ? 0 : ((const double *)src)[i + jj * ld];
+        ((double *)out->storage->data)[base + r * rs + c * cs] = v;
+      } else {
+        float v = mode == FILL_NAN ? NAN : zero ? 0 : ((const float *)src)[i + jj * ld];
+        ((float *)out->storage->data)[base + r * rs + c * cs] = v;
+      }
+    }
+}
+
+static void run_item(job *j, int64_t bi, void *w, int *ipiv) {
+  int n = j->n, k = j->k, ld = n > 0 ? n : 1, info = 0;
+  int f64 = j->a->dtype == HL_FLOAT64;
+  void *wa = w, *wb = (char *)w + (size_t)n * (size_t)n * (f64 ? 8 : 4);
+  int64_t oo = batch_offset(j, j->out, bi);
+  if (n > 0) {
+    if (j->what == SOLVE) {
+      gather(j->a, batch_offset(j, j->a, bi), n, n, 0, wa, ld);
+      gather(j->b, batch_offset(j, j->b, bi), n, k, 0, wb, ld);
+      if (f64) dgesv_(&n, &k, wa, &ld, ipiv, wb, &ld, &info);
+      else sgesv_(&n, &k, wa, &ld, ipiv, wb, &ld, &info);
+    } else {
+      gather(j->a, batch_offset(j, j->a, bi), n, n, 1, wa, ld);
+      if (f64) dpotrf_("L", &n, wa, &ld, &info, 1);
+      else spotrf_("L", &n, wa, &ld, &info, 1);
+      /* reference LAPACK stops at a NaN pivot, OpenBLAS's potrf carries on: the same answer
+       * from both (not positive definite, as NumPy on reference LAPACK says) */
+      for (int d = 0; d < n && info == 0; d++) {
+        double p = f64 ? ((double *)wa)[d + (int64_t)d * ld] : ((float *)wa)[d + (int64_t)d * ld];
+        if (!(p > 0)) info = d + 1;
+      }
+    }
+  }
+  /* info > 0: a zero pivot (singular) or a non-positive pivot (not positive definite); info < 0
+   * would be a bad argument, which the shapes checked here rule out */
+  if (info != 0) {
+    if (j->fail == HL_LINALG_NAN) {
+      scatter(j->out, oo, NULL, ld, 0, 0, FILL_NAN);
+    } else {
+      int64_t seen = __atomic_load_n(&j->bad, __ATOMIC_ACQUIRE);
+      while (bi < seen && !__atomic_compare_exchange_n(&j->bad, &seen, bi, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      }
+    }
+    return;
+  }
+  if (j->what == SOLVE) scatter(j->out, oo, wb, ld, j->row0, 0, PLAIN);
+  else scatter(j->out, oo, wa, ld, j->row0, j->col0, LOWER);
+}
+
+/* task t: batch items [t * chunk, (t + 1) * chunk), with its own LAPACK workspace */
+static int task(void *ctx, int t, uint8_t *closure) {
+  (void)closure;
+  job *j = ctx;
+  size_t es = j->a->dtype == HL_FLOAT64 ? 8 : 4;
+  size_t n = (size_t)j->n, elems = n * n + (j->what == SOLVE ? n * (size_t)j->k : 0);
+  void *w = malloc(elems * es + 1);
+  int *ipiv = malloc(sizeof(int) * n + 1);
+  if (!w || !ipiv) {
+    __atomic_store_n(&j->oom, 1, __ATOMIC_RELEASE);
+  } else {
+    int64_t lo = (int64_t)t * j->chunk, hi = lo + j->chunk < j->nbatch ? lo + j->chunk : j->nbatch;
+    for (int64_t bi = lo; bi < hi; bi++) run_item(j, bi, w, ipiv);
+  }
+  free(w);
+  free(ipiv);
+  return 0;
+}
+
+static int run(job *j, const char *op) {
+  const hl_array *a = j->a;
+  if (a->dtype != HL_FLOAT32 && a->dtype != HL_FLOAT64)
+    return hl_error("%s: needs float32 or float64 matrices, got %s", op, hl_dtype_name(a->dtype));
+  if (j->out->dtype != a->dtype || (j->b && j->b->dtype != a->dtype))
+    return hl_error("%s: internal: operands of different dtypes", op);
+  const hl_array *all[3] = {a, j->b, j->out};
+  for (int x = 0; x < 3; x++)
+    if (all[x] && (!all[x]->storage || all[x]->storage->device != 0)) return hl_error("%s: internal: operands must be host arrays", op);
+  int64_t n = a->shape[a->ndim - 1], k = j->b ? j->b->shape[j->b->ndim - 1] : 0;
+  /* LAPACK counts in 32-bit integers */
+  if (n > INT_MAX || k > INT_MAX)
+    return hl_error("%s: matrices of shape %s are too large for LAPACK", op, hl_shape_str(a->ndim, (const long long *)a->shape).s);
+  j->n = (int)n;
+  j->k = (int)k;
+  j->nb = j->out->ndim - 2;
+  j->nbatch = hl_shape_size(j->nb, j->out->shape);
+  j->bad = j->nbatch;
+  j->oom = 0;
+  /* an empty result of non-empty matrices still factors them: a singular one is an error */
+  if (j->nbatch == 0 || n == 0) return 0;
+  pthread_once(&blas_once, single_threaded_blas);
+  /* batches of small matrices spread over the engine's threads */
+  double work = (double)j->nbatch * (double)n * (double)n * (double)(n + k);
+  int threads = hl_pool_threads();
+  if (j->nbatch > 1 && threads > 1 && work >= 65536.0) {
+    int64_t tasks = j->nbatch < 4 * (int64_t)threads ? j->nbatch : 4 * (int64_t)threads;
+    j->chunk = (j->nbatch + tasks - 1) / tasks;
+    tasks = (j->nbatch + j->chunk - 1) / j->chunk;
+    hl_pool_par_for(j, task, 0, (int)tasks, NULL);
+  } else {
+    j->chunk = j->nbatch;
+    task(j, 0, NULL);
+  }
+  if (j->oom) return hl_error("%s: out of memory for LAPACK's workspace (matrices of order %lld)", op, (long long)n);
+  if (j->bad < j->nbatch) {
+    const char *what = j->what == SOLVE ? "singular matrix" : "matrix is not positive definite";
+    struct hl_shape_fmt s = hl_shape_str(a->ndim, (const long long *)a->shape);
+    if (j->nb == 0) return hl_error("%s: %s (a is %s%s)", op, what, hl_dtype_name(a->dtype), s.s);
+    long long idx[HL_MAX_DIMS];
+    int64_t bi = j->bad;
+    for (int d = j->nb - 1; d >= 0; d--) {
+      idx[d] = bi % j->out->shape[d] + 1;   /* 1-based, as Lua shows indices */
+      bi /= j->out->shape[d];
+    }
+    return hl_error("%s: %s at batch index %s of a %s%s", op, what, hl_shape_str(j->nb, idx).s, hl_dtype_name(a->dtype), s.s);
+  }
+  return 0;
+}
+
+int hl_linalg_solve_into(const hl_array *a, const hl_array *b, hl_array *out, int64_t row0, hl_linalg_fail fail) {
+  job j = {.what = SOLVE, .a = a, .b = b, .out = out, .row0 = row0, .fail = fail};
+  return run(&j, "linalg.solve");
+}
+
+int hl_linalg_cholesky_into(const hl_array *a, hl_array *out, int64_t row0, int64_t col0, hl_linalg_fail fail) {
+  job j = {.what = CHOLESKY, .a = a, .out = out, .row0 = row0, .col0 = col0, .fail = fail};
+  return run(&j, "linalg.cholesky");
+}

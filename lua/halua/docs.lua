@@ -1,0 +1,740 @@
+-- The text hl.help shows: one entry per public function, keyed by its name under hl ("sum",
+-- "random.split", "nn.relu") or, for methods with no hl function, "x:item". Each entry has
+-- sig (the call, first line), doc (one paragraph), example (runnable Lua: tests/lua/help_spec.lua
+-- runs every one with `hl` in scope) and group (for hl.help()'s overview). An entry {alias = name}
+-- stands for a second name of the same function. Semantics follow the code, not just API.md:
+-- axes and indices are 1-based, ranges inclusive.
+local docs, order = {}, {}
+local group
+
+local function G(name) group = name end
+local function E(name, sig, doc, example)
+  docs[name] = {sig = sig, doc = doc, example = example, group = group}
+  order[#order + 1] = name
+end
+local function alias(name, target) docs[name] = {alias = target, group = group} end
+
+---------------------------------------------------------------- arrays
+
+G "Arrays"
+E("array", "hl.array(v [, dtype]) -> array",
+  "An array from a number, a boolean, a nested table of them (rows of equal length), or an array " ..
+  "(copied to the dtype). Lua numbers give float32 unless dtype says otherwise; booleans give bool. " ..
+  "dtypes are strings: float32 float64 int32 int64 uint8 bool (also hl.float32 == \"float32\"). " ..
+  "Arrays are immutable: ops return new ones. Properties: x.shape (a new table), x.ndim, x.size, " ..
+  "x.dtype, x.device, x.T (transpose), #x (first extent). print(x) shows a Lua expression that " ..
+  "rebuilds x. Indexing is 1-based: x[i] selects along axis 1, x[{i, {a, b}, {}, {a, b, step}}] " ..
+  "takes per axis an index, an inclusive range, the whole axis or a strided range; negatives " ..
+  "count from the end. Operators + - * / % ^ and unary - are elementwise (* is not matmul).",
+  [[local x = hl.array({{1, 2, 3}, {4, 5, 6}})
+print(x, x.dtype, x.ndim, #x)
+print(x[2], x[{{}, {2, 3}}], x[{-1, -1}])
+print(hl.array({1, 2}, "int32"), x * 2 + 1)]])
+E("asarray", "hl.asarray(x [, dtype]) -> array",
+  "x itself when it is already an array of that dtype (or dtype is nil); otherwise an array made " ..
+  "from x (a number, boolean or nested table) or x converted with astype.",
+  [[local x = hl.ones(3)
+print(hl.asarray(x) == x, hl.asarray({1, 2}), hl.asarray(x, "int32"))]])
+E("zeros", "hl.zeros(shape [, dtype]) -> array",
+  "An array of zeros; shape is a table {2, 3} or a number. dtype defaults to float32.",
+  [[print(hl.zeros({2, 3}), hl.zeros(4, "int32"))]])
+E("ones", "hl.ones(shape [, dtype]) -> array",
+  "An array of ones; shape is a table {2, 3} or a number. dtype defaults to float32.",
+  [[print(hl.ones({2, 2}), hl.ones(3, "bool"))]])
+E("full", "hl.full(shape, value [, dtype]) -> array",
+  "An array filled with value (a number or boolean); shape is a table or a number. Without dtype, " ..
+  "a number gives float32 and a boolean gives bool.",
+  [[print(hl.full({2, 2}, 7), hl.full(3, 1, "int32"), hl.full(2, true))]])
+E("zeros_like", "hl.zeros_like(x) -> array",
+  "Zeros with x's shape, dtype and device (inside hl.jit, a constant of the trace).",
+  [[print(hl.zeros_like(hl.array({{1, 2}, {3, 4}}, "int32")))]])
+E("ones_like", "hl.ones_like(x) -> array",
+  "Ones with x's shape, dtype and device.",
+  [[print(hl.ones_like(hl.arange(3)))]])
+E("full_like", "hl.full_like(x, value) -> array",
+  "An array of value with x's shape, dtype and device.",
+  [[print(hl.full_like(hl.zeros({2, 2}), 3.5))]])
+E("fill_like", "hl.fill_like(x, value [, shape] [, dtype]) -> array",
+  "An array of value placed like x (x's device, or x's trace under hl.jit), with x's shape and " ..
+  "dtype unless shape or dtype are given. The building block of zeros_like and friends.",
+  [[print(hl.fill_like(hl.ones(2), 5, {3}, "int32"))]])
+E("arange", "hl.arange([start,] stop [, step] [, dtype]) -> array",
+  "Evenly spaced values from start (default 0) up to stop, excluded, as NumPy does: these are " ..
+  "values, not indices. Integral arguments give int32, others float32, unless dtype is given " ..
+  "(it may come after any argument). step may be negative, not 0.",
+  [[print(hl.arange(5), hl.arange(1, 2, 0.25), hl.arange(3, "float64"))]])
+E("linspace", "hl.linspace(start, stop [, n] [, dtype]) -> array",
+  "n (default 50) evenly spaced values from start to stop, both included (the last one exactly). " ..
+  "dtype defaults to float32.",
+  [[print(hl.linspace(0, 1, 5))]])
+E("eye", "hl.eye(n [, m] [, dtype]) -> array",
+  "The n x m identity matrix (m defaults to n): ones on the diagonal. dtype defaults to float32.",
+  [[print(hl.eye(2), hl.eye(2, 3, "int32"))]])
+E("astype", "hl.astype(x, dtype) -> array   (also x:astype(dtype))",
+  "x converted to dtype (float32 float64 int32 int64 uint8 bool). Floats to ints truncate toward " ..
+  "zero; anything nonzero becomes true.",
+  [[local x = hl.array({-1.5, 0, 2.7})
+print(x:astype("int32"), hl.astype(x, "bool"))]])
+E("tostring", "hl.tostring(x) -> string",
+  "What print(x) shows: a Lua expression that rebuilds x exactly (the fewest digits that round-trip), " ..
+  "NumPy-style aligned, summarised with ... past 1000 elements; a tracer inside hl.jit shows as " ..
+  "<traced float32[3,4]>.",
+  [[local s = hl.tostring(hl.array({1.5, 2}))
+print(s, load("local hl = ...; return " .. s)(hl))]])
+E("x:item", "x:item() -> number or boolean",
+  "The value of a one-element array as a Lua number (or boolean for bool). Inside hl.jit this is " ..
+  "an error: use hl.where or hl.cond, or make the argument static.",
+  [[print(hl.array({{3}}):item(), hl.sum(hl.ones(4)):item())]])
+E("x:totable", "x:totable() -> table",
+  "The values of x as nested Lua tables (a number for a 0-d array).",
+  [[local t = hl.array({{1, 2}, {3, 4}}):totable()
+print(t[2][1], #t)]])
+E("x:at", "x:at(index):set(v) / :add(v) / :mul(v) / :min(v) / :max(v) -> array",
+  "A functional update: a new array equal to x except at index (written as for x[index]: numbers, " ..
+  "inclusive ranges {a, b}, {} for a whole axis), where v replaces, is added to, multiplies, or " ..
+  "takes the minimum or maximum with the selected values. v is a number or an array broadcasting " ..
+  "to the selection. x itself never changes (assigning x[i] = v is an error); updates trace and " ..
+  "differentiate like other ops.",
+  [[local x = hl.zeros({2, 3})
+print(x:at({1, 2}):set(5), x:at({{}, 3}):add(1), x)]])
+alias("x:set", "x:at")
+E("x:to", "x:to(device) -> array",
+  "x copied to device (\"cpu\" or \"cuda\"); the method form of hl.device_put.",
+  [[print(hl.ones(2):to("cpu").device)]])
+
+---------------------------------------------------------------- elementwise
+
+G "Elementwise"
+local unary = {
+  {"neg", "negation, -x (also the unary - operator)", "{1, -2}"},
+  {"abs", "|x|", "{-1.5, 2}"},
+  {"sign", "-1, 0 or 1 by the sign of x (NaN stays NaN)", "{-3, 0, 2}"},
+  {"square", "x * x", "{-2, 3}"},
+  {"floor", "the largest integer not above x", "{-1.5, 1.5}"},
+  {"ceil", "the smallest integer not below x", "{-1.5, 1.5}"},
+  {"round", "the nearest integer, halves to even (as NumPy)", "{0.5, 1.5, 2.5}"},
+  {"reciprocal", "1 / x (integers give float32)", "{2, 4}"},
+  {"exp", "e^x", "{0, 1}"},
+  {"expm1", "e^x - 1, accurate for small x", "{0, 1e-5}"},
+  {"log", "the natural logarithm", "{1, 2.718281828}"},
+  {"log1p", "log(1 + x), accurate for small x", "{0, 1e-5}"},
+  {"sqrt", "the square root", "{4, 2}"},
+  {"rsqrt", "1 / sqrt(x)", "{4, 16}"},
+  {"sin", "the sine (radians)", "{0, 1.5707963}"},
+  {"cos", "the cosine (radians)", "{0, 3.1415927}"},
+  {"tan", "the tangent (radians)", "{0, 0.7853982}"},
+  {"asin", "the arcsine, in [-pi/2, pi/2]", "{0, 1}"},
+  {"acos", "the arccosine, in [0, pi]", "{1, 0}"},
+  {"atan", "the arctangent, in (-pi/2, pi/2)", "{0, 1}"},
+  {"sinh", "the hyperbolic sine", "{0, 1}"},
+  {"cosh", "the hyperbolic cosine", "{0, 1}"},
+  {"tanh", "the hyperbolic tangent", "{0, 1}"},
+  {"erf", "the error function", "{0, 1}"},
+  {"isnan", "true where x is NaN (a bool array)", "{0, 0/0}"},
+  {"isinf", "true where x is +inf or -inf (a bool array)", "{1, 1/0}"},
+  {"isfinite", "true where x is neither NaN nor infinite (a bool array)", "{1, 1/0}"},
+  {"logical_not", "not x, with x taken as bool (nonzero is true)", "{true, false}"},
+}
+for _, u in ipairs(unary) do
+  local name, what, input = u[1], u[2], u[3]
+  local float = ({neg = false, abs = false, sign = false, square = false, floor = false, ceil = false, round = false,
+                  isnan = false, isinf = false, isfinite = false, logical_not = false})[name] == nil
+  E(name, "hl." .. name .. "(x) -> array   (also x:" .. name .. "())",
+    "Elementwise " .. what .. ". x is an array or a Lua number; " ..
+    (float and "integer inputs are computed in float32, float inputs keep their dtype."
+           or "the result has x's shape.") ..
+    " Differentiable where the function is (hl.grad).",
+    "print(hl." .. name .. "(hl.array(" .. input .. ")))")
+end
+alias("negative", "neg")
+E("stop_gradient", "hl.stop_gradient(x) -> x",
+  "x unchanged, but derivatives see it as a constant: no gradient flows through it. Takes an " ..
+  "array, a number or a pytree of them.",
+  [[local f = function(x) return (x * hl.stop_gradient(x)):sum() end
+print(hl.grad(f)(hl.array({1, 2, 3})))]])
+
+local binary = {
+  {"add", "a + b", "{1, 2}", "10"},
+  {"sub", "a - b", "{1, 2}", "10"},
+  {"mul", "a * b", "{1, 2}", "10"},
+  {"div", "a / b (integers give float32, as in JAX)", "{1, 2}", "4"},
+  {"pow", "a ^ b", "{2, 3}", "2"},
+  {"mod", "the remainder of a / b with the divisor's sign (Python's %; also a % b)", "{-3, 4}", "3"},
+  {"floor_divide", "floor(a / b), integer division rounding down (integer division by zero gives 0)", "{-7, 7}", "2"},
+  {"maximum", "the larger of a and b (NaN propagates)", "{1, 5}", "3"},
+  {"minimum", "the smaller of a and b (NaN propagates)", "{1, 5}", "3"},
+  {"atan2", "the angle of the point (b, a): atan(a / b) in the right quadrant", "{1, -1}", "-1"},
+}
+for _, b in ipairs(binary) do
+  local name, what, input, other = b[1], b[2], b[3], b[4]
+  E(name, "hl." .. name .. "(a, b) -> array   (also a:" .. name .. "(b))",
+    "Elementwise " .. what .. ". a and b are arrays or Lua numbers, broadcast as NumPy does; two " ..
+    "arrays promote to a common dtype (bool < ints < floats), a Lua number takes the array's dtype.",
+    "print(hl." .. name .. "(hl.array(" .. input .. "), " .. other .. "))")
+end
+
+G "Comparison and logic"
+local compare = {
+  {"eq", "a == b"}, {"ne", "a ~= b (true for NaN)"}, {"lt", "a < b"}, {"le", "a <= b"}, {"gt", "a > b"},
+  {"ge", "a >= b"},
+}
+for _, c in ipairs(compare) do
+  E(c[1], "hl." .. c[1] .. "(a, b) -> bool array   (also a:" .. c[1] .. "(b))",
+    "Elementwise " .. c[2] .. ", broadcast, as a bool array. Comparisons are functions because Lua " ..
+    "turns < and == into a single boolean; comparisons with NaN are false except ne.",
+    "print(hl." .. c[1] .. "(hl.array({1, 2, 3}), 2))")
+end
+for _, l in ipairs {{"logical_and", "a and b"}, {"logical_or", "a or b"}, {"logical_xor", "a xor b"}} do
+  E(l[1], "hl." .. l[1] .. "(a, b) -> bool array",
+    "Elementwise " .. l[2] .. ", with both taken as bool (nonzero is true), broadcast.",
+    "print(hl." .. l[1] .. "(hl.array({true, true, false}), hl.array({true, false, false})))")
+end
+for _, l in ipairs {{"bitwise_and", "&"}, {"bitwise_or", "|"}, {"bitwise_xor", "xor (~)"}} do
+  E(l[1], "hl." .. l[1] .. "(a, b) -> array",
+    "Elementwise bitwise " .. l[2] .. " of integer (or bool) arrays, as NumPy's.",
+    "print(hl." .. l[1] .. "(hl.array({12, 10}, \"int32\"), 6))")
+end
+E("left_shift", "hl.left_shift(a, n) -> array",
+  "a shifted left by n bits, for integer arrays; shifting by the width or more gives 0.",
+  [[print(hl.left_shift(hl.array({1, 3}, "int32"), 4))]])
+E("right_shift", "hl.right_shift(a, n) -> array",
+  "a shifted right by n bits (arithmetic: the sign is kept), for integer arrays; shifting by the " ..
+  "width or more gives 0, or -1 for a negative value.",
+  [[print(hl.right_shift(hl.array({256, -16}, "int32"), 4))]])
+E("where", "hl.where(cond, a, b) -> array",
+  "Elementwise choice: a where cond is true (nonzero), b elsewhere; all three broadcast together, " ..
+  "a and b promote to one dtype. Derivatives flow only to the chosen side. Use it instead of a " ..
+  "Lua `if` on traced values.",
+  [[local x = hl.array({-2, 0, 3})
+print(hl.where(hl.gt(x, 0), x, 0))]])
+E("clip", "hl.clip(x, lo, hi) -> array   (also x:clip(lo, hi))",
+  "x limited to [lo, hi] elementwise: maximum(x, lo) then minimum(..., hi); either bound may be nil.",
+  [[print(hl.clip(hl.array({-2, 0.5, 3}), -1, 1), hl.clip(hl.array({-2, 5}), 0))]])
+E("threefry2x32", "hl.threefry2x32(k0, k1, x0, x1) -> int64 array",
+  "The raw Threefry-2x32 primitive (20 rounds) behind hl.random: the key words k0, k1 and counter " ..
+  "words x0, x1 (the low 32 bits of integer arrays) give the two result words packed as " ..
+  "y0 * 2^32 + y1 in an int64 array. hl.random.threefry2x32 takes a key and returns the words apart.",
+  [[local z = hl.array(0, "int64")
+print(hl.threefry2x32(z, z, z, z))]])
+
+---------------------------------------------------------------- reductions
+
+G "Reductions and scans"
+local reductions = {
+  {"sum", "the sum", "bool and uint8 sum to int32, other dtypes keep theirs"},
+  {"prod", "the product", "bool and uint8 give int32, other dtypes keep theirs"},
+  {"max", "the largest element (NaN propagates)", "the dtype is kept"},
+  {"min", "the smallest element (NaN propagates)", "the dtype is kept"},
+  {"mean", "the mean", "integers give float32"},
+  {"var", "the variance, divided by the count (NumPy's ddof 0)", "integers give float32"},
+  {"std", "the standard deviation (sqrt of var, ddof 0)", "integers give float32"},
+  {"all", "true where every element is nonzero", "the result is bool"},
+  {"any", "true where some element is nonzero", "the result is bool"},
+  {"logsumexp", "log(sum(exp(x))), computed stably (max subtracted first)", "integers give float32"},
+}
+for _, r in ipairs(reductions) do
+  E(r[1], "hl." .. r[1] .. "(x [, axes] [, keepdims]) -> array   (also x:" .. r[1] .. "(...))",
+    "Reduces x to " .. r[2] .. " over axes: nil for all of them, an axis number or a table of " ..
+    "them (1-based; negatives count from the end). keepdims = true keeps the reduced axes with " ..
+    "extent 1 (keepdims may also come second: x:" .. r[1] .. "(true)); " .. r[3] .. ".",
+    "local x = hl.array({{1, 2, 3}, {4, 5, 6}})\nprint(hl." .. r[1] .. "(x), x:" .. r[1] .. "(2), hl." ..
+    r[1] .. "(x, {1, 2}, true))")
+end
+for _, r in ipairs {{"argmax", "largest"}, {"argmin", "smallest"}} do
+  E(r[1], "hl." .. r[1] .. "(x [, axis] [, keepdims]) -> int64 array   (also x:" .. r[1] .. "(...))",
+    "The 1-based index of the " .. r[2] .. " element along axis (the first one at ties; a NaN counts " ..
+    "as " .. r[2] .. "); without axis, the index into the flattened x.",
+    "local x = hl.array({{3, 9, 1}, {7, 2, 8}})\nprint(hl." .. r[1] .. "(x), x:" .. r[1] .. "(2))")
+end
+E("cumsum", "hl.cumsum(x [, axis]) -> array   (also x:cumsum(axis))",
+  "Running sums along axis (1-based; the flattened x when nil): element i is the sum of elements " ..
+  "1..i. bool and uint8 give int32.",
+  [[print(hl.cumsum(hl.array({1, 2, 3, 4})), hl.cumsum(hl.ones({2, 3}), 2))]])
+E("cumprod", "hl.cumprod(x [, axis]) -> array   (also x:cumprod(axis))",
+  "Running products along axis (1-based; the flattened x when nil): element i is the product of " ..
+  "elements 1..i.",
+  [[print(hl.cumprod(hl.array({1, 2, 3, 4})))]])
+
+---------------------------------------------------------------- linear algebra
+
+G "Linear algebra"
+E("matmul", "hl.matmul(a, b) -> array   (also a:matmul(b))",
+  "The matrix product with NumPy's rules: 2-D times 2-D is the usual product; a 1-D operand is a " ..
+  "row (left) or column (right) vector, its axis dropped from the result; leading axes are batch " ..
+  "axes and broadcast. The * operator is elementwise, not matmul.",
+  [[local a = hl.array({{1, 2}, {3, 4}})
+print(hl.matmul(a, a), hl.matmul(a, hl.array({1, 1})))]])
+E("dot", "hl.dot(a, b) -> array   (also a:dot(b))",
+  "a * b when either is 0-d, otherwise hl.matmul(a, b) (for 1-D vectors, the inner product).",
+  [[print(hl.dot(hl.array({1, 2, 3}), hl.array({4, 5, 6})))]])
+E("outer", "hl.outer(a, b) -> array",
+  "The outer product of a and b taken as flat vectors: out[i][j] = a[i] * b[j].",
+  [[print(hl.outer(hl.array({1, 2}), hl.array({1, 10, 100})))]])
+E("einsum", "hl.einsum(spec, a [, b]) -> array",
+  "Einstein summation over one or two operands: spec names each operand's axes with letters, " ..
+  "\"ij,jk->ik\"; labels missing from the output are summed; a label repeated in one operand takes " ..
+  "the diagonal; without \"->\" the output is the labels used once, in alphabetical order. " ..
+  "Contractions run as one batched matmul. No \"...\" yet.",
+  [[local a, b = hl.ones({2, 3}), hl.arange(6):astype("float32"):reshape({3, 2})
+print(hl.einsum("ij,jk->ik", a, b), hl.einsum("ii", hl.eye(3)), hl.einsum("ij->ji", a))]])
+E("transpose", "hl.transpose(x [, perm]) -> array   (also x:transpose(perm), x.T)",
+  "x with its axes permuted: perm lists, for each axis of the result, the (1-based) axis of x it " ..
+  "comes from; without perm the axes are reversed (x.T).",
+  [[local x = hl.zeros({2, 3, 4})
+print(hl.transpose(x).shape[1], hl.transpose(x, {2, 1, 3}).shape[1], hl.ones({2, 3}).T)]])
+
+G "Shape and indexing"
+E("reshape", "hl.reshape(x, shape) -> array   (also x:reshape(shape))",
+  "x's elements (in row-major order) with a new shape, a table or a number with the same number " ..
+  "of elements; one extent may be -1, inferred from the others.",
+  [[print(hl.reshape(hl.arange(6), {2, 3}), hl.arange(6):reshape({-1, 2}))]])
+E("flatten", "hl.flatten(x) -> array   (also x:flatten())",
+  "x as a 1-D array of its x.size elements, in row-major order.",
+  [[print(hl.flatten(hl.array({{1, 2}, {3, 4}})))]])
+E("squeeze", "hl.squeeze(x [, axes]) -> array   (also x:squeeze(axes))",
+  "x without axes of extent 1: all of them, or the given axis or axes (1-based; each must have " ..
+  "extent 1).",
+  [[local x = hl.zeros({1, 3, 1})
+print(#hl.squeeze(x).shape, #hl.squeeze(x, 1).shape)]])
+E("expand_dims", "hl.expand_dims(x, axis) -> array   (also x:expand_dims(axis))",
+  "x with a new axis of extent 1 at position axis of the result (1-based; -1 appends one last).",
+  [[local x = hl.array({1, 2, 3})
+print(hl.expand_dims(x, 1), hl.expand_dims(x, -1))]])
+E("broadcast_to", "hl.broadcast_to(x, shape) -> array   (also x:broadcast_to(shape))",
+  "x stretched to shape by NumPy's broadcasting rules (trailing axes aligned, extent-1 axes " ..
+  "repeated), without copying.",
+  [[print(hl.broadcast_to(hl.array({1, 2, 3}), {2, 3}))]])
+E("concatenate", "hl.concatenate(list, axis) -> array",
+  "The arrays of list joined along an existing axis (1-based, default 1); the other extents must " ..
+  "agree. Dtypes promote to a common one.",
+  [[local a, b = hl.ones({2, 2}), hl.zeros({1, 2})
+print(hl.concatenate({a, b}, 1), hl.concatenate({a, a}, 2).shape[2])]])
+E("stack", "hl.stack(list [, axis]) -> array",
+  "The arrays of list (all of one shape) joined along a new axis at position axis (1-based, " ..
+  "default 1).",
+  [[local a, b = hl.array({1, 2}), hl.array({3, 4})
+print(hl.stack({a, b}), hl.stack({a, b}, 2))]])
+E("split", "hl.split(x, n_or_positions [, axis]) -> {arrays}   (also x:split(...))",
+  "Splits x along axis (1-based, default 1): a number n gives n equal parts (the extent must " ..
+  "divide); a table of 1-based positions {i1, i2, ...} gives parts starting at 1, i1, i2, ... " ..
+  "(NumPy's np.split(x, [i1 - 1, i2 - 1])). Returns a Lua list of arrays.",
+  [[local x = hl.arange(6)
+local halves = hl.split(x, 2)
+print(halves[1], halves[2], hl.split(x, {3, 5})[2])]])
+E("tile", "hl.tile(x, reps) -> array   (also x:tile(reps))",
+  "x repeated as a whole reps times along each axis (reps a number or one per axis, aligned with " ..
+  "the trailing axes), as NumPy's tile.",
+  [[print(hl.tile(hl.array({1, 2}), 2), hl.tile(hl.array({1, 2}), {2, 1}))]])
+E("repeat", "hl[\"repeat\"](x, r [, axis]) -> array   (also x[\"repeat\"](x, r, axis))",
+  "Each element repeated r times along axis (1-based; the flattened x when nil), as NumPy's " ..
+  "repeat. `repeat` is a Lua keyword, so write hl[\"repeat\"](x, r), not hl.repeat.",
+  [[local x = hl.array({{1, 2}})
+print(hl["repeat"](x, 2), hl["repeat"](x, 2, 1))]])
+E("flip", "hl.flip(x [, axes]) -> array   (also x:flip(axes))",
+  "x reversed along the given axis or axes (1-based), or along all axes when nil.",
+  [[print(hl.flip(hl.arange(4)), hl.flip(hl.array({{1, 2}, {3, 4}}), 2))]])
+E("pad", "hl.pad(x, width [, value]) -> array   (also x:pad(width, value))",
+  "x with constant padding (value, default 0): width is a number (that many on every side of " ..
+  "every axis), {before, after} (for every axis) or one {before, after} pair per axis.",
+  [[print(hl.pad(hl.ones(2), 1), hl.pad(hl.ones({1, 2}), {{0, 1}, {1, 0}}, 9))]])
+E("take", "hl.take(x, idx [, axis]) -> array   (also x:take(idx, axis))",
+  "The elements of x at the 1-based integer indices idx along axis (the flattened x when nil): " ..
+  "x's shape with that axis replaced by idx's shape. Indices outside 1..n are an error on " ..
+  "concrete arrays (under jit they select zeros).",
+  [[local x = hl.array({10, 20, 30})
+print(hl.take(x, hl.array({3, 1}, "int32")), hl.take(hl.eye(3), hl.array({2}, "int32"), 2))]])
+E("take_along_axis", "hl.take_along_axis(x, idx, axis) -> array",
+  "out[..., j, ...] = x[..., idx[..., j, ...], ...] along axis (1-based, default 1): idx is an " ..
+  "integer array with x's rank holding 1-based indices, its other axes broadcasting against x's, " ..
+  "as NumPy's take_along_axis (e.g. with the result of argsort). Indices outside 1..n are an " ..
+  "error on concrete arrays (under jit they read zeros).",
+  [[local x = hl.array({{10, 20}, {30, 40}})
+print(hl.take_along_axis(x, hl.array({{2}, {1}}, "int32"), 2))]])
+E("one_hot", "hl.one_hot(idx, n [, dtype]) -> array",
+  "idx's shape plus a last axis of n: 1 where the 1-based integer index points, 0 elsewhere " ..
+  "(indices outside 1..n give all zeros). dtype defaults to float32.",
+  [[print(hl.one_hot(hl.array({1, 3}, "int32"), 3))]])
+E("sort", "hl.sort(x [, axis]) -> array   (also x:sort(axis))",
+  "x sorted in ascending order along axis (1-based, default -1, the last, as NumPy's), stably, " ..
+  "with NaN after everything else. Differentiable: the cotangent goes back through the inverse " ..
+  "permutation.",
+  [[print(hl.sort(hl.array({3, 1, 2})), hl.array({{2, 1}, {0, 5}}):sort(1))]])
+E("argsort", "hl.argsort(x [, axis]) -> int64 array   (also x:argsort(axis))",
+  "The 1-based indices that sort x along axis (default -1), stably (equal values keep their " ..
+  "order), NaN last: hl.take_along_axis(x, hl.argsort(x, a), a) is hl.sort(x, a).",
+  [[local x = hl.array({3, 1, 2})
+print(hl.argsort(x), hl.take_along_axis(x, hl.argsort(x), 1))]])
+
+---------------------------------------------------------------- transformations
+
+G "Transformations"
+E("jit", "hl.jit(f [, opts]) -> jitted function",
+  "f traced once per argument signature (the tree structure, dtypes, shapes and devices of its " ..
+  "array leaves, and the values of Lua numbers and static arguments) into one fused pipeline, " ..
+  "compiled by Halide, cached and reused. f must be pure: inside it arrays are tracers, and Lua " ..
+  "control flow on their values is an error (use hl.where, hl.cond, hl.fori_loop). Lua numbers " ..
+  "passed in are static (a new value retraces); pass hl.array(v) for a traced scalar. " ..
+  "opts.static_argnums = {2} makes argument 2 static (any Lua value, part of the signature); " ..
+  "opts.device = \"cuda\" compiles for the GPU; opts.name names it in logs. jf:lower(...) gives the " ..
+  "compiled form: :ir() (the traced program), :stmt() (Halide's loop nest), :compile_ms(). " ..
+  "HALUA_LOG_COMPILES=1 prints every compile.",
+  [[local f = hl.jit(function(x, y) return hl.tanh(x * y + 1):sum(1) end)
+local a = hl.ones({2, 3})
+print(f(a, a), f)
+print(f:lower(a, a):ir())]])
+E("trace", "hl.trace(f, ...) -> program",
+  "The program hl.jit traces for f on these arguments, printable as text (like a jaxpr); f may be " ..
+  "a plain or a jitted function. Nothing runs.",
+  [[print(hl.trace(function(x) return hl.exp(x) * 2 end, hl.ones(3)))]])
+E("grad", "hl.grad(f [, argnums] [, opts]) -> function",
+  "A function returning the gradient of f, which must return a float 0-d array (or a number), " ..
+  "with respect to argument argnums (1-based, default 1; a table {1, 2} gives a table of " ..
+  "gradients). Arguments may be pytrees of float arrays: the gradient has the same shape. " ..
+  "opts.has_aux = true: f returns value, aux and the function returns grad, aux. Works eagerly " ..
+  "(Lua control flow is followed) and under hl.jit; compose freely (hl.grad(hl.grad(f))).",
+  [[local f = function(x) return (x ^ 2):sum() end
+print(hl.grad(f)(hl.array({1, 2, 3})))
+print(hl.grad(function(x, y) return (x * y):sum() end, {1, 2})(hl.array(2), hl.array(3))[2])]])
+E("value_and_grad", "hl.value_and_grad(f [, argnums] [, opts]) -> function",
+  "Like hl.grad, but the function returns f's value and the gradient (and aux with " ..
+  "opts.has_aux): one forward and one backward pass.",
+  [[local vg = hl.value_and_grad(function(w) return hl.sum(w * w) end)
+local v, g = vg(hl.array({1, 2}))
+print(v, g)]])
+E("vjp", "hl.vjp(f, ...) -> out, back",
+  "f's output on the arguments and a function back(ct) that returns the vector-Jacobian products: " ..
+  "one cotangent per argument, for a cotangent ct shaped like out. Integer inputs get zero " ..
+  "cotangents.",
+  [[local out, back = hl.vjp(function(x) return hl.sin(x) end, hl.array({0, 1}))
+print(out, back(hl.ones(2)))]])
+E("jvp", "hl.jvp(f, primals, tangents) -> out, tangent_out",
+  "Forward mode: f's output at the arguments in the list primals and the directional derivative " ..
+  "along tangents (a list shaped like primals).",
+  [[local y, t = hl.jvp(function(x) return x ^ 3 end, {hl.array({1, 2})}, {hl.ones(2)})
+print(y, t)]])
+E("jacfwd", "hl.jacfwd(f [, argnums]) -> function",
+  "A function returning the Jacobian of f by forward mode (one pass per input element): the " ..
+  "output's shape followed by the input's.",
+  [[local J = hl.jacfwd(function(x) return x * x end)(hl.array({1, 2}))
+print(J)]])
+E("jacrev", "hl.jacrev(f [, argnums]) -> function",
+  "A function returning the Jacobian of f by reverse mode (one pass per output element): the " ..
+  "output's shape followed by the input's.",
+  [[print(hl.jacrev(function(x) return hl.sin(x) end)(hl.array({0, 1})))]])
+E("hessian", "hl.hessian(f [, argnums]) -> function",
+  "A function returning the Hessian of a scalar f: hl.jacfwd(hl.jacrev(f)).",
+  [[print(hl.hessian(function(x) return (x ^ 3):sum() end)(hl.array({1, 2})))]])
+E("custom_vjp", "hl.custom_vjp(f, fwd, bwd) -> function",
+  "f with a hand-written derivative: fwd(...) returns f's output and residuals; bwd(residuals, ct) " ..
+  "returns one cotangent per argument of f. Reverse mode only (as in JAX); without a derivative " ..
+  "being taken, f runs as is.",
+  [[local f = hl.custom_vjp(function(x) return hl.sin(x) end,
+                         function(x) return hl.sin(x), hl.cos(x) end,
+                         function(cos_x, g) return g * cos_x end)
+print(hl.grad(function(x) return f(x):sum() end)(hl.array({0, 1})))]])
+E("vmap", "hl.vmap(f [, in_axes] [, out_axes]) -> function",
+  "f mapped over an axis of its arguments: in_axes gives, per argument, the (1-based) axis to map " ..
+  "over, or false for an argument passed whole (default 1 for every argument); out_axes places the " ..
+  "mapped axis in the results (default 1).",
+  [[local f = hl.vmap(function(row) return row:sum() end)
+print(f(hl.ones({3, 4})))]])
+
+G "Control flow"
+E("cond", "hl.cond(pred, true_fn, false_fn, ...) -> result",
+  "true_fn(...) when pred (a boolean, a number or a 0-d array) is true/nonzero, else false_fn(...). " ..
+  "Outside hl.jit only the chosen branch runs; inside, both are traced and joined with hl.where, " ..
+  "so both must return the same tree of shapes and dtypes.",
+  [[local f = hl.jit(function(x)
+  return hl.cond(x:sum():gt(0), function(v) return v * 2 end, function(v) return -v end, x)
+end)
+print(f(hl.array({1, 2})), f(hl.array({-1, -2})))]])
+E("switch", "hl.switch(i, {fn1, fn2, ...}, ...) -> result",
+  "branches[i](...) for a 1-based index i (a number or a 0-d integer array); out-of-range i " ..
+  "clamps to the first or last branch. Inside hl.jit every branch is traced and chosen with where.",
+  [[local fns = {function(x) return x + 1 end, function(x) return x * 10 end}
+print(hl.switch(2, fns, hl.array({1, 2})))]])
+E("fori_loop", "hl.fori_loop(lo, hi, body_fn, init) -> carry",
+  "carry = body_fn(i, carry) for i = lo..hi, inclusive, as Lua's numeric for; i is an int32 0-d " ..
+  "array, lo and hi are numbers. The carry is a pytree whose leaves keep their shapes and dtypes. " ..
+  "Inside hl.jit the body is compiled once and run from C, whatever the step count.",
+  [[local r = hl.fori_loop(1, 10, function(i, s) return s + i end, hl.array(0, "int32"))
+print(r)   -- 1 + 2 + ... + 10]])
+E("while_loop", "hl.while_loop(cond_fn, body_fn, init) -> carry",
+  "carry = body_fn(carry) while cond_fn(carry) is true (a boolean or a 0-d array). The carry keeps " ..
+  "its tree, shapes and dtypes. Inside hl.jit it is compiled; its steps cannot be differentiated " ..
+  "there (use fori_loop or scan).",
+  [[local r = hl.while_loop(function(c) return c:lt(100) end, function(c) return c * 2 end, hl.array(1))
+print(r)]])
+E("scan", "hl.scan(f, init, xs) -> carry, ys",
+  "Runs carry, y = f(carry, x) for each x along the first axis of xs (a pytree of arrays), " ..
+  "returning the last carry and the ys stacked along a new first axis.",
+  [[local total, partial = hl.scan(function(c, row) return c + row, c end, hl.zeros(2), hl.ones({3, 2}))
+print(total, partial)]])
+
+---------------------------------------------------------------- pytrees, random
+
+G "Pytrees (hl.tree)"
+E("tree.map", "hl.tree.map(f, tree, ...) -> tree",
+  "A tree of the same structure with f applied to each leaf (and the matching leaves of the other " ..
+  "trees, which must have the same structure). Trees are nested Lua tables: the array part, then " ..
+  "string keys in sorted order; leaves are anything else.",
+  [[local p = {w = hl.ones(2), b = hl.zeros(1)}
+print(hl.tree.map(function(a) return a * 3 end, p).w)]])
+E("tree.leaves", "hl.tree.leaves(tree) -> {leaves}",
+  "The leaves of tree in order: the array part first, then string keys in sorted order.",
+  [[local leaves = hl.tree.leaves({hl.ones(1), {b = 2, a = 3}})
+print(#leaves, leaves[2], leaves[3])]])
+E("tree.flatten", "hl.tree.flatten(tree) -> leaves, def",
+  "The leaves in order and def, a string describing the structure (usable as a cache key); " ..
+  "hl.tree.unflatten(def, leaves) rebuilds the tree.",
+  [[local leaves, def = hl.tree.flatten({x = 1, y = {2, 3}})
+print(#leaves, def)]])
+E("tree.unflatten", "hl.tree.unflatten(def, leaves) -> tree",
+  "The tree described by def (from hl.tree.flatten) with the given leaves in order.",
+  [[local leaves, def = hl.tree.flatten({x = 1, y = {2, 3}})
+print(hl.tree.unflatten(def, {10, 20, 30}).y[2])]])
+
+G "Random numbers (hl.random)"
+E("random.key", "hl.random.key(seed) -> key",
+  "A key from an integer seed (|seed| < 2^53): an int64[2] array of two 32-bit words, derived as " ..
+  "JAX derives them. Keys are values: the same key gives the same numbers; use split or fold_in " ..
+  "to make new ones.",
+  [[print(hl.random.key(42))]])
+E("random.split", "hl.random.split(key [, n]) -> int64[n, 2] array",
+  "n (default 2) new independent keys from key, as the rows of an array: split(key)[1] is the " ..
+  "first. Same results as jax.random.split.",
+  [[local keys = hl.random.split(hl.random.key(0), 3)
+print(keys[1], keys.shape[1])]])
+E("random.fold_in", "hl.random.fold_in(key, i) -> key",
+  "A new key from key and an integer i (a number or integer array): different i give independent " ..
+  "keys, e.g. one per step.",
+  [[print(hl.random.fold_in(hl.random.key(0), 7))]])
+E("random.uniform", "hl.random.uniform(key, shape [, dtype] [, lo, hi]) -> array",
+  "Uniform numbers in [lo, hi) (default [0, 1)) with shape (a table or a number); dtype float32 " ..
+  "(24 random bits) or float64 (53 bits).",
+  [[local k = hl.random.key(1)
+print(hl.random.uniform(k, {3}), hl.random.uniform(k, 2, -1, 1))]])
+E("random.normal", "hl.random.normal(key, shape [, dtype]) -> array",
+  "Standard normal numbers (mean 0, standard deviation 1; Box-Muller) with shape; dtype float32 " ..
+  "or float64. Scale and shift for others: mu + sigma * normal(...).",
+  [[print(hl.random.normal(hl.random.key(2), {2, 2}))]])
+E("random.bernoulli", "hl.random.bernoulli(key [, p] [, shape]) -> bool array",
+  "true with probability p (default 0.5; a number or an array broadcast to shape), with shape " ..
+  "(default p's shape).",
+  [[print(hl.random.bernoulli(hl.random.key(3), 0.9, {5}))]])
+E("random.randint", "hl.random.randint(key, shape, lo, hi [, dtype]) -> array",
+  "Uniform integers in [lo, hi): hi is excluded, as in NumPy and JAX; dtype defaults to int32.",
+  [[print(hl.random.randint(hl.random.key(4), {5}, 1, 7))   -- dice rolls]])
+E("random.categorical", "hl.random.categorical(key, logits [, axis]) -> int64 array",
+  "Samples 1-based categories with probabilities softmax(logits) along axis (default -1, the last): " ..
+  "logits's shape without that axis.",
+  [[local logits = hl.log(hl.array({0.1, 0.2, 0.7}))
+print(hl.random.categorical(hl.random.key(5), logits))]])
+E("random.permutation", "hl.random.permutation(key, n) -> int64[n] array",
+  "The numbers 1..n in a random order.",
+  [[print(hl.random.permutation(hl.random.key(6), 5))]])
+E("random.bits", "hl.random.bits(key, shape) -> int64 array",
+  "Raw random 32-bit words (0 .. 2^32 - 1, in an int64 array) with shape, as jax.random.bits orders " ..
+  "them. The other samplers are built on these.",
+  [[print(hl.random.bits(hl.random.key(0), {2}))]])
+E("random.threefry2x32", "hl.random.threefry2x32(key, x0, x1) -> y0, y1",
+  "The Threefry-2x32 block function (20 rounds) of the counter words x0, x1 (int64 arrays of " ..
+  "32-bit values) under key: the two result words, as Random123 and JAX define it.",
+  [[local k = hl.random.key(0)
+print(hl.random.threefry2x32(k, hl.array({0}, "int64"), hl.array({1}, "int64")))]])
+E("random.check_key", "hl.random.check_key(op, key) -> {k0, k1}",
+  "Checks that key is a key (an int64[2] array) and returns its two words; otherwise raises the " ..
+  "error \"halua: random.<op>: expected a key ...\". For code building its own samplers.",
+  [[local k = hl.random.check_key("mysampler", hl.random.key(9))
+print(k[1], k[2], pcall(hl.random.check_key, "mysampler", 5))]])
+
+---------------------------------------------------------------- neural networks, optimizers
+
+G "Neural networks (hl.nn)"
+E("nn.softmax", "hl.nn.softmax(x [, axis]) -> array   (also hl.softmax, x:softmax(axis))",
+  "exp(x) normalised to sum to 1 along axis (1-based, default -1, the last), computed stably " ..
+  "(the maximum subtracted first).",
+  [[print(hl.nn.softmax(hl.array({1, 2, 3})), hl.nn.softmax(hl.zeros({2, 2}), 1))]])
+alias("softmax", "nn.softmax")
+E("nn.log_softmax", "hl.nn.log_softmax(x [, axis]) -> array",
+  "log(softmax(x)) along axis (default -1), computed stably as x - logsumexp(x, axis).",
+  [[print(hl.nn.log_softmax(hl.array({1, 2, 3})))]])
+E("nn.relu", "hl.nn.relu(x) -> array   (also x:relu())",
+  "The activation max(x, 0), elementwise; its derivative is 0 for x <= 0.",
+  [[print(hl.nn.relu(hl.array({-1, 0, 2})))]])
+E("nn.gelu", "hl.nn.gelu(x [, approximate]) -> array   (also x:gelu())",
+  "The Gaussian error linear unit x * Phi(x), elementwise: exact (through erf) by default, as " ..
+  "PyTorch; approximate = true uses the tanh approximation.",
+  [[print(hl.nn.gelu(hl.array({-1, 0, 2})), hl.nn.gelu(hl.array({1}), true))]])
+E("nn.sigmoid", "hl.nn.sigmoid(x) -> array   (also x:sigmoid())",
+  "The logistic function 1 / (1 + exp(-x)), elementwise, computed through tanh so it neither " ..
+  "overflows nor gives a NaN gradient for large |x|.",
+  [[print(hl.nn.sigmoid(hl.array({-100, 0, 2})))]])
+E("nn.softplus", "hl.nn.softplus(x) -> array   (also x:softplus())",
+  "log(1 + exp(x)) elementwise, a smooth relu, computed without overflow as " ..
+  "max(x, 0) + log1p(exp(-|x|)).",
+  [[print(hl.nn.softplus(hl.array({-1, 0, 100})))]])
+E("nn.silu", "hl.nn.silu(x) -> array   (also x:silu())",
+  "x * sigmoid(x) elementwise (also called swish).",
+  [[print(hl.nn.silu(hl.array({-1, 0, 2})))]])
+E("nn.conv2d", "hl.nn.conv2d(x, w [, opts]) -> array",
+  "2-D convolution (cross-correlation, as PyTorch and JAX compute it) of images x [N, C, H, W] " ..
+  "with filters w [O, C, kh, kw], giving [N, O, H', W']. opts.stride and opts.padding (zeros) are " ..
+  "a number or {h, w} (defaults 1 and 0); opts.bias is an array of O values added per output " ..
+  "channel. Runs as one matmul over the windows (im2col).",
+  [[local x = hl.arange(16):astype("float32"):reshape({1, 1, 4, 4})
+local y = hl.nn.conv2d(x, hl.ones({2, 1, 3, 3}), {padding = 1, bias = hl.array({0, 100})})
+print(y.shape[2], y.shape[3], y[{1, 1, 1}])]])
+E("nn.max_pool2d", "hl.nn.max_pool2d(x, size [, opts]) -> array",
+  "The maximum over windows of size (a number or {h, w}) of images x [N, C, H, W]. opts.stride " ..
+  "defaults to the window size; opts.padding (a number or {h, w}) pads with -inf.",
+  [[local x = hl.arange(16):astype("float32"):reshape({1, 1, 4, 4})
+print(hl.nn.max_pool2d(x, 2))]])
+E("nn.avg_pool2d", "hl.nn.avg_pool2d(x, size [, opts]) -> array",
+  "The mean over windows of size (a number or {h, w}) of images x [N, C, H, W]. opts.stride " ..
+  "defaults to the window size; with opts.padding the padding zeros count in the average " ..
+  "(PyTorch's default).",
+  [[print(hl.nn.avg_pool2d(hl.ones({1, 1, 4, 4}), 2))]])
+E("nn.dropout", "hl.nn.dropout(key, x, rate) -> array",
+  "x with each element zeroed with probability rate (in [0, 1)) and the others scaled by " ..
+  "1 / (1 - rate), so the expectation is unchanged; drawn from the random key. rate 0 returns x.",
+  [[print(hl.nn.dropout(hl.random.key(0), hl.ones(6), 0.5))]])
+E("nn.cross_entropy", "hl.nn.cross_entropy(logits, labels) -> 0-d array",
+  "The mean over examples of -log softmax(logits)[label], classes along the last axis. labels are " ..
+  "1-based integer class indices with logits' shape less the last axis, or float probabilities " ..
+  "with logits' shape (e.g. one-hot rows). A label outside 1..classes is an error.",
+  [[local logits = hl.array({{2, 0, 0}, {0, 0, 3}})
+print(hl.nn.cross_entropy(logits, hl.array({1, 3}, "int32")),
+      hl.nn.cross_entropy(logits, hl.one_hot(hl.array({1, 3}, "int32"), 3)))]])
+E("nn.mse", "hl.nn.mse(pred, target) -> 0-d array",
+  "The mean squared error mean((pred - target)^2), broadcasting like any binary op.",
+  [[print(hl.nn.mse(hl.array({1, 2}), hl.array({1, 4})))]])
+E("nn.init.glorot", "hl.nn.init.glorot(key, shape [, dtype]) -> array",
+  "Glorot (Xavier) uniform initial weights on +-sqrt(6 / (fan_in + fan_out)): the fans are " ..
+  "(in, out) for a matmul weight of shape {in, out}, (in * k, out * k) for a convolution weight " ..
+  "{out, in, kh, kw} (k = kh * kw). dtype defaults to float32.",
+  [[print(hl.nn.init.glorot(hl.random.key(0), {3, 2}))]])
+E("nn.init.normal", "hl.nn.init.normal(key, shape [, stddev] [, dtype]) -> array",
+  "Initial weights drawn from a normal distribution with mean 0 and standard deviation stddev " ..
+  "(default 0.01). dtype defaults to float32.",
+  [[print(hl.nn.init.normal(hl.random.key(0), {2, 2}, 0.1))]])
+
+G "Optimizers (hl.optim)"
+E("optim.sgd", "hl.optim.sgd(lr [, momentum]) -> opt   (opt.init, opt.update)",
+  "Stochastic gradient descent over pytrees of parameters: state = opt.init(params); then " ..
+  "params, state = opt.update(grads, state, params) takes one step, p - lr * v with " ..
+  "v = momentum * v + g (PyTorch's form; plain p - lr * g without momentum). lr is a positive " ..
+  "number or a schedule (a function of the step count, e.g. hl.optim.cosine_decay). Pure, so a " ..
+  "whole training step can run inside hl.jit.",
+  [[local opt = hl.optim.sgd(0.1, 0.9)
+local params = {w = hl.ones(2)}
+local state = opt.init(params)
+params, state = opt.update({w = hl.ones(2)}, state, params)
+print(params.w)]])
+E("optim.adam", "hl.optim.adam(lr [, opts]) -> opt   (opt.init, opt.update)",
+  "The Adam optimizer (Kingma and Ba, with bias correction) over pytrees of parameters: " ..
+  "state = opt.init(params); params, state = opt.update(grads, state, params). opts.b1 (0.9), " ..
+  "opts.b2 (0.999), opts.eps (1e-8); lr is a positive number or a schedule function. Pure, so it " ..
+  "can run inside hl.jit.",
+  [[local opt = hl.optim.adam(1e-3)
+local params = {w = hl.ones(2)}
+local state = opt.init(params)
+params, state = opt.update({w = hl.ones(2)}, state, params)
+print(params.w)]])
+E("optim.cosine_decay", "hl.optim.cosine_decay(lr, steps [, final]) -> schedule",
+  "A learning-rate schedule for sgd and adam: lr at step 1 down to final (default 0) at step " ..
+  "steps along half a cosine, then constant. The schedule is a function of the step count (an " ..
+  "int32 0-d array).",
+  [[local schedule = hl.optim.cosine_decay(0.1, 100)
+print(schedule(hl.array(1, "int32")), schedule(hl.array(100, "int32")))
+local opt = hl.optim.sgd(schedule)]])
+
+G "Linear algebra (hl.linalg)"
+E("linalg.solve", "hl.linalg.solve(a, b) -> array",
+  "x with matmul(a, x) = b, for square non-singular a [..., n, n] and b a vector [n] (or a stack " ..
+  "[..., n]) or matrix [..., n, k], as numpy.linalg.solve, batched over leading axes. A singular a " ..
+  "is an error eagerly and gives NaN inside hl.jit.",
+  [[print(hl.linalg.solve(hl.array({{2, 0}, {0, 4}}), hl.array({2, 2})))]])
+E("linalg.inv", "hl.linalg.inv(a) -> array",
+  "The inverse of square non-singular matrices a [..., n, n] (solve against the identity).",
+  [[print(hl.linalg.inv(hl.array({{2, 0}, {0, 4}})))]])
+E("linalg.cholesky", "hl.linalg.cholesky(a) -> array",
+  "The lower-triangular L with matmul(L, L.T) = a, for symmetric positive-definite a [..., n, n]; " ..
+  "one that is not is an error eagerly and gives NaN inside hl.jit.",
+  [[print(hl.linalg.cholesky(hl.array({{4, 2}, {2, 3}})))]])
+
+---------------------------------------------------------------- files, devices, caching
+
+G "Files"
+E("save", "hl.save(path, x)",
+  "Writes x to path as a .npy file, the bytes numpy.save writes (the path is used as given: no " ..
+  ".npy is added). GPU arrays are copied to the host first.",
+  [[local path = os.tmpname()
+hl.save(path, hl.arange(3))
+print(hl.load(path))
+os.remove(path)]])
+E("load", "hl.load(path) -> array",
+  "Reads a .npy file (any halua dtype, either byte order, C or Fortran order, format 1.0 to 3.0) " ..
+  "onto the default device. A corrupt file or a dtype halua lacks is an error naming the file.",
+  [[local path = os.tmpname()
+hl.save(path, hl.eye(2))
+print(hl.load(path))
+os.remove(path)]])
+E("savez", "hl.savez(path, {name = array, ...} | {array, ...})",
+  "Writes a table of arrays as a .npz archive (numpy.savez's bytes, uncompressed): named arrays " ..
+  "under their names, a list as arr_0, arr_1, ... (also hl.savez(path, a, b, ...)).",
+  [[local path = os.tmpname()
+hl.savez(path, {w = hl.ones(2), b = hl.zeros(1)})
+local t, names = hl.loadz(path)
+print(t.w, names[1], names[2])
+os.remove(path)]])
+E("loadz", "hl.loadz(path) -> {name = array, ...}, {names}",
+  "Reads a .npz archive (also numpy.savez_compressed's): a table of its arrays by name, and the " ..
+  "names in the archive's order.",
+  [[local path = os.tmpname()
+hl.savez(path, {hl.arange(2), hl.ones(1)})
+local t = hl.loadz(path)
+print(t.arr_0, t.arr_1)
+os.remove(path)]])
+
+G "Devices and caching"
+E("devices", "hl.devices() -> {names}",
+  "The devices present: {\"cpu\"}, and \"cuda:1\" where there is a GPU.",
+  [[print(table.concat(hl.devices(), ", "))]])
+E("device_put", "hl.device_put(x, device) -> array   (also x:to(device))",
+  "x copied to device: \"cpu\", \"cuda\" (or \"cuda:1\"). Ops run where their inputs are; mixing " ..
+  "devices in one op is an error.",
+  [[print(hl.device_put(hl.ones(2), "cpu").device)]])
+E("default_device", "hl.default_device([name]) -> name",
+  "The device new arrays start on (\"cpu\" unless HALUA_DEVICE or a call says otherwise); with a " ..
+  "name, sets it first.",
+  [[print(hl.default_device())]])
+E("cache_info", "hl.cache_info() -> {entries, hits, misses, compile_ms}",
+  "Statistics of the compiled-kernel cache (eager kernels and jit pipelines): entries cached, " ..
+  "hits, misses (compiles) and the milliseconds spent compiling. The table prints readably.",
+  [[local info = hl.cache_info()
+print(info, info.misses)]])
+E("cache_clear", "hl.cache_clear()",
+  "Empties the compiled-kernel cache (later calls compile again).",
+  [[hl.cache_clear()
+print(hl.cache_info().entries)]])
+E("help", "hl.help([fn_or_name] [, opts]) -> nothing, or the text",
+  "Prints the signature, a paragraph and a runnable example for a function, given as a value " ..
+  "(hl.help(hl.sum)) or a name (\"sum\", \"random.split\", \"nn.relu\", method names like " ..
+  "\"astype\" or \"item\"). Without an argument, an overview by group. With opts.print = false it " ..
+  "returns the text instead of printing it. An unknown name is an error listing close matches.",
+  [[local text = hl.help("sum", {print = false})
+print(text:sub(1, 40))]])
+
+-- lookups that are not function names
+local topics = {
+  shape = "array", ndim = "array", size = "array", dtype = "array", device = "array", T = "array",
+  index = "array", indexing = "array", operators = "array", dtypes = "array",
+  ["x.shape"] = "array", ["x.ndim"] = "array", ["x.size"] = "array", ["x.dtype"] = "array",
+  ["x.device"] = "array", ["x.T"] = "array",
+}
+for k, v in pairs(topics) do
+  if not docs[k] then docs[k] = {alias = v, topic = true} end
+end
+
+return {entries = docs, order = order}

@@ -1,0 +1,43 @@
+-- hl.linalg: solve, inv, cholesky (NumPy's numpy.linalg semantics, batched over leading axes).
+-- solve and cholesky are primitives (engine/core/hl_linalg.c: LAPACK on the host, an extern
+-- stage inside jit pipelines); inv is solve against the identity, so its derivative is solve's.
+-- A singular (or, for cholesky, not positive definite) matrix is an error when the op runs
+-- eagerly, and gives NaN for that matrix of the batch inside hl.jit, where a pipeline cannot
+-- stop part way (JAX gives NaN too).
+return function(hl, core, util)
+  local fail = util.fail
+  local linalg = {}
+
+  local function operand(x, op, argn) return util.as_array(x, op, argn) end
+
+  -- errors of the primitive under another op's name
+  local function renamed(op, f, ...)
+    local ok, r = pcall(f, ...)
+    if ok then return r end
+    error((tostring(r):gsub("^halua: linalg%.solve: ", "halua: " .. op .. ": ", 1)), 0)
+  end
+
+  function linalg.solve(a, b)
+    return core.linalg_solve(operand(a, "linalg.solve", 1), operand(b, "linalg.solve", 2))
+  end
+
+  function linalg.cholesky(a)
+    return core.linalg_cholesky(operand(a, "linalg.cholesky", 1))
+  end
+
+  function linalg.inv(a)
+    a = operand(a, "linalg.inv", 1)
+    local s = a.shape
+    local n = s[#s]
+    if #s < 2 or s[#s - 1] ~= n then
+      fail("linalg.inv: a must be a square matrix or a stack of them ([..., n, n]), got shape [%s]", table.concat(s, ","))
+    end
+    local dtype = (a.dtype == "float64" or a.dtype == "float32") and a.dtype or "float32"
+    -- the identity broadcast over a's batch: a constant of a's trace when a is traced
+    local eye = hl.eq(core.iota("int32", {n, n}, 0), core.iota("int32", {n, n}, 1)):astype(dtype)
+    if not core.is_tracer(a) and core.device_of(a) ~= core.device_of(eye) then eye = core.to_device(eye, core.device_of(a)) end
+    return renamed("linalg.inv", core.linalg_solve, a, hl.broadcast_to(eye, s))
+  end
+
+  hl.linalg = linalg
+end

@@ -1,0 +1,26 @@
+-- hl.sort and hl.argsort along one axis (default the last, as NumPy's), also methods x:sort(),
+-- x:argsort(). Both are primitives (engine/core/hl_sort.c: a stable merge sort per lane on the
+-- host, an extern stage inside jit pipelines), stable like NumPy's kind="stable", with NaN after
+-- everything else. argsort's indices are 1-based int64. sort's derivative moves the cotangent
+-- back through the inverse permutation (rules.lua).
+return function(hl, core, util)
+  local function operand(op, x, axis)
+    x = util.as_array(x, op)
+    if x.ndim == 0 then util.fail("%s: cannot sort a 0-d array; give it an axis first (hl.reshape(x, {1}))", op) end
+    return x, util.norm_axis(op, axis == nil and -1 or axis, x.ndim)
+  end
+
+  function hl.sort(x, axis)
+    local a
+    x, a = operand("sort", x, axis)
+    return core.sort(x, a, false)
+  end
+
+  function hl.argsort(x, axis)
+    local a
+    x, a = operand("argsort", x, axis)
+    return core.sort(x, a, true) + 1
+  end
+
+  util.methods.sort, util.methods.argsort = hl.sort, hl.argsort
+end

@@ -1,0 +1,208 @@
+-- hl.vmap: f over a batch, as if called on each example and the results stacked, in one pass.
+--
+-- How it works. f is traced once on one example's abstract arguments (the batch axis removed),
+-- into a graph of primitives, as jit traces. The graph is then replayed on the real arguments
+-- with the batch as a leading axis: each primitive by its batching rule (rules.lua, beside its
+-- differentiation rule), which says how the primitive applies to a batch in one op. The replay
+-- is ordinary halua ops, so it runs eagerly, traces into an enclosing jit (one pipeline, not a
+-- loop) or records onto an autodiff tape; vmap of vmap and vmap of grad work the same way.
+-- Control flow inside f is traced step by step, as under grad.
+return function(hl, core, state)
+  local tree = require "halua.tree"
+  local rules = hl.rules
+  local is_array = core.is_array
+  local unpack = unpack or table.unpack
+
+  local function fail(msg, ...) error("halua: " .. string.format(msg, ...), 0) end
+  local function pack(...) return {n = select("#", ...), ...} end
+  local function shape_str(s) return "[" .. table.concat(s, ",") .. "]" end
+
+  local function is_callable(f)
+    if type(f) == "function" then return true end
+    local mt = getmetatable(f)
+    return mt ~= nil and mt.__call ~= nil
+  end
+
+  -- an axis spec: a non-zero integer (1-based, negative from the end) or false
+  local function check_axis(what, a)
+    if a == false then return false end
+    if type(a) ~= "number" or a ~= math.floor(a) or a == 0 then
+      fail("vmap: %s must be a non-zero integer axis (1-based) or false, got %s", what, tostring(a))
+    end
+    return a
+  end
+
+  -- the axes spec of argument (or result) i: a number or false for all, or a table of them
+  local function axis_of(spec, i, what)
+    if type(spec) == "table" then
+      local a = spec[i]
+      if a == nil then fail("vmap: %s has no entry for %s %d (give a number, or false for not mapped)", what, what == "in_axes" and "argument" or "result", i) end
+      return check_axis(what .. "[" .. i .. "]", a)
+    end
+    return check_axis(what, spec)
+  end
+
+  -- x with axis a (1-based, normalised) moved to the front, or to position a from the front
+  local function move_axis(x, from, to)
+    if from == to then return x end
+    local order = {}
+    for d = 1, x.ndim do if d ~= from then order[#order + 1] = d end end
+    table.insert(order, to, from)
+    return hl.transpose(x, order)
+  end
+
+  local function device_of(x) return core.device_of(x) end
+
+  function hl.vmap(f, in_axes, out_axes)
+    if not is_callable(f) then fail("vmap: expected a function, got %s", type(f)) end
+    if in_axes == nil then in_axes = 1 end
+    if out_axes == nil then out_axes = 1 end
+    if type(in_axes) ~= "table" then check_axis("in_axes", in_axes) end
+    if type(out_axes) ~= "table" then check_axis("out_axes", out_axes) end
+    if out_axes == false then fail("vmap: out_axes must map the results (false would drop the batch)") end
+
+    return function(...)
+      local args = pack(...)
+      if type(in_axes) == "table" and #in_axes ~= args.n then
+        fail("vmap: in_axes lists %d axes but the function got %d arguments", #in_axes, args.n)
+      end
+      -- the batch: every mapped leaf's axis moved to the front; its extent the batch size
+      local size, size_from
+      local flat = {}   -- per argument {leaves, def, mapped}
+      for i = 1, args.n do
+        local a = axis_of(in_axes, i, "in_axes")
+        local leaves, def = tree.flatten(args[i])
+        for j, l in ipairs(leaves) do
+          if a then
+            if not is_array(l) then
+              fail("vmap: argument %d is mapped but holds a %s; map arrays, or give it in_axes false", i, type(l))
+            end
+            if l.ndim == 0 then fail("vmap: argument %d is mapped along axis %d but holds a 0-d array", i, a) end
+            local ax = a < 0 and l.ndim + a + 1 or a
+            if ax < 1 or ax > l.ndim then
+              fail("vmap: in_axes %d is out of range for argument %d of shape %s", a, i, shape_str(l.shape))
+            end
+            local n = l.shape[ax]
+            if size == nil then
+              size, size_from = n, i
+            elseif n ~= size then
+              fail("vmap: argument %d has %d examples along axis %d, argument %d has %d", i, n, ax, size_from, size)
+            end
+            leaves[j] = move_axis(l, ax, 1)
+          end
+        end
+        flat[i] = {leaves = leaves, def = def, mapped = a ~= false}
+      end
+      if size == nil then fail("vmap: no argument is mapped (in_axes are all false); nothing to batch over") end
+
+      -- trace one example, nested in the trace being built or the open autodiff tape (if any),
+      -- so that values closed over from it are captured as they are, and the replay records on it
+      local parent = state.tracing[#state.tracing] or state.tape
+      local trace = parent and core.trace_new(parent) or core.trace_new()
+      local targs, arg_node, actual = {}, {}, {}
+      for i = 1, args.n do
+        local fi = flat[i]
+        local tl = {}
+        for j, l in ipairs(fi.leaves) do
+          if is_array(l) then
+            local shape = l.shape
+            if fi.mapped then table.remove(shape, 1) end
+            tl[j] = core.trace_arg(trace, l.dtype, shape, device_of(l))
+            local node = core.node_in(trace, tl[j])
+            arg_node[node] = true
+            actual[node] = {l, fi.mapped}
+          else
+            tl[j] = l
+          end
+        end
+        targs[i] = tree.unflatten(fi.def, tl)
+      end
+      local tracing = state.tracing
+      tracing[#tracing + 1] = trace
+      state.batching = (state.batching or 0) + 1
+      local ok, res = pcall(function() return pack(f(unpack(targs, 1, args.n))) end)
+      state.batching = state.batching - 1
+      tracing[#tracing] = nil
+      if not ok then
+        core.trace_close(trace)
+        error(res, 0)
+      end
+
+      -- replay the graph on the batch; constants the graph makes go where the batch is
+      local device
+      for node, a in pairs(actual) do
+        if a[2] and not core.is_tracer(a[1]) then device = a[1].device end
+        local _ = node
+      end
+      local function placed(v)
+        if device and device ~= v.device then return v:to(device) end
+        return v
+      end
+      local ok2, out = pcall(function()
+        local nodes = core.graph_nodes(trace, 0, 2 ^ 30)
+        local captures = core.trace_captures(trace)
+        local val, bat = {}, {}
+        local id = 0
+        while nodes[id] do
+          local n = nodes[id]
+          if n.op == "param" then
+            if actual[id] then
+              val[id], bat[id] = actual[id][1], actual[id][2]
+            else
+              val[id], bat[id] = captures[id], false
+            end
+            if val[id] == nil then fail("vmap: internal: parameter node %d has no value", id) end
+          elseif n.op == "const" then
+            val[id], bat[id] = placed(core.full({}, n.value, n.dtype)), false
+          elseif n.op == "iota" then
+            val[id], bat[id] = placed(core.iota(n.dtype, n.shape, n.axis - 1)), false
+          else
+            local x, b = {}, {}
+            local any = false
+            for k, i in ipairs(n.ins) do
+              x[k], b[k] = val[i], bat[i]
+              any = any or b[k]
+            end
+            local r = rules[n.op]
+            if not (r and r.batch) then fail("vmap: no batching rule for %s", n.op) end
+            val[id], bat[id] = r.batch(n, x, b, size)
+          end
+          id = id + 1
+        end
+        -- the results, batched along out_axes; values that do not depend on the batch repeat
+        local results = {}
+        for r = 1, res.n do
+          local oa = axis_of(out_axes, r, "out_axes")
+          if oa == false then fail("vmap: out_axes[%d] is false: results must be mapped", r) end
+          local leaves, def = tree.flatten(res[r])
+          for j, l in ipairs(leaves) do
+            local node = is_array(l) and core.node_in(trace, l)
+            local v, batched
+            if node then
+              v, batched = val[node], bat[node]
+            else
+              v, batched = is_array(l) and l or hl.array(l), false
+            end
+            if not batched then
+              local s = {1}
+              for d, e in ipairs(v.shape) do s[d + 1] = e end
+              local full = {size}
+              for d, e in ipairs(v.shape) do full[d + 1] = e end
+              v = hl.broadcast_to(hl.reshape(v, s), full)
+            end
+            local to = oa < 0 and v.ndim + oa + 1 or oa
+            if to < 1 or to > v.ndim then
+              fail("vmap: out_axes %d is out of range for result %d of shape %s", oa, r, shape_str(v.shape))
+            end
+            leaves[j] = move_axis(v, 1, to)
+          end
+          results[r] = def == "*" and leaves[1] or tree.unflatten(def, leaves)
+        end
+        return results
+      end)
+      core.trace_close(trace)
+      if not ok2 then error(out, 0) end
+      return unpack(out, 1, res.n)
+    end
+  end
+end
