@@ -32,12 +32,15 @@ static entry *find(uint64_t h, const hl_key *k) {
   return NULL;
 }
 
-static entry *find_locked(const hl_key *k) {
+/* The kernel, not the entry: hl_cache_clear may free the entry as soon as `lock` is released
+ * (kernels are never freed). */
+static struct hl_kernel *find_locked(const hl_key *k) {
   pthread_mutex_lock(&lock);
   entry *e = find(k->hash, k);
+  struct hl_kernel *kernel = e ? e->kernel : NULL;
   if (e) stats.hits++;
   pthread_mutex_unlock(&lock);
-  return e;
+  return kernel;
 }
 
 /* HALUA_LOG_COMPILES=1 prints each compile, its time and why the cache missed. */
@@ -53,15 +56,15 @@ static int logging(void) {
 
 struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name) {
   hl_graph_key(g, &scratch);
-  entry *e = find_locked(&scratch);
-  if (e) return e->kernel;
+  struct hl_kernel *k = find_locked(&scratch);
+  if (k) return k;
   pthread_mutex_lock(&compile_lock);
-  if ((e = find_locked(&scratch))) {   /* another thread compiled it while we waited */
+  if ((k = find_locked(&scratch))) {   /* another thread compiled it while we waited */
     pthread_mutex_unlock(&compile_lock);
-    return e->kernel;
+    return k;
   }
-  struct hl_kernel *k = hl_kernel_compile(g, name);
-  e = k ? malloc(sizeof *e) : NULL;
+  k = hl_kernel_compile(g, name);
+  entry *e = k ? malloc(sizeof *e) : NULL;
   unsigned char *kb = k ? malloc(scratch.len) : NULL;
   if (!e || !kb) {
     pthread_mutex_unlock(&compile_lock);
