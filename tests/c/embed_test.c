@@ -4,6 +4,7 @@
 #include <halua.h>
 #include <lauxlib.h>
 #include <lualib.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -305,6 +306,38 @@ static void test_open(const char *lua_dir) {
   }
 }
 
+/* libhalua carries the whole engine: LAPACK (hl.linalg) and the host sort on wrapped buffers,
+ * eagerly and jitted, and LAPACK's failures as "halua: " messages through halua_call */
+static void test_linalg_and_sort(lua_State *L) {
+  double a[4] = {4, 1, 2, 3}, b[2] = {1, 2}, x[2];
+  int64_t ashape[2] = {2, 2}, bshape[1] = {2};
+  CHECK(halua_push_array(L, a, HALUA_FLOAT64, 2, ashape, NULL, NULL, NULL) == HALUA_OK && halua_setglobal(L, "LA") == HALUA_OK);
+  CHECK(halua_push_array(L, b, HALUA_FLOAT64, 1, bshape, NULL, NULL, NULL) == HALUA_OK && halua_setglobal(L, "LB") == HALUA_OK);
+  CHECK(halua_dostring(L, "return hl.linalg.solve(LA, LB)", "=solve", 1) == HALUA_OK);
+  CHECK(halua_copy_array(L, -1, HALUA_FLOAT64, x, sizeof x) == HALUA_OK);
+  lua_pop(L, 1);
+  /* 4x + y = 1, 2x + 3y = 2 */
+  CHECK(fabs(x[0] - 0.1) < 1e-12 && fabs(x[1] - 0.6) < 1e-12);
+  CHECK(fabs(eval(L, "return hl.jit(function(a, b) return hl.linalg.solve(a, b):sum() end)(LA, LB):item()") - 0.7) < 1e-12);
+  float v[5] = {3, -1, 2, 5, 0}, sorted[5];
+  int64_t n5[1] = {5};
+  CHECK(halua_dostring(L, "return hl.sort", "=sort", 1) == HALUA_OK);
+  CHECK(halua_push_array(L, v, HALUA_FLOAT32, 1, n5, NULL, NULL, NULL) == HALUA_OK);
+  CHECK(halua_call(L, 1, 1) == HALUA_OK);
+  CHECK(halua_copy_array(L, -1, HALUA_FLOAT32, sorted, sizeof sorted) == HALUA_OK);
+  lua_pop(L, 1);
+  CHECK(sorted[0] == -1 && sorted[1] == 0 && sorted[2] == 2 && sorted[3] == 3 && sorted[4] == 5);
+  CHECK(v[0] == 3 && v[4] == 0);   /* the host's buffer is only read */
+  double singular[4] = {1, 2, 2, 4};
+  int top = lua_gettop(L);
+  CHECK(halua_dostring(L, "return hl.linalg.solve", "=solve", 1) == HALUA_OK);
+  CHECK(halua_push_array(L, singular, HALUA_FLOAT64, 2, ashape, NULL, NULL, NULL) == HALUA_OK);
+  CHECK(halua_getglobal(L, "LB") == HALUA_OK);
+  CHECK_ERR(halua_call(L, 2, 1), HALUA_ERUN, "halua: ", "singular matrix");
+  CHECK(lua_gettop(L) == top);
+  CHECK(halua_dostring(L, "LA, LB = nil, nil", NULL, 0) == HALUA_OK);
+}
+
 /* messages are per thread: another thread's failure leaves this thread's message alone */
 static void *fail_elsewhere(void *arg) {
   (void)arg;
@@ -336,6 +369,7 @@ int main(int argc, char **argv) {
   test_strides_and_dtypes(L);
   test_errors_of_reading(L);
   test_calls(L);
+  test_linalg_and_sort(L);
   test_thread_local_errors(L);
   /* a wrapped array still referenced at lua_close is released there, once */
   static float kept[4];
