@@ -1,6 +1,7 @@
 #include "hl_cache.h"
 #include "hl_backend.h"
 #include "hl_error.h"
+#include "hl_notice.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,7 +64,17 @@ struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name) {
     pthread_mutex_unlock(&compile_lock);
     return k;
   }
+  /* a jitted program's compile says so when it takes more than a second: here, around the
+   * compile itself, so that threads waiting for another thread's compile print nothing (the
+   * compiling thread does); eager single-primitive kernels compile quickly and stay silent */
+  hl_notice *notice = NULL;
+  if (!g->dynamic) {
+    char what[200];
+    snprintf(what, sizeof what, "compiling %s (%d ops)", name ? name : "jit", g->nnodes);
+    notice = hl_notice_begin(1000, what);
+  }
   k = hl_kernel_compile(g, name);
+  hl_notice_end(notice);
   entry *e = k ? malloc(sizeof *e) : NULL;
   unsigned char *kb = k ? malloc(scratch.len) : NULL;
   if (!e || !kb) {
