@@ -1,7 +1,9 @@
 -- LuaRocks: `luarocks make` in a checkout builds halua with CMake and installs the Lua modules
 -- (halua/*.lua) and the engine module (halua_core.so) into the rocks tree, plus libhalua, halua.h
 -- and halua.pc under the rock's prefix for C hosts. Needs LuaJIT (halua uses its FFI and 5.1 API),
--- Halide 14 (Debian: libhalide14-0-dev), zlib, CMake and pkg-config.
+-- Halide 14 (Debian: libhalide14-0-dev), zlib, LAPACK (liblapack-dev; CMake's find_package finds
+-- it, as LuaRocks' library search misses multiarch directories on some systems), CMake and
+-- pkg-config.
 rockspec_format = "3.0"
 package = "halua"
 version = "scm-1"
