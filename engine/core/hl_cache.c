@@ -1,6 +1,7 @@
 #include "hl_cache.h"
 #include "hl_backend.h"
 #include "hl_error.h"
+#include "hl_notice.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,12 @@ typedef struct entry {
 
 enum { NBUCKETS = 4096 };
 static entry *buckets[NBUCKETS];
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;   /* the index and stats */
+/* Held for a whole miss (look again, compile, insert): compiles run one at a time, so threads
+ * missing on the same pipeline wait for the first one's kernel instead of compiling it again,
+ * and the lowering and Halide's compiler (which keep process-wide state) never run
+ * concurrently. Hits take only `lock`. */
+static pthread_mutex_t compile_lock = PTHREAD_MUTEX_INITIALIZER;
 static hl_cache_stats stats;
 static int log_compiles = -1;
 static _Thread_local hl_key scratch;   /* reused: eager ops build a key per call */
@@ -27,49 +33,71 @@ static entry *find(uint64_t h, const hl_key *k) {
   return NULL;
 }
 
-/* HALUA_LOG_COMPILES=1 prints each compile, its time and why the cache missed. */
-struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name) {
-  if (log_compiles < 0) {
-    const char *v = getenv("HALUA_LOG_COMPILES");
-    log_compiles = v && *v && strcmp(v, "0") != 0;
-  }
-  hl_graph_key(g, &scratch);
+/* The kernel, not the entry: hl_cache_clear may free the entry as soon as `lock` is released
+ * (kernels are never freed). */
+static struct hl_kernel *find_locked(const hl_key *k) {
   pthread_mutex_lock(&lock);
-  entry *e = find(scratch.hash, &scratch);
-  if (e) {
-    stats.hits++;
-    pthread_mutex_unlock(&lock);
-    return e->kernel;
-  }
+  entry *e = find(k->hash, k);
+  struct hl_kernel *kernel = e ? e->kernel : NULL;
+  if (e) stats.hits++;
   pthread_mutex_unlock(&lock);
-  /* compile outside the lock: compiles take tens of milliseconds and other threads may hit */
-  struct hl_kernel *k = hl_kernel_compile(g, name);
-  if (!k) return NULL;
-  pthread_mutex_lock(&lock);
-  entry *again = find(scratch.hash, &scratch);
-  if (again) {   /* another thread compiled the same pipeline meanwhile: keep theirs */
-    pthread_mutex_unlock(&lock);
-    hl_kernel_free(k);
-    return again->kernel;
+  return kernel;
+}
+
+/* HALUA_LOG_COMPILES=1 prints each compile, its time and why the cache missed. */
+static int logging(void) {
+  int v = __atomic_load_n(&log_compiles, __ATOMIC_RELAXED);
+  if (v < 0) {
+    const char *s = getenv("HALUA_LOG_COMPILES");
+    v = s && *s && strcmp(s, "0") != 0;
+    __atomic_store_n(&log_compiles, v, __ATOMIC_RELAXED);
   }
-  e = malloc(sizeof *e);
-  unsigned char *kb = malloc(scratch.len);
+  return v;
+}
+
+struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name) {
+  hl_graph_key(g, &scratch);
+  struct hl_kernel *k = find_locked(&scratch);
+  if (k) return k;
+  pthread_mutex_lock(&compile_lock);
+  if ((k = find_locked(&scratch))) {   /* another thread compiled it while we waited */
+    pthread_mutex_unlock(&compile_lock);
+    return k;
+  }
+  /* a jitted program's compile says so when it takes more than a second: here, around the
+   * compile itself, so that threads waiting for another thread's compile print nothing (the
+   * compiling thread does); eager single-primitive kernels compile quickly and stay silent */
+  hl_notice *notice = NULL;
+  if (!g->dynamic) {
+    char what[200];
+    snprintf(what, sizeof what, "compiling %s (%d ops)", name ? name : "jit", g->nnodes);
+    notice = hl_notice_begin(1000, what);
+  }
+  k = hl_kernel_compile(g, name);
+  hl_notice_end(notice);
+  entry *e = k ? malloc(sizeof *e) : NULL;
+  unsigned char *kb = k ? malloc(scratch.len) : NULL;
   if (!e || !kb) {
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&compile_lock);
     free(e);
     free(kb);
-    hl_kernel_free(k);
-    hl_error("out of memory caching a kernel");
+    if (k) {
+      hl_kernel_free(k);
+      hl_error("out of memory caching a kernel");
+    }
     return NULL;
   }
   memcpy(kb, scratch.bytes, scratch.len);
-  *e = (entry){.hash = scratch.hash, .key = kb, .len = scratch.len, .kernel = k, .next = buckets[scratch.hash % NBUCKETS]};
+  *e = (entry){.hash = scratch.hash, .key = kb, .len = scratch.len, .kernel = k};
+  pthread_mutex_lock(&lock);
+  e->next = buckets[scratch.hash % NBUCKETS];
   buckets[scratch.hash % NBUCKETS] = e;
   stats.entries++;
   stats.misses++;
   stats.compile_ms += hl_kernel_compile_ms(k);
   pthread_mutex_unlock(&lock);
-  if (log_compiles)
+  pthread_mutex_unlock(&compile_lock);
+  if (logging())
     fprintf(stderr, "halua: compiled %s in %.1f ms (%d nodes; cache miss: no pipeline with this %s)\n", name,
             hl_kernel_compile_ms(k), g->nnodes, g->dynamic ? "primitive, dtype, rank and attributes" : "IR and input signature");
   return k;

@@ -1,5 +1,4 @@
 #include "hl_eval.h"
-#include "hl_notice.h"
 #include "hl_backend.h"
 #include "hl_cache.h"
 #include "hl_device.h"
@@ -519,12 +518,8 @@ int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, cons
   }
   if (hl_graph_set_outputs(&t->g, nout, ids) || hl_graph_prune(&t->g, &p->g)) return -1;
   p->nargs = t->g.nparams - t->ncaptures;
-  /* a cache miss compiles: say so when that takes more than a second */
-  char what[200];
-  snprintf(what, sizeof what, "compiling %s (%d ops)", name ? name : "jit", p->g.nnodes);
-  hl_notice *notice = hl_notice_begin(1000, what);
+  /* a cache miss compiles (and says so when that takes more than a second: hl_cache.c) */
   p->kernel = hl_cache_get(&p->g, name);
-  hl_notice_end(notice);
   if (!p->kernel) {
     hl_graph_free(&p->g);
     return -1;

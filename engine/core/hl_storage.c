@@ -104,7 +104,7 @@ hl_storage *hl_storage_wrap(void *data, size_t nbytes, hl_release_fn release, vo
     hl_error("out of memory");
     return NULL;
   }
-  *s = (hl_storage){.refcount = 1, .data = data, .nbytes = nbytes, .release = release, .release_ctx = ctx};
+  *s = (hl_storage){.refcount = 1, .data = data, .nbytes = nbytes, .borrowed = 1, .release = release, .release_ctx = ctx};
   return s;
 }
 
@@ -115,8 +115,8 @@ void hl_storage_release(hl_storage *s) {
   if (s->device != HL_DEVICE_CPU) {
     __atomic_sub_fetch(&heap_bytes, s->nbytes, __ATOMIC_RELAXED);
     hl_device_free(s->device, s->device_handle);
-  } else if (s->release) {
-    s->release(s->release_ctx, s->data);
+  } else if (s->borrowed) {
+    if (s->release) s->release(s->release_ctx, s->data);
   } else {
     __atomic_sub_fetch(&heap_bytes, s->nbytes, __ATOMIC_RELAXED);
     size_t padded = (s->nbytes + PAD + ALIGN - 1) / ALIGN * ALIGN;

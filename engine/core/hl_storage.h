@@ -1,5 +1,7 @@
 /* Refcounted host storage, 64-byte aligned, with process-wide heap accounting.
- * Wrapped host memory (zero-copy embedding) carries a release callback instead. */
+ * Wrapped host memory (zero-copy embedding, engine/include/halua.h) is borrowed: the host owns
+ * it, the engine only reads it (arrays are immutable, so nothing writes into an input), it is
+ * not counted in hl_heap_bytes, and an optional release callback is called instead of free. */
 #ifndef HL_STORAGE_H
 #define HL_STORAGE_H
 #include <stddef.h>
@@ -14,13 +16,15 @@ typedef struct hl_storage {
   uint64_t device_ptr;
   void *data;
   size_t nbytes;
-  hl_release_fn release;   /* NULL: memory is ours (aligned_alloc) */
+  int borrowed;            /* 1: host memory from hl_storage_wrap, never freed or written by us */
+  hl_release_fn release;   /* borrowed memory: called with (release_ctx, data) at the last release */
   void *release_ctx;
 } hl_storage;
 
 /* Uninitialised contents (callers write every element); NULL + hl_error on failure. */
 hl_storage *hl_storage_new(size_t nbytes);
 hl_storage *hl_storage_new_on(int device, size_t nbytes);
+/* Borrowed host memory; release (may be NULL) is called once when the last reference goes. */
 hl_storage *hl_storage_wrap(void *data, size_t nbytes, hl_release_fn release, void *ctx);
 void hl_storage_retain(hl_storage *s);
 void hl_storage_release(hl_storage *s);

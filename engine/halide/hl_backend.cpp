@@ -15,6 +15,7 @@
 #include <cstring>
 #include <unistd.h>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 extern "C" {
 #include "hl_error.h"
@@ -84,9 +85,15 @@ int to_buffer(const hl_array *a, int rank, halide_buffer_t *b, halide_dimension_
   return 0;
 }
 
+/* Halide's compiler and our lowering keep process-wide state (static Vars, name counters,
+ * LLVM's global options), and embedders compile from several threads: one compile at a time.
+ * Compiled kernels run concurrently without it. */
+std::mutex compiler_lock;
+
 }  // namespace
 
 extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name) {
+  std::lock_guard<std::mutex> guard(compiler_lock);
   auto t0 = std::chrono::steady_clock::now();
   hl_kernel *k = new hl_kernel;
   try {
@@ -180,6 +187,7 @@ static char *kernel_text(hl_kernel *k, bool assembly) {
   close(fd);
   std::string text;
   try {
+    std::lock_guard<std::mutex> guard(compiler_lock);
     Target t = k->target.without_feature(Target::JIT);
     if (assembly) k->pipeline.compile_to_assembly(path, k->args, k->symbol, t);
     else k->pipeline.compile_to_lowered_stmt(path, k->args, Halide::Text, t);
@@ -204,4 +212,7 @@ extern "C" char *hl_kernel_asm(hl_kernel *k) { return kernel_text(k, true); }
 
 extern "C" const char *hl_kernel_ptx(const hl_kernel *k) { return k->ptx.c_str(); }
 
-extern "C" void hl_kernel_free(hl_kernel *k) { delete k; }
+extern "C" void hl_kernel_free(hl_kernel *k) {
+  std::lock_guard<std::mutex> guard(compiler_lock);   /* JIT modules release LLVM state */
+  delete k;
+}

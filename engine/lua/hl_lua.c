@@ -39,15 +39,17 @@ int hl_lua_raisef(lua_State *L, const char *fmt, ...) {
 
 /* ---- heap tracking: step Lua's GC by engine bytes, which Lua cannot see ---- */
 
+/* Process-wide like the byte count it is compared with; embedders run a lua_State per thread,
+ * so it is read and written atomically. */
 static size_t gc_soft_max = (size_t)128 << 20;
 
 static void heap_check(lua_State *L) {
   size_t used = hl_heap_bytes();
-  if (used < gc_soft_max) return;
+  if (used < __atomic_load_n(&gc_soft_max, __ATOMIC_RELAXED)) return;
   lua_gc(L, LUA_GCCOLLECT, 0);
   size_t after = hl_heap_bytes();
   size_t next = after + after / 10 * 4;   /* +40% over what survived, as torch7 does */
-  gc_soft_max = next > ((size_t)128 << 20) ? next : ((size_t)128 << 20);
+  __atomic_store_n(&gc_soft_max, next > ((size_t)128 << 20) ? next : ((size_t)128 << 20), __ATOMIC_RELAXED);
 }
 
 /* ---- arrays ---- */
@@ -77,6 +79,10 @@ static hl_array *check_array(lua_State *L, int idx, const char *op) {
 
 /* Move an engine array into a new userdata (takes ownership). Tracers keep their trace alive. */
 static hl_array *push_array(lua_State *L, const hl_array *src, int trace_idx) {
+  /* the GC step comes first: once the userdata exists it owns src, and an error raised before
+   * that (out of memory, a finalizer's error) leaves src with the caller (halua_push_array
+   * relies on this to hand a wrapped buffer back to the host) */
+  if (src->storage) heap_check(L);
   hl_array *a = lua_newuserdata(L, sizeof(hl_array));
   *a = *src;
   lua_getfield(L, LUA_REGISTRYINDEX, ARRAY_MT);
@@ -87,11 +93,16 @@ static hl_array *push_array(lua_State *L, const hl_array *src, int trace_idx) {
     lua_rawseti(L, -2, 1);
     lua_setfenv(L, -2);
   }
-  if (a->storage) heap_check(L);
   return a;
 }
 
 hl_array *hl_lua_to_array(lua_State *L, int idx) { return to_array(L, idx); }
+int hl_lua_is_loaded(lua_State *L) {
+  lua_getfield(L, LUA_REGISTRYINDEX, ARRAY_MT);
+  int loaded = lua_istable(L, -1);
+  lua_pop(L, 1);
+  return loaded;
+}
 void hl_lua_push_array(lua_State *L, hl_array *a) { push_array(L, a, 0); }
 void hl_lua_push_tracer(lua_State *L, hl_array *a, int trace_idx) { push_array(L, a, trace_idx); }
 

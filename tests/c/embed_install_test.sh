@@ -1,0 +1,29 @@
+#!/bin/sh
+# Installs the build into a temporary prefix, builds the C host samples against it with nothing
+# but pkg-config, and runs them; then checks that plain luajit finds the installed modules on
+# the prefix's share/lua/5.1 and lib/lua/5.1 (the directories LuaJIT searches under /usr/local).
+#   embed_install_test.sh BUILD_DIR SOURCE_DIR
+set -eu
+build=$1
+src=$2
+prefix=$(mktemp -d /tmp/halua-install-XXXXXX)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build" --prefix "$prefix" >/dev/null
+# lib/ or lib/<multiarch>/, as GNUInstallDirs chose for the configured prefix
+pc=$(find "$prefix" -name halua.pc)
+core=$(find "$prefix" -name halua_core.so)
+export PKG_CONFIG_PATH="$(dirname "$pc")"
+flags=$(pkg-config --cflags --libs halua)
+libdir=$(pkg-config --variable=libdir halua)
+for sample in predict threads; do
+  cc -std=c11 -Wall -Wextra -Werror -O2 "$src/samples/embed/$sample.c" -o "$prefix/$sample" $flags -lm -pthread \
+    -Wl,-rpath,"$libdir"
+done
+# no HALUA_LUA_DIR: libhalua finds the modules relative to where it is installed
+unset HALUA_LUA_DIR LUA_PATH LUA_CPATH
+cd "$src/samples/embed"
+"$prefix/predict" model.lua | tail -n 1
+"$prefix/threads" model.lua | tail -n 1
+# the Lua module, as LuaJIT finds it in a prefix like /usr/local
+LUA_PATH="$prefix/share/lua/5.1/?.lua;$prefix/share/lua/5.1/?/init.lua" LUA_CPATH="$(dirname "$core")/?.so" \
+  luajit -e 'local hl = require "halua"; assert(hl.ones(3):sum():item() == 3); print("luajit: require \"halua\" ok")'
