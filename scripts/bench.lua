@@ -116,6 +116,14 @@ local function mlp_rows(res, dev, time)
   sgd_step:lower(params, batch, labels)
   res.mlp_compile_ms = (now() - t0) * 1e3
   res.mlp_sgd_ms = time(function() return sgd_step(params, batch, labels) end, 5, 3) * 1e3
+  if dev == "cpu" then
+    -- the same step scheduled by Halide's Mullapudi2016 autoscheduler, for comparison
+    local auto_step = hl.jit(sgd_step.f, {schedule = "auto"})
+    t0 = now()
+    auto_step:lower(params, batch, labels)
+    res.mlp_auto_compile_ms = (now() - t0) * 1e3
+    res.mlp_auto_sgd_ms = time(function() return auto_step(params, batch, labels) end, 5, 3) * 1e3
+  end
 end
 local mlp_table_rows = {
   {"mlp_grad_ms", "MLP 784-1024-1024-10, batch 256: value_and_grad, jit (ms)", "lower"},
@@ -208,9 +216,34 @@ print_table({
   {"mlp_grad_ms", "MLP 784-1024-1024-10, batch 256: value_and_grad, jit (ms)", "lower"},
   {"mlp_sgd_ms", "MLP train step (value_and_grad + SGD), jit (ms)", "lower"},
   {"mlp_compile_ms", "compile time of that train step (ms)", "lower"},
+  {"mlp_auto_sgd_ms", "that train step, schedule = \"auto\" (Mullapudi2016), jit (ms)", "lower"},
+  {"mlp_auto_compile_ms", "compile time of the autoscheduled step (ms)", "lower"},
   {"solve256_ms", "linalg.solve 256x256 float64, one right-hand side (ms)", "lower"},
   {"solve_batched_ms", "linalg.solve 64 x (32x32) float64, batched (ms)", "lower"},
   {"heat_compile_100_ms", "heat sample: compile, fori_loop of 100 steps (ms)", "lower"},
   {"heat_compile_10000_ms", "heat sample: compile, fori_loop of 10,000 steps (ms)", "lower"},
   {"heat_run_ms", "heat sample: 1,000 steps on 128x128, jit fori_loop (ms)", "lower"},
 }, res, peers, {"NumPy", "Torch"}, "Benchmarks on the CPU", "benchmarks.md")
+
+-- the JAX paper's comparison: the same train step interpreted (plain Lua loops), eager, compiled
+package.path = root .. "/scripts/?.lua;" .. package.path
+local paper_rows, paper_note = require("bench_paper").run(now, best_of)
+local lines = {"| the MLP train step (784-1024-1024-10, batch 256, SGD) | ms per step | vs plain Lua |", "|---|---|---|"}
+for _, r in ipairs(paper_rows) do
+  lines[#lines + 1] = string.format("| %s | %.2f | %.1fx |", r[1], r[2], paper_rows[1][2] / r[2])
+end
+local paper = table.concat(lines, "\n") .. "\n\n" .. paper_note .. "."
+print("\n" .. paper)
+if write then
+  local P1, P2 = "<!-- paper table: written by scripts/bench -->", "<!-- end of paper table -->"
+  local path = root .. "/docs/benchmarks.md"
+  local f = assert(io.open(path))
+  local old = f:read("*a")
+  f:close()
+  local block = P1 .. "\n" .. paper .. "\n" .. P2
+  local a, b = old:find(P1, 1, true), select(2, old:find(P2, 1, true))
+  local new = a and b and (old:sub(1, a - 1) .. block .. old:sub(b + 1)) or (old .. "\n## Interpreted and compiled\n\n" .. block .. "\n")
+  f = assert(io.open(path, "w"))
+  f:write(new)
+  f:close()
+end

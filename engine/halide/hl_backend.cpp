@@ -92,8 +92,20 @@ std::mutex compiler_lock;
 
 }  // namespace
 
+/* Halide's compile-time messages: errors become exceptions as before (the caller reports them
+ * under the op's name); warnings about schedules ("outer dim vectorization", "abs of an unsigned
+ * type") say nothing a user can act on, so they print only with HALUA_HALIDE_WARNINGS=1. */
+struct QuietReporter : CompileTimeErrorReporter {
+  void warning(const char *msg) override {
+    if (getenv("HALUA_HALIDE_WARNINGS")) fprintf(stderr, "%s", msg);
+  }
+  void error(const char *msg) override { throw CompileError(msg); }
+};
+
 extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name) {
   std::lock_guard<std::mutex> guard(compiler_lock);
+  static QuietReporter reporter;
+  set_custom_compile_time_error_reporter(&reporter);   /* (under the lock: once is enough, twice is harmless) */
   auto t0 = std::chrono::steady_clock::now();
   hl_kernel *k = new hl_kernel;
   try {

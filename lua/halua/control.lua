@@ -146,6 +146,18 @@ return function(hl, core, state)
     return t
   end
 
+  -- Inside jit for CUDA a loop unrolls (its body is not compiled as a loop there yet); past a
+  -- few dozen steps the unrolled pipeline takes minutes to compile, so that is an error
+  local CUDA_UNROLL_MAX = 64
+  local function check_cuda_unroll(op, steps)
+    local t = state.tracing[#state.tracing]
+    if t and steps > CUDA_UNROLL_MAX and core.trace_device(t) == "cuda" then
+      fail("%s: inside hl.jit for cuda, loops are unrolled (compiled loops run on the cpu only so far), and %d " ..
+           "steps is more than %d: jit this function for the cpu ({device = \"cpu\"}) or run the loop outside jit",
+           op, steps, CUDA_UNROLL_MAX)
+    end
+  end
+
   -- fn(args) traced into a trace nested in `parent`, with one argument per spec
   local function sub_trace(parent, specs, fn)
     local t = core.trace_new(parent)
@@ -277,6 +289,7 @@ return function(hl, core, state)
     local leaves, def = as_leaves("fori_loop", "the initial carry's", init)
     local t = loop_trace()
     if t and #leaves > 0 then return compiled_fori(t, lo, hi, body_fn, init, leaves, def) end
+    check_cuda_unroll("fori_loop", hi - lo + 1)
     local carry = tree.unflatten(def, leaves)
     local like = leaves[1]
     for i = lo, hi do
@@ -303,6 +316,7 @@ return function(hl, core, state)
     if not n then fail("scan: xs must hold at least one array to scan over") end
     local t = loop_trace()
     if t and #c_leaves > 0 then return compiled_scan(t, f, init, c_leaves, c_def, xs, x_leaves, x_def, n) end
+    check_cuda_unroll("scan", n)
     local carry = tree.unflatten(c_def, c_leaves)
     local ys, y_def, y_tree = {}, nil, nil
     for i = 1, n do
