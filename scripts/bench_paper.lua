@@ -6,7 +6,7 @@
 --   jit halua   the whole step under one hl.jit (one pipeline).
 -- The three must agree on the loss and on the updated weights, so the plain-Lua backward pass is
 -- checked against hl.grad before anything is timed.
--- Used by scripts/bench (run(now) returns the rows); `luajit scripts/bench_paper.lua` runs it alone.
+-- Used by scripts/bench: run(now, best_of) returns the rows and a line saying the three agree.
 local hl = require "halua"
 
 local M = {}
@@ -83,6 +83,17 @@ local function mm_nt(a, b, n, m, k)
   return out
 end
 
+-- the sums of the columns of g[n x m]: a bias's gradient
+local function col_sums(g, n, m)
+  local out = {}
+  for j = 1, m do
+    local s = 0
+    for i = 0, n - 1 do s = s + g[i * m + j] end
+    out[j] = s
+  end
+  return out
+end
+
 local function lua_step(p, x, y)
   local z1 = mm(x, p.w1, N, D, H, p.b1)
   local h1 = {}
@@ -104,28 +115,13 @@ local function lua_step(p, x, y)
       g3[i * C + j] = (math.exp(z3[i * C + j] - lse) - (j == y[i + 1] and 1 or 0)) / N
     end
   end
-  local gw3, gb3 = mm_tn(h2, g3, N, H, C), {}
-  for j = 1, C do
-    local s = 0
-    for i = 0, N - 1 do s = s + g3[i * C + j] end
-    gb3[j] = s
-  end
+  local gw3, gb3 = mm_tn(h2, g3, N, H, C), col_sums(g3, N, C)
   local g2 = mm_nt(g3, p.w3, N, C, H)
   for i = 1, N * H do if z2[i] <= 0 then g2[i] = 0 end end
-  local gw2, gb2 = mm_tn(h1, g2, N, H, H), {}
-  for j = 1, H do
-    local s = 0
-    for i = 0, N - 1 do s = s + g2[i * H + j] end
-    gb2[j] = s
-  end
+  local gw2, gb2 = mm_tn(h1, g2, N, H, H), col_sums(g2, N, H)
   local g1 = mm_nt(g2, p.w2, N, H, H)
   for i = 1, N * H do if z1[i] <= 0 then g1[i] = 0 end end
-  local gw1, gb1 = mm_tn(x, g1, N, D, H), {}
-  for j = 1, H do
-    local s = 0
-    for i = 0, N - 1 do s = s + g1[i * H + j] end
-    gb1[j] = s
-  end
+  local gw1, gb1 = mm_tn(x, g1, N, D, H), col_sums(g1, N, H)
   local grads = {w1 = gw1, b1 = gb1, w2 = gw2, b2 = gb2, w3 = gw3, b3 = gb3}
   local q = {}
   for k, v in pairs(p) do
@@ -191,26 +187,4 @@ function M.run(now, best_of)
   }, string.format("the three agree: loss %.6f (plain Lua %.6f), updated w3 within %.1e", l_hl:item(), l_lua, worst)
 end
 
-if arg and arg[0] and arg[0]:match("bench_paper%.lua$") then
-  local ffi = require "ffi"
-  ffi.cdef [[typedef struct { long tv_sec; long tv_nsec; } paper_timespec; int clock_gettime(int, paper_timespec *);]]
-  local ts = ffi.new("paper_timespec")
-  local function now()
-    ffi.C.clock_gettime(1, ts)
-    return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
-  end
-  local function best_of(f, reps, inner)
-    f()
-    local best = math.huge
-    for _ = 1, reps do
-      local t = now()
-      for _ = 1, inner do f() end
-      best = math.min(best, (now() - t) / inner)
-    end
-    return best
-  end
-  local rows, note = M.run(now, best_of)
-  for _, r in ipairs(rows) do print(string.format("%-36s %10.2f ms   %7.1fx plain Lua", r[1], r[2], rows[1][2] / r[2])) end
-  print(note)
-end
 return M

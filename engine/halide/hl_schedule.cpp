@@ -275,6 +275,18 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
  * thread tiles with k in registers. cuBLAS comes later as an extern stage. */
 namespace {
 
+/* dimensions r-1 down to `inner` of a rank-r stage fused into one loop variable */
+Var fused_outer(Stage s, int r, int inner) {
+  const std::vector<Var> &v = hl_vars(r);
+  Var outer = v[r - 1];
+  for (int d = r - 2; d >= inner; d--) {
+    Var fused("f" + std::to_string(d) + "_" + std::to_string(inner));
+    s.fuse(outer, v[d], fused);
+    outer = fused;
+  }
+  return outer;
+}
+
 void gpu_pointwise(Stage s, int r) {
   const std::vector<Var> &v = hl_vars(r);
   if (r == 0) {
@@ -286,12 +298,7 @@ void gpu_pointwise(Stage s, int r) {
     s.gpu_tile(v[0], bx, tx, 256, TailStrategy::GuardWithIf);
     return;
   }
-  Var outer = v[r - 1];
-  for (int d = r - 2; d >= 1; d--) {
-    Var fused("f" + std::to_string(d));
-    s.fuse(outer, v[d], fused);
-    outer = fused;
-  }
+  Var outer = fused_outer(s, r, 1);
   Var by("by"), ty("ty");
   s.gpu_tile(v[0], outer, bx, by, tx, ty, 32, 8, TailStrategy::GuardWithIf);
 }
@@ -300,17 +307,11 @@ void gpu_pointwise(Stage s, int r) {
  * tiles of a gathered reshape met a Halide 14 simplifier failure, a false signed overflow while
  * folding the tail block's index, at a conv2d of 1437 images.) */
 void gpu_flat(Stage s, int r) {
-  const std::vector<Var> &v = hl_vars(r);
   if (r == 0) {
     s.gpu_single_thread();
     return;
   }
-  Var outer = v[r - 1];
-  for (int d = r - 2; d >= 0; d--) {
-    Var fused("g" + std::to_string(d));
-    s.fuse(outer, v[d], fused);
-    outer = fused;
-  }
+  Var outer = fused_outer(s, r, 0);
   Var bx("bx"), tx("tx");
   s.gpu_tile(outer, bx, tx, 256, TailStrategy::GuardWithIf);
 }
