@@ -179,6 +179,23 @@ res.copy_GBs = 2 * 4 * n / best_of(function() return copy(x) end, 3, 5) / 1e9
 local m = hl.ones({1024, 1024}) + 0
 local mm = hl.jit(function(u, v) return hl.matmul(u, v) end)
 res.matmul1024_gflops = 2 * 1024 ^ 3 / best_of(function() return mm(m, m) end, 3, 5) / 1e9
+for _, c in ipairs {{256, 5, 50}, {2048, 3, 1}} do
+  local k = c[1]
+  local mk = hl.ones({k, k}) + 0
+  res["matmul" .. k .. "_gflops"] = 2 * k ^ 3 / best_of(function() return mm(mk, mk) end, c[2], c[3]) / 1e9
+end
+local la, lw = hl.ones({256, 784}) + 0, hl.ones({784, 1024}) + 0
+res.mlp_layer_gflops = 2 * 256 * 784 * 1024 / best_of(function() return mm(la, lw) end, 5, 10) / 1e9
+-- 4096x4096 float32: a full sum, row softmax and row logsumexp, a transpose that moves data
+local big = hl.random.uniform(hl.random.key(1), {4096, 4096})
+local total = hl.jit(function(u) return hl.sum(u) end)
+res.sum4096_ms = best_of(function() return total(big) end, 3, 3) * 1e3
+local softmax = hl.jit(function(u) return hl.nn.softmax(u, 2) end)
+res.softmax4096_ms = best_of(function() return softmax(big) end, 3, 1) * 1e3
+local lse = hl.jit(function(u) return hl.logsumexp(u, 2) end)
+res.logsumexp4096_ms = best_of(function() return lse(big) end, 3, 1) * 1e3
+local transpose = hl.jit(function(u) return hl.transpose(u) end)
+res.transpose4096_GBs = 2 * 4 * 4096 ^ 2 / best_of(function() return transpose(big) end, 3, 2) / 1e9
 mlp_rows(res, "cpu", best_of)
 
 -- hl.linalg.solve: one 256x256 system, and a batch of 64 small ones (LAPACK per matrix)
@@ -213,6 +230,13 @@ print_table({
   {"fused_ms", "tanh(a*b+c), 2^24 float32, jit (ms)", "lower"},
   {"copy_GBs", "copy 2^24 float32 (GB/s, read+write)", "higher"},
   {"matmul1024_gflops", "matmul 1024^3 float32 (GFLOP/s)", "higher"},
+  {"matmul256_gflops", "matmul 256^3 float32 (GFLOP/s)", "higher"},
+  {"matmul2048_gflops", "matmul 2048^3 float32 (GFLOP/s)", "higher"},
+  {"mlp_layer_gflops", "MLP layer 256x784 @ 784x1024 float32 (GFLOP/s)", "higher"},
+  {"sum4096_ms", "sum of 4096x4096 float32, jit (ms)", "lower"},
+  {"softmax4096_ms", "row softmax of 4096x4096 float32, jit (ms)", "lower"},
+  {"logsumexp4096_ms", "row logsumexp of 4096x4096 float32, jit (ms)", "lower"},
+  {"transpose4096_GBs", "transpose 4096x4096 float32 (GB/s, read+write)", "higher"},
   {"mlp_grad_ms", "MLP 784-1024-1024-10, batch 256: value_and_grad, jit (ms)", "lower"},
   {"mlp_sgd_ms", "MLP train step (value_and_grad + SGD), jit (ms)", "lower"},
   {"mlp_compile_ms", "compile time of that train step (ms)", "lower"},

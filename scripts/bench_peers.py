@@ -27,6 +27,23 @@ try:
     put("copy_GBs", "numpy", 2 * 4 * n / best_of(lambda: x.copy(), 3, 5) / 1e9)
     m = np.ones((1024, 1024), np.float32)
     put("matmul1024_gflops", "numpy", 2 * 1024 ** 3 / best_of(lambda: m @ m, 3, 5) / 1e9)
+    for k, reps, inner in ((256, 5, 50), (2048, 3, 1)):
+        mk = np.ones((k, k), np.float32)
+        put("matmul%d_gflops" % k, "numpy", 2 * k ** 3 / best_of(lambda: mk @ mk, reps, inner) / 1e9)
+    la, lw = np.ones((256, 784), np.float32), np.ones((784, 1024), np.float32)
+    put("mlp_layer_gflops", "numpy", 2 * 256 * 784 * 1024 / best_of(lambda: la @ lw, 5, 10) / 1e9)
+    # 4096x4096 float32: a full sum, row softmax and row logsumexp, a transpose that moves data
+    big = np.random.default_rng(1).random((4096, 4096), dtype=np.float32)
+    put("sum4096_ms", "numpy", best_of(lambda: big.sum(), 3, 3) * 1e3)
+    def softmax(v):
+        e = np.exp(v - v.max(1, keepdims=True))
+        return e / e.sum(1, keepdims=True)
+    def logsumexp(v):
+        mx = v.max(1, keepdims=True)
+        return (mx + np.log(np.exp(v - mx).sum(1, keepdims=True)))[:, 0]
+    put("softmax4096_ms", "numpy", best_of(lambda: softmax(big), 3, 1) * 1e3)
+    put("logsumexp4096_ms", "numpy", best_of(lambda: logsumexp(big), 3, 1) * 1e3)
+    put("transpose4096_GBs", "numpy", 2 * 4 * 4096 ** 2 / best_of(lambda: np.ascontiguousarray(big.T), 3, 2) / 1e9)
     # samples/heat.lua's 1,000 explicit diffusion steps on a 128x128 plate, as a NumPy loop
     hn = 128
     inside = np.zeros((hn, hn), np.float32); inside[1:-1, 1:-1] = 1
@@ -58,6 +75,16 @@ try:
     put("fused_ms", "torch", best_of(lambda: torch.tanh(x * y + z), 3, 3) * 1e3)
     m = torch.ones(1024, 1024)
     put("matmul1024_gflops", "torch", 2 * 1024 ** 3 / best_of(lambda: m @ m, 3, 5) / 1e9)
+    for k, reps, inner in ((256, 5, 50), (2048, 3, 1)):
+        mk = torch.ones(k, k)
+        put("matmul%d_gflops" % k, "torch", 2 * k ** 3 / best_of(lambda: mk @ mk, reps, inner) / 1e9)
+    la, lw = torch.ones(256, 784), torch.ones(784, 1024)
+    put("mlp_layer_gflops", "torch", 2 * 256 * 784 * 1024 / best_of(lambda: la @ lw, 5, 10) / 1e9)
+    big = torch.rand(4096, 4096)
+    put("sum4096_ms", "torch", best_of(lambda: big.sum(), 3, 3) * 1e3)
+    put("softmax4096_ms", "torch", best_of(lambda: torch.softmax(big, 1), 3, 1) * 1e3)
+    put("logsumexp4096_ms", "torch", best_of(lambda: torch.logsumexp(big, 1), 3, 1) * 1e3)
+    put("transpose4096_GBs", "torch", 2 * 4 * 4096 ** 2 / best_of(lambda: big.t().contiguous(), 3, 2) / 1e9)
     # the MLP rows: eager PyTorch autograd, the way a PyTorch user writes the step
     torch.manual_seed(1)
     def uniform(*shape, scale):

@@ -348,10 +348,28 @@ struct Lowerer {
     case HL_P_MAX:
     case HL_P_MIN: {
       bool mx = n.prim == HL_P_MAX;
-      f(ov) = fl ? cast(ty, mx ? -INFINITY : INFINITY) : (mx ? ty.min() : ty.max());
-      Expr acc = f(ov);
-      /* NaN wins, as in NumPy */
-      f(ov) = fl ? select(hl_is_nan(acc) || hl_is_nan(x), acc + x, mx ? max(acc, x) : min(acc, x)) : (mx ? max(acc, x) : min(acc, x));
+      if (!fl) {
+        f(ov) = mx ? ty.min() : ty.max();
+        f(ov) = mx ? max(f(ov), x) : min(f(ov), x);
+        break;
+      }
+      /* Floats reduce as integer keys that order like the floats (the sign-magnitude bits with
+       * the magnitude flipped below zero), NaN made the largest key for max and the smallest
+       * for min, so that NaN wins as in NumPy. A plain integer max or min is associative:
+       * Halide's rfactor splits it into vector lanes and parallel parts, which the NaN-aware
+       * select it replaced did not allow. */
+      int bits = ty.bits();
+      Type kt = Int(bits);
+      Expr mag = Internal::make_const(kt, bits == 64 ? (int64_t)0x7fffffffffffffffll : (int64_t)0x7fffffff);
+      Expr nan_key = Internal::make_const(kt, mx ? (bits == 64 ? (int64_t)0x7ff8000000000000ll : (int64_t)0x7fc00000)
+                                                 : (bits == 64 ? (int64_t)0xfff8000000000000ull : (int64_t)(int32_t)0xffc00000u));
+      auto flip = [&](Expr b) { return b ^ ((b >> (bits - 1)) & mag); };   /* its own inverse */
+      auto key = [&](Expr v) { return flip(select(hl_is_nan(v), nan_key, reinterpret(kt, v))); };
+      Func keys("key" + std::to_string(i));
+      keys(ov) = key(cast(ty, mx ? -INFINITY : INFINITY));
+      keys(ov) = mx ? max(keys(ov), key(x)) : min(keys(ov), key(x));
+      L.helpers[i] = keys;
+      f(ov) = reinterpret(ty, flip(keys(ov)));
       break;
     }
     case HL_P_ARGMAX:

@@ -149,6 +149,82 @@ void schedule_scatter(hl_lowered &L, int i, int vec, Func sized) {
   }
 }
 
+/* A reduction along its input's innermost axis (a full sum, a row softmax's sums): the axis is
+ * split by the vector width and rfactor gives each lane its own partial result, so the loads and
+ * the arithmetic (an inlined exp) run in vectors; a large full reduction first splits its
+ * outermost axis into parts reduced in parallel. rfactor refuses reductions it cannot prove
+ * associative (the NaN-keeping max and min): false, and nothing is changed. */
+bool schedule_inner_reduction(hl_lowered &L, int i, Func red, int r, int vec, bool parallel) {
+  RDom rd = L.rdoms[i];
+  if (!rd.defined() || red.num_update_definitions() != 1) return false;
+  const std::vector<Var> &v = hl_vars(r);
+  try {
+    Stage st = red.update(0);
+    Func owner = red;          /* the Func whose update gets the per-lane partial results */
+    Var at;                    /* its loop at which the lanes are computed */
+    RVar inner = rd[0];
+    if (r == 0) {
+      if (!parallel) return false;
+      Var w("w");
+      Func parts;
+      if (rd.dimensions() == 1) {
+        RVar ro("ro"), ri("ri");
+        st.split(rd[0], ro, ri, 1 << 14, TailStrategy::GuardWithIf);
+        parts = st.rfactor(ro, w);
+        inner = ri;
+      } else {
+        parts = st.rfactor(rd[rd.dimensions() - 1], w);
+      }
+      parts.compute_root().update().parallel(w);
+      owner = parts;
+      at = w;
+    } else {
+      at = v[0];
+    }
+    RVar xo("xo"), xi("xi");
+    Var u("u");
+    Stage ost = owner.update(0);
+    ost.split(inner, xo, xi, vec, TailStrategy::GuardWithIf);
+    Func lanes = ost.rfactor(xi, u);
+    lanes.compute_at(owner, at).vectorize(u);
+    lanes.update().vectorize(u);
+    return true;
+  } catch (const Halide::Error &) {
+    return false;
+  }
+}
+
+/* Whether node i, with the nodes inlined into it, reads a transpose that moves the innermost
+ * axis: its rows come from the source's columns. */
+bool reads_across(const hl_lowered &L, const std::vector<char> &root, int i) {
+  const hl_graph *g = L.g;
+  const hl_node &n = g->nodes[i];
+  int r = n.type.ndim;
+  if (n.prim == HL_P_TRANSPOSE && r >= 2 && n.attrs.i[r - 1] != r - 1) return true;
+  for (int k = 0; k < n.nin; k++) {
+    int s = hl_node_inputs(g, &n)[k];
+    if (!root[s] && g->nodes[s].prim != HL_P_PARAM && reads_across(L, root, s)) return true;
+  }
+  return false;
+}
+
+/* A transposing copy in square tiles of one vector: the tile's rows are unrolled, so each of its
+ * source's cache lines is read once for the whole tile, where whole output rows would sweep the
+ * cache once per row (4096x4096 float32: 12 ms against 210 ms untiled; 64x64 tiles took 50 ms). */
+void schedule_tiled(Func f, int r, int vec, bool parallel) {
+  const std::vector<Var> &v = hl_vars(r);
+  f.compute_root();
+  Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+  f.tile(v[0], v[1], xo, yo, xi, yi, vec, vec, TailStrategy::GuardWithIf).vectorize(xi).unroll(yi);
+  Var outer = yo;
+  for (int d = 2; d < r; d++) {
+    Var fused("t" + std::to_string(d));
+    f.fuse(outer, v[d], fused);
+    outer = fused;
+  }
+  if (parallel) f.parallel(outer);
+}
+
 bool expensive(int prim) {
   if (prim == HL_P_THREEFRY) return true;   /* 20 rounds; its two words are read apart */
   return hl_prims[prim].in == HL_IN_FLOAT && prim != HL_P_DIV && prim != HL_P_RECIPROCAL && prim != HL_P_SQRT;
@@ -251,20 +327,34 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
          * dimension is legal when that dimension is not reduced */
         bool inner_reduced = g->nodes[hl_node_inputs(g, &n)[0]].type.ndim > 0 &&
                              (n.attrs.i[0] >> (g->nodes[hl_node_inputs(g, &n)[0]].type.ndim - 1) & 1);
-        /* a float32 sum reduces in its float64 accumulator; the node is the rounding, inlined */
+        /* a float32 sum reduces in its float64 accumulator, a float max or min in integer
+         * keys: the node is the conversion back, inlined */
         Func red = L.helpers[i].defined() ? L.helpers[i] : L.funcs[i];
-        int rvec = L.helpers[i].defined() ? t.natural_vector_size(Float(64)) : vec;
+        int rvec = L.helpers[i].defined() ? t.natural_vector_size(red.output_types()[0]) : vec;
+        const hl_node &src = g->nodes[hl_node_inputs(g, &n)[0]];
+        bool big = !g->dynamic && hl_shape_size(src.type.ndim, src.type.shape) >= kParallelMinElems;
         schedule_root(red, n, g->dynamic, inner_reduced ? 1 : rvec, !inner_reduced, L.outputs[0]);
+        if (inner_reduced && !g->dynamic && hl_dtype_is_float(src.type.dtype))
+          schedule_inner_reduction(L, i, red, n.type.ndim, rvec, big);
       }
       break;
-    default: schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0]); break;
+    default:
+      if (!g->dynamic && n.type.ndim >= 2 && reads_across(L, root, i))
+        schedule_tiled(L.funcs[i], n.type.ndim, vec, hl_shape_size(n.type.ndim, n.type.shape) >= kParallelMinElems);
+      else
+        schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0]);
+      break;
     }
   }
   for (int k = 0; k < g->noutputs; k++) {
     if (output_done[k]) continue;
-    const hl_node &n = g->nodes[g->outputs[k]];
+    int i = g->outputs[k];
+    const hl_node &n = g->nodes[i];
     int vec = t.natural_vector_size(hl_halide_type(n.type.dtype));
-    schedule_root(L.outputs[k], n, g->dynamic, vec, false, L.outputs[k]);
+    if (!g->dynamic && n.type.ndim >= 2 && !root[i] && reads_across(L, root, i))
+      schedule_tiled(L.outputs[k], n.type.ndim, vec, hl_shape_size(n.type.ndim, n.type.shape) >= kParallelMinElems);
+    else
+      schedule_root(L.outputs[k], n, g->dynamic, vec, false, L.outputs[k]);
   }
 }
 
