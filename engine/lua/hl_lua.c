@@ -144,9 +144,12 @@ static hl_dtype check_dtype(lua_State *L, int idx, const char *op, hl_dtype dflt
 
 /* shape from a number or a table of numbers */
 static int check_shape(lua_State *L, int idx, const char *op, int64_t *shape) {
+  /* the same test for a number as for a table's entries: NaN, infinities and values past 9e15
+   * (no array has that many elements, and the int64 conversion is exact below it) are refused
+   * here, before any op sees the shape or an array is placed on a device */
   if (lua_type(L, idx) == LUA_TNUMBER) {
     double v = lua_tonumber(L, idx);
-    if (v < 0 || v != floor(v)) raisef(L, "halua: %s: shape entries must be non-negative integers", op);
+    if (!(v >= 0 && v <= 9.0e15) || v != floor(v)) raisef(L, "halua: %s: shape entries must be non-negative integers", op);
     shape[0] = (int64_t)v;
     return 1;
   }
@@ -156,7 +159,7 @@ static int check_shape(lua_State *L, int idx, const char *op, int64_t *shape) {
   for (int k = 0; k < n; k++) {
     lua_rawgeti(L, idx, k + 1);
     double v = lua_tonumber(L, -1);
-    if (lua_type(L, -1) != LUA_TNUMBER || v < 0 || v != floor(v) || v > 9.0e15)
+    if (lua_type(L, -1) != LUA_TNUMBER || !(v >= 0 && v <= 9.0e15) || v != floor(v))
       raisef(L, "halua: %s: shape entries must be non-negative integers", op);
     shape[k] = (int64_t)v;
     lua_pop(L, 1);
