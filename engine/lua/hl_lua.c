@@ -485,9 +485,14 @@ static int l_iota(lua_State *L) {
   at.dtype = check_dtype(L, 1, "iota", HL_INT32);
   at.nshape = check_shape(L, 2, "iota", at.shape);
   at.i[0] = (int64_t)luaL_checknumber(L, 3);
+  /* iota(dtype, shape, axis, tracer): an index grid of the tracer's trace, as full's constants */
+  hl_array *like = lua_isnoneornil(L, 4) ? NULL : check_array(L, 4, "iota");
   hl_array r;
-  if (hl_apply(HL_P_IOTA, 0, NULL, &at, &r)) return raise(L);
-  push_array(L, &r, 0);
+  if (like && hl_is_abstract(like) ? hl_trace_source((hl_trace *)like->graph, HL_P_IOTA, &at, &r)
+                                   : hl_apply(HL_P_IOTA, 0, NULL, &at, &r))
+    return raise(L);
+  if (like) push_result(L, &r, 4, 4);
+  else push_array(L, &r, 0);
   return 1;
 }
 
