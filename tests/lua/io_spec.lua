@@ -189,10 +189,15 @@ describe("hl.save and hl.load", function()
     assert_same(hl.array({{1, 2}, {3, 4}}), hl.load(p))
   end)
 
-  it("load onto the host, where hl.array puts arrays", function()
-    local p = tmp()
+  it("load onto the default device, where hl.array puts arrays", function()
+    local p, q = tmp(), tmp()
     hl.save(p, sample("float32", {3}))
-    assert.are.equal("cpu", hl.load(p).device)
+    hl.savez(q, {w = sample("float32", {3})})
+    -- the host unless HALUA_DEVICE says otherwise (scripts/test-gpu: the GPU)
+    if (os.getenv("HALUA_DEVICE") or "") == "" then assert.are.equal("cpu", hl.default_device()) end
+    assert.are.equal(hl.default_device(), hl.load(p).device)
+    assert.are.equal(hl.default_device(), hl.loadz(q).w.device)
+    assert.are.equal(hl.array(1).device, hl.load(p).device)
   end)
 
   it("read a large array (more than one read buffer)", function()
