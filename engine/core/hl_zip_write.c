@@ -1,5 +1,10 @@
 /* Zip writing for .npz: stored members laid out as Python's zipfile lays out numpy.savez's (it
- * opens every member with force_zip64=True), so that the bytes are the same. */
+ * opens every member with force_zip64=True), so that the bytes are the same. The layout is that of
+ * current Pythons (CPython's fix for gh-103861: 3.12, 3.13, and 3.11 from a bug-fix release on;
+ * 3.11.7 has it, 3.11.2 not): a member opened with force_zip64 has 0xffffffff for its sizes in
+ * the local header, the sizes only in the zip64 extra field, and version 4.5 in its local header
+ * and directory entry. Before the fix the local header kept the sizes beside a zip64 field and
+ * said version 2.0, which the issue calls an invalid zip file. */
 #include "hl_crc32.h"
 #include "hl_error.h"
 #include "hl_zip.h"
@@ -17,7 +22,7 @@ struct hl_zip_written {
 /* zipfile's ZIP64_LIMIT: sizes and offsets above it move into a zip64 extra field */
 static const uint64_t ZIP64_LIMIT = ((uint64_t)1 << 31) - 1;
 enum {
-  VERSION = 20, ZIP64_VERSION = 45,
+  ZIP64_VERSION = 45,
   DOS_DATE = (0 << 9) | (1 << 5) | 1, DOS_TIME = 0,   /* zipfile.ZipInfo's default 1980-01-01 00:00:00 */
   UNIX = 3,
   UTF8_NAME = 0x800,
@@ -90,18 +95,17 @@ int hl_zip_writer_add(hl_zip_writer *w, const char *name, int nparts, const void
   hl_zip_written *m = &w->members[w->n++];
   *m = (hl_zip_written){.name = copy, .crc = crc, .size = size, .offset = w->pos};
 
-  /* zipfile.ZipInfo.FileHeader(zip64=True): the sizes in the header, and again in the extra field */
-  int big = size > ZIP64_LIMIT;
+  /* zipfile.ZipInfo.FileHeader(zip64=True): the sizes saturated in the header, given in the extra field */
   buf h = {.n = 0};
   u32(&h, 0x04034b50);
-  u16(&h, big ? ZIP64_VERSION : VERSION);
+  u16(&h, ZIP64_VERSION);
   u16(&h, (unsigned)name_flags(name));
   u16(&h, 0);   /* stored */
   u16(&h, DOS_TIME);
   u16(&h, DOS_DATE);
   u32(&h, crc);
-  u32(&h, big ? 0xffffffffu : (uint32_t)size);
-  u32(&h, big ? 0xffffffffu : (uint32_t)size);
+  u32(&h, 0xffffffffu);
+  u32(&h, 0xffffffffu);
   u16(&h, (unsigned)name_len);
   u16(&h, 20);
   buf x = {.n = 0};
@@ -131,7 +135,7 @@ static int write_directory(hl_zip_writer *w) {
       }
       if (far) u64(&x, m->offset);
     }
-    unsigned version = x.n ? ZIP64_VERSION : VERSION;
+    unsigned version = ZIP64_VERSION;   /* every member was written with a zip64 local header */
     buf h = {.n = 0};
     u32(&h, 0x02014b50);
     h.b[h.n++] = (unsigned char)version;   /* made by: version, system */

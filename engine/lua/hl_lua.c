@@ -144,9 +144,12 @@ static hl_dtype check_dtype(lua_State *L, int idx, const char *op, hl_dtype dflt
 
 /* shape from a number or a table of numbers */
 static int check_shape(lua_State *L, int idx, const char *op, int64_t *shape) {
+  /* the same test for a number as for a table's entries: NaN, infinities and values past 9e15
+   * (no array has that many elements, and the int64 conversion is exact below it) are refused
+   * here, before any op sees the shape or an array is placed on a device */
   if (lua_type(L, idx) == LUA_TNUMBER) {
     double v = lua_tonumber(L, idx);
-    if (v < 0 || v != floor(v)) raisef(L, "halua: %s: shape entries must be non-negative integers", op);
+    if (!(v >= 0 && v <= 9.0e15) || v != floor(v)) raisef(L, "halua: %s: shape entries must be non-negative integers", op);
     shape[0] = (int64_t)v;
     return 1;
   }
@@ -156,7 +159,7 @@ static int check_shape(lua_State *L, int idx, const char *op, int64_t *shape) {
   for (int k = 0; k < n; k++) {
     lua_rawgeti(L, idx, k + 1);
     double v = lua_tonumber(L, -1);
-    if (lua_type(L, -1) != LUA_TNUMBER || v < 0 || v != floor(v) || v > 9.0e15)
+    if (lua_type(L, -1) != LUA_TNUMBER || !(v >= 0 && v <= 9.0e15) || v != floor(v))
       raisef(L, "halua: %s: shape entries must be non-negative integers", op);
     shape[k] = (int64_t)v;
     lua_pop(L, 1);
@@ -482,9 +485,14 @@ static int l_iota(lua_State *L) {
   at.dtype = check_dtype(L, 1, "iota", HL_INT32);
   at.nshape = check_shape(L, 2, "iota", at.shape);
   at.i[0] = (int64_t)luaL_checknumber(L, 3);
+  /* iota(dtype, shape, axis, tracer): an index grid of the tracer's trace, as full's constants */
+  hl_array *like = lua_isnoneornil(L, 4) ? NULL : check_array(L, 4, "iota");
   hl_array r;
-  if (hl_apply(HL_P_IOTA, 0, NULL, &at, &r)) return raise(L);
-  push_array(L, &r, 0);
+  if (like && hl_is_abstract(like) ? hl_trace_source((hl_trace *)like->graph, HL_P_IOTA, &at, &r)
+                                   : hl_apply(HL_P_IOTA, 0, NULL, &at, &r))
+    return raise(L);
+  if (like) push_result(L, &r, 4, 4);
+  else push_array(L, &r, 0);
   return 1;
 }
 

@@ -79,23 +79,30 @@ function hl.default_device(name)
   return default_dev == CPU and "cpu" or "cuda:1"
 end
 
--- arrays made from Lua values start on the host; put them where the default device says
-local function placed(x)
-  if default_dev ~= CPU then return core.to_device(x, default_dev) end
-  return x
+-- arrays made from Lua values start on the host; put them where the default device says. The
+-- arguments were checked on the host already; what fails in the copy (a broadcast too long for
+-- one pipeline, device memory) is reported under the op that makes the array ("halua: full:
+-- ..."), not the copy's inner op, so that errors read the same on every device
+local function placed(x, op)
+  if default_dev == CPU then return x end
+  local ok, r = pcall(core.to_device, x, default_dev)
+  if ok then return r end
+  local msg = tostring(r)
+  local rest = msg:match("^halua: [%w_]+: (.*)$")
+  error(rest and "halua: " .. op .. ": " .. rest or (msg:gsub("^halua: ", "halua: " .. op .. ": ", 1)), 0)
 end
 
 -- ---------------------------------------------------------------- creation
 
-hl.array = function(v, dtype) return placed(core.array(v, dtype)) end
+hl.array = function(v, dtype) return placed(core.array(v, dtype), "array") end
 hl.asarray = function(x, dtype)
   if is_array(x) and (dtype == nil or x.dtype == dtype) then return x end
   if is_array(x) then return hl.astype(x, dtype) end
-  return placed(core.array(x, dtype))
+  return placed(core.array(x, dtype), "array")
 end
-function hl.full(shape, v, dtype) return placed(core.full(shape, v, dtype)) end
-function hl.zeros(shape, dtype) return placed(core.full(shape, 0, dtype or "float32")) end
-function hl.ones(shape, dtype) return placed(core.full(shape, 1, dtype or "float32")) end
+function hl.full(shape, v, dtype) return placed(core.full(shape, v, dtype), "full") end
+function hl.zeros(shape, dtype) return placed(core.full(shape, 0, dtype or "float32"), "full") end
+function hl.ones(shape, dtype) return placed(core.full(shape, 1, dtype or "float32"), "full") end
 -- a filled array like x: a constant of x's trace when x is traced, else on x's device
 local function like(x, v, shape, dtype, op)
   x = as_array(x, op or "fill_like")
@@ -132,7 +139,7 @@ function hl.arange(a, b, c, d)
     dtype = integral and "int32" or "float32"
   end
   local i = core.iota("float64", {n}, 0)
-  return placed((i * step + start):astype(dtype))
+  return placed((i * step + start):astype(dtype), "arange")
 end
 
 function hl.linspace(a, b, n, dtype)
@@ -145,7 +152,7 @@ function hl.linspace(a, b, n, dtype)
   local step = n > 1 and (b - a) / (n - 1) or 0
   local r = i * step + a
   if n > 1 then r = hl.where(hl.eq(i, n - 1), b, r) end   -- the end point exactly, as NumPy
-  return placed(r:astype(dtype or "float32"))
+  return placed(r:astype(dtype or "float32"), "linspace")
 end
 
 function hl.eye(n, m, dtype)
@@ -153,7 +160,7 @@ function hl.eye(n, m, dtype)
   m = m or n
   local r = core.iota("int32", {n, m}, 0)
   local c = core.iota("int32", {n, m}, 1)
-  return placed(hl.eq(r, c):astype(dtype or "float32"))
+  return placed(hl.eq(r, c):astype(dtype or "float32"), "eye")
 end
 
 -- ---------------------------------------------------------------- elementwise
@@ -800,7 +807,7 @@ hl.methods = methods
 -- the parts that live in their own files
 require("halua.ops")(hl, core, {fail = fail, as_array = as_array, norm_axis = norm_axis, norm_axes = norm_axes,
                                named = named, methods = methods})
-require("halua.io")(hl, core)
+require("halua.io")(hl, core, {placed = placed})
 require("halua.linalg")(hl, core, {fail = fail, as_array = as_array})
 require("halua.sorting")(hl, core, {fail = fail, as_array = as_array, norm_axis = norm_axis, methods = methods})
 hl.rules = require("halua.ad")(hl, core, state)

@@ -2,7 +2,7 @@
 -- The formats are NumPy's (engine/core/hl_npy.c, hl_npz.c, hl_zip_*.c): hl.save writes the same
 -- bytes as numpy.save, hl.savez the same as numpy.savez. Paths are used as given (NumPy appends
 -- .npy or .npz to a name without it; these do not).
-return function(hl, core)
+return function(hl, core, util)
   local is_array = core.is_array
 
   local function fail(msg, ...) error("halua: " .. string.format(msg, ...), 0) end
@@ -34,12 +34,9 @@ return function(hl, core)
     error(msg, 0)
   end
 
-  -- loaded arrays go where arrays made from Lua values go: the default device
-  local function placed(x)
-    local dev = hl.default_device()
-    if dev ~= "cpu" then return hl.device_put(x, dev) end
-    return x
-  end
+  -- loaded arrays go where arrays made from Lua values go: the default device (a failed copy
+  -- there is the load's error)
+  local placed = util.placed
 
   function hl.save(path, x)
     check_path("save", path)
@@ -49,7 +46,7 @@ return function(hl, core)
 
   function hl.load(path)
     check_path("load", path)
-    return placed(core.npy_load(path))
+    return placed(core.npy_load(path), "load")
   end
 
   -- savez(path, {name = array, ...}) or savez(path, {a, b, ...}) (arr_0, arr_1, ...), or both in
@@ -93,7 +90,7 @@ return function(hl, core)
   function hl.loadz(path)
     check_path("loadz", path)
     local arrays, names = core.npz_load(path)
-    for _, k in ipairs(names) do arrays[k] = placed(arrays[k]) end
+    for _, k in ipairs(names) do arrays[k] = placed(arrays[k], "loadz") end
     return arrays, names
   end
 end

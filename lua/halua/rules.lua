@@ -190,14 +190,16 @@ return function(hl, core)
       return hl.linalg.solve(x[1], rhs)
     end,
   }
-  -- masks of the strictly lower triangle and the diagonal of n x n matrices, where `like` lives
+  -- masks of the strictly lower triangle and the diagonal of n x n matrices, where `like` lives:
+  -- values of its trace under jit (a host constant there would meet the tangents and cotangents
+  -- that are concrete arrays, captured by the jitted function, on their device: a jvp with a
+  -- GPU tangent mixed devices), else arrays on its device
   local function triangle_masks(like, n)
-    local r, c = core.iota("int32", {n, n}, 0), core.iota("int32", {n, n}, 1)
-    local lower, diag = hl.gt(r, c), hl.eq(r, c)
-    if not core.is_tracer(like) and core.device_of(like) ~= core.device_of(lower) then
-      lower, diag = core.to_device(lower, core.device_of(like)), core.to_device(diag, core.device_of(like))
+    local r, c = core.iota("int32", {n, n}, 0, like), core.iota("int32", {n, n}, 1, like)
+    if not core.is_tracer(like) and core.device_of(like) ~= core.device_of(r) then
+      r, c = core.to_device(r, core.device_of(like)), core.to_device(c, core.device_of(like))
     end
-    return lower, diag
+    return hl.gt(r, c), hl.eq(r, c)
   end
   -- L = cholesky(a) reads a's lower triangle: it factors s = tril(a) + tril(a, -1)^T. With
   -- phi(m) = the lower triangle of m with its diagonal halved, dL = L phi(L^-1 ds L^-T)

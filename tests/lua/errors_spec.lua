@@ -64,6 +64,14 @@ describe("errors", function()
     fails("^halua: full: shape entries must be non%-negative integers", hl.zeros, {2, -1})
     fails("^halua: full: shape entries must be non%-negative integers", hl.zeros, 2.5)
     fails("^halua: full: shape must be a number or a table", hl.zeros, "2")
+    -- a number for the shape is checked as a table's entries are: NaN, infinities and huge values
+    -- are refused before an array is made (full(inf) made an array of extent -2^63 on the host;
+    -- placing it on a GPU then failed under another op's name)
+    for _, v in ipairs {0 / 0, 1 / 0, -1 / 0, 1e300, 2 ^ 62, 9.1e15} do
+      fails("^halua: full: shape entries must be non%-negative integers", hl.full, v, 1)
+      fails("^halua: full: shape entries must be non%-negative integers", hl.zeros, {2, v})
+      fails("^halua: reshape: ", hl.reshape, a, v)
+    end
   end)
   it("assignment names x:at", function()
     fails("arrays are immutable: use x:at%(index%):set%(value%)", function() a[1] = 2 end)
