@@ -70,6 +70,7 @@ double hl_array_get(const hl_array *a, int64_t flat) {
   switch (a->dtype) {
   case HL_BOOL: return *(const uint8_t *)p != 0;
   case HL_UINT8: return *(const uint8_t *)p;
+  case HL_INT8: return *(const int8_t *)p;
   case HL_INT32: return *(const int32_t *)p;
   case HL_INT64: return (double)*(const int64_t *)p;
   case HL_FLOAT32: return *(const float *)p;
@@ -86,6 +87,7 @@ void hl_array_set(hl_array *a, int64_t flat, double v) {
   switch (a->dtype) {
   case HL_BOOL: *(uint8_t *)p = v != 0; break;
   case HL_UINT8: *(uint8_t *)p = (uint8_t)(int64_t)v; break;
+  case HL_INT8: *(int8_t *)p = (int8_t)(int64_t)v; break;
   case HL_INT32: *(int32_t *)p = (int32_t)(int64_t)v; break;
   case HL_INT64: *(int64_t *)p = (int64_t)v; break;
   case HL_FLOAT32: *(float *)p = (float)v; break;

@@ -19,6 +19,11 @@ int hl_dtype_from_name(const char *name) {
 }
 
 hl_dtype hl_dtype_promote(hl_dtype a, hl_dtype b) {
+  if (a != b && dtype_info[a].rank == dtype_info[b].rank) {
+    /* the lattice's two incomparable pairs: the least type that holds both */
+    if (hl_dtype_is_int(a)) return HL_INT32;   /* int8 with uint8 (NumPy and JAX: int16) */
+    return HL_FLOAT32;                         /* float16 with bfloat16 */
+  }
   return dtype_info[a].rank >= dtype_info[b].rank ? a : b;
 }
 

@@ -24,6 +24,7 @@ const char *hl_npy_descr(hl_dtype t) {
   switch (t) {
   case HL_BOOL: return "|b1";
   case HL_UINT8: return "|u1";
+  case HL_INT8: return "|i1";
   case HL_INT32: return le ? "<i4" : ">i4";
   case HL_INT64: return le ? "<i8" : ">i8";
   case HL_FLOAT32: return le ? "<f4" : ">f4";
@@ -260,7 +261,7 @@ static int parse_dict(parser *h, header *hd) {
 /* '<f4' and the like: a byte order ('<', '>', '=' native, '|' not applicable) and a type code */
 static int decode_descr(const header *hd, const char *what, hl_dtype *dtype, int *swap) {
   static const struct { const char *code; hl_dtype dtype; } codes[] = {
-      {"f4", HL_FLOAT32}, {"f8", HL_FLOAT64}, {"i4", HL_INT32}, {"i8", HL_INT64}, {"u1", HL_UINT8}, {"b1", HL_BOOL},
+      {"f4", HL_FLOAT32}, {"f8", HL_FLOAT64}, {"i4", HL_INT32}, {"i8", HL_INT64}, {"u1", HL_UINT8}, {"i1", HL_INT8}, {"b1", HL_BOOL},
   };
   const char *d = hd->descr;
   size_t n = hd->descr_len;

@@ -15,6 +15,7 @@ Type hl_halide_type(hl_dtype t) {
   switch (t) {
   case HL_BOOL: return UInt(8);
   case HL_UINT8: return UInt(8);
+  case HL_INT8: return Int(8);
   case HL_INT32: return Int(32);
   case HL_INT64: return Int(64);
   case HL_FLOAT32: return Float(32);

@@ -59,6 +59,7 @@ typedef enum {
   HALUA_INT64 = 3,
   HALUA_FLOAT32 = 4,
   HALUA_FLOAT64 = 5,
+  HALUA_INT8 = 6,
 } halua_dtype;
 
 #define HALUA_MAX_DIMS 8

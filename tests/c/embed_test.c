@@ -163,14 +163,14 @@ static void test_strides_and_dtypes(lua_State *L) {
   CHECK(eval(L, "return E.size + E:sum():item()") == 0);
   /* every dtype: the engine sees the bytes as that type, and its results come back */
   struct { halua_dtype t; const char *name; } dts[] = {{HALUA_BOOL, "bool"}, {HALUA_UINT8, "uint8"}, {HALUA_INT32, "int32"},
-                                                      {HALUA_INT64, "int64"}, {HALUA_FLOAT32, "float32"}, {HALUA_FLOAT64, "float64"}};
+                                                      {HALUA_INT64, "int64"}, {HALUA_FLOAT32, "float32"}, {HALUA_FLOAT64, "float64"}, {HALUA_INT8, "int8"}};
   for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
     CHECK(strcmp(halua_dtype_name(dts[k].t), dts[k].name) == 0);
     _Alignas(8) unsigned char raw[32] = {0};
     int64_t n3[1] = {3};
     for (int i = 0; i < 3; i++) {
       switch (dts[k].t) {
-      case HALUA_BOOL: case HALUA_UINT8: raw[i] = (unsigned char)(i != 1); break;
+      case HALUA_BOOL: case HALUA_UINT8: case HALUA_INT8: raw[i] = (unsigned char)(i != 1); break;
       case HALUA_INT32: ((int32_t *)raw)[i] = i != 1; break;
       case HALUA_INT64: ((int64_t *)raw)[i] = i != 1; break;
       case HALUA_FLOAT32: ((float *)raw)[i] = i != 1; break;
