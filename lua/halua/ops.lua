@@ -16,6 +16,7 @@ return function(hl, core, u)
   function hl.var(x, axes, keepdims)
     x = as_array(x, "var")
     if type(axes) == "boolean" then axes, keepdims = nil, axes end
+    if x.dtype == "float16" or x.dtype == "bfloat16" then return hl.var(x:astype("float32"), axes, keepdims):astype(x.dtype) end
     if not is_float(x.dtype) then x = x:astype("float32") end
     local d = x - hl.mean(x, axes, true)
     return hl.mean(d * d, axes, keepdims)
