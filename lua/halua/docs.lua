@@ -20,7 +20,7 @@ G "Arrays"
 E("array", "hl.array(v [, dtype]) -> array",
   "An array from a number, a boolean, a nested table of them (rows of equal length), or an array " ..
   "(copied to the dtype). Lua numbers give float32 unless dtype says otherwise; booleans give bool. " ..
-  "dtypes are strings: float32 float64 int32 int64 uint8 bool (also hl.float32 == \"float32\"). " ..
+  "dtypes are strings: float32 float64 float16 bfloat16 int8 int32 int64 uint8 bool (also hl.float32 == \"float32\"). " ..
   "Arrays are immutable: ops return new ones. Properties: x.shape (a new table), x.ndim, x.size, " ..
   "x.dtype, x.device, x.T (transpose), #x (first extent). print(x) shows a Lua expression that " ..
   "rebuilds x. Indexing is 1-based: x[i] selects along axis 1, x[{i, {a, b}, {}, {a, b, step}}] " ..
@@ -71,7 +71,7 @@ E("eye", "hl.eye(n [, m] [, dtype]) -> array",
   "The n x m identity matrix (m defaults to n): ones on the diagonal. dtype defaults to float32.",
   [[print(hl.eye(2), hl.eye(2, 3, "int32"))]])
 E("astype", "hl.astype(x, dtype) -> array   (also x:astype(dtype))",
-  "x converted to dtype (float32 float64 int32 int64 uint8 bool). Floats to ints truncate toward " ..
+  "x converted to dtype (float32 float64 float16 bfloat16 int8 int32 int64 uint8 bool). Floats to ints truncate toward " ..
   "zero; anything nonzero becomes true.",
   [[local x = hl.array({-1.5, 0, 2.7})
 print(x:astype("int32"), hl.astype(x, "bool"))]])
