@@ -456,6 +456,20 @@ struct Lowerer {
     return sn.prim == HL_P_PARAM ? ExternFuncArgument(L.params[sn.attrs.i[0]]) : ExternFuncArgument(L.funcs[s]);
   }
 
+  /* an extern stage's operand as its buffer holds it: a float16/bfloat16 node computed in
+   * float32 goes through a materialised copy of its bit patterns */
+  ExternFuncArgument bits_operand(int s) {
+    const hl_node &sn = node(s);
+    if (!hl_dtype_is_half(sn.type.dtype) || sn.prim == HL_P_PARAM || L.funcs[s].is_extern()) return operand(s);
+    Func bits("bits" + std::to_string(s));
+    const std::vector<Var> &v = hl_vars(sn.type.ndim);
+    bits(v) = hl_half_encode(L.funcs[s](v), sn.type.dtype);
+    if (!g->dynamic && hl_shape_size(sn.type.ndim, sn.type.shape) > 0)
+      for (int d = 0; d < sn.type.ndim; d++) bits.bound(v[d], 0, (int)sn.type.shape[sn.type.ndim - 1 - d]);
+    L.staged.push_back(bits);
+    return bits;
+  }
+
   /* an operand of a host stage (LAPACK, sorting). In a CUDA pipeline a parameter may live only
    * in device memory, and Halide copies to the host only buffers it allocated itself: such
    * parameters are staged through a copy, a GPU stage whose buffer Halide brings to the host. */
@@ -476,14 +490,8 @@ struct Lowerer {
   /* one result of a compiled loop: an extern stage that runs the loop's driver */
   void loop(int i) {
     const hl_node &n = node(i);
-    bool half = hl_dtype_is_half(n.type.dtype);
-    for (int k = 0; k < n.nin; k++) half = half || hl_dtype_is_half(node(input(n, k)).type.dtype);
-    if (half)
-      throw CompileError("halua: a loop compiled by hl.jit (while_loop, fori_loop, scan) cannot carry or read float16 or "
-                         "bfloat16 values yet; convert them with x:astype(\"float32\") around the loop (every 2-byte "
-                         "float is a float32), or call the loop outside hl.jit");
     std::vector<ExternFuncArgument> args = {Expr((int)n.attrs.i[0]), Expr((int)n.attrs.i[1])};
-    for (int k = 0; k < n.nin; k++) args.push_back(operand(input(n, k)));
+    for (int k = 0; k < n.nin; k++) args.push_back(bits_operand(input(n, k)));
     L.funcs[i].define_extern("halua_loop_" + std::to_string(n.nin), args, hl_halide_type(n.type.dtype), n.type.ndim,
                              NameMangling::C, DeviceAPI::Host);
   }

@@ -260,6 +260,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     default: schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0]); break;
     }
   }
+  for (Func &f : L.staged) f.compute_root();   /* bit patterns of 2-byte floats for loop stages */
   for (int k = 0; k < g->noutputs; k++) {
     if (output_done[k]) continue;
     const hl_node &n = g->nodes[g->outputs[k]];

@@ -102,6 +102,7 @@ describe("CUDA code generation", function()
       if d ~= "int8" then
         assembles(function(p) return hl.grad(function(t) return hl.sum(hl.tanh(t)) end)(p) end, a)
         assembles(function(p) return hl.mean(p), hl.nn.softmax(p), p:astype("bfloat16"), p:astype("float16") end, a)
+        assembles(function(p) return hl.fori_loop(1, 3, function(_, c) return c * 2 + 1 end, p * 1) end, a)
       end
     end
   end)
