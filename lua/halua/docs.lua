@@ -221,8 +221,8 @@ print(hl.threefry2x32(z, z, z, z))]])
 
 G "Reductions and scans"
 local reductions = {
-  {"sum", "the sum", "bool and uint8 sum to int32, other dtypes keep theirs"},
-  {"prod", "the product", "bool and uint8 give int32, other dtypes keep theirs"},
+  {"sum", "the sum", "bool, uint8 and int8 sum to int32, other dtypes keep theirs"},
+  {"prod", "the product", "bool, uint8 and int8 give int32, other dtypes keep theirs"},
   {"max", "the largest element (NaN propagates)", "the dtype is kept"},
   {"min", "the smallest element (NaN propagates)", "the dtype is kept"},
   {"mean", "the mean", "integers give float32"},
@@ -248,7 +248,7 @@ for _, r in ipairs {{"argmax", "largest"}, {"argmin", "smallest"}} do
 end
 E("cumsum", "hl.cumsum(x [, axis]) -> array   (also x:cumsum(axis))",
   "Running sums along axis (1-based; the flattened x when nil): element i is the sum of elements " ..
-  "1..i. bool and uint8 give int32.",
+  "1..i. bool, uint8 and int8 give int32.",
   [[print(hl.cumsum(hl.array({1, 2, 3, 4})), hl.cumsum(hl.ones({2, 3}), 2))]])
 E("cumprod", "hl.cumprod(x [, axis]) -> array   (also x:cumprod(axis))",
   "Running products along axis (1-based; the flattened x when nil): element i is the product of " ..
