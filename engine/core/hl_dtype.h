@@ -2,6 +2,7 @@
 #ifndef HL_DTYPE_H
 #define HL_DTYPE_H
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum {
 #define X(e, name, bytes, kind, rank) HL_##e,
@@ -23,7 +24,6 @@ hl_dtype hl_dtype_promote_weak(hl_dtype t, double v);
  * result rounded back (hl_lower.cpp does the same in Halide). Conversions round to nearest,
  * ties to even; a double goes through float32 rounded to odd, so it is rounded once. */
 static inline int hl_dtype_is_half(hl_dtype t) { return t == HL_FLOAT16 || t == HL_BFLOAT16; }
-#include <stdint.h>
 uint16_t hl_half_from_double(hl_dtype t, double v);   /* t: HL_FLOAT16 or HL_BFLOAT16 */
 float hl_half_to_float(hl_dtype t, uint16_t bits);
 static inline int hl_dtype_is_float(hl_dtype t) { return hl_dtype_kind(t) == 'f'; }
