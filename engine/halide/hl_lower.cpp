@@ -141,11 +141,14 @@ struct Lowerer {
   }
 
   /* a node's value: float16 and bfloat16 parameters and host stages hold bit patterns, decoded
-   * here; every other node of those dtypes is already float32 */
+   * here; a scatter_add holds float32 sums, rounded here; every other node of those dtypes is
+   * already a rounded float32 */
   Expr call(int i, const std::vector<Expr> &args) const {
     Expr e = L.funcs[i](args);
     hl_dtype t = node(i).type.dtype;
-    return hl_dtype_is_half(t) && e.type() == UInt(16) ? hl_half_decode(e, t) : e;
+    if (!hl_dtype_is_half(t)) return e;
+    if (e.type() == UInt(16)) return hl_half_decode(e, t);
+    return node(i).prim == HL_P_SCATTER_ADD ? hl_half_round(e, t) : e;
   }
   /* a result of dtype t, rounded when t is a 2-byte float */
   static Expr fit(Expr e, hl_dtype t) { return hl_dtype_is_half(t) ? hl_half_round(e, t) : e; }
@@ -632,7 +635,7 @@ struct Lowerer {
     int src = input(n, 0), ids = input(n, 1), ax = (int)n.attrs.i[0];
     const hl_node &x = node(src), &ix = node(ids);
     int rx = x.type.ndim, ri = ix.type.ndim, r = n.type.ndim;
-    Type ty = hl_compute_type(n.type.dtype);   /* a float16 scatter_add sums in float32, rounded at its uses */
+    Type ty = hl_compute_type(n.type.dtype);   /* a float16 scatter_add sums in float32, rounded where read (call) */
     /* index arithmetic in 32 bits unless the indices are int64 (a uint8 index compared with an
      * extent of 300 must not wrap) */
     Type it = ix.type.dtype == HL_INT64 ? Int(64) : Int(32);

@@ -244,6 +244,16 @@ describe("dtypes int8, float16, bfloat16", function()
       end
     end)
 
+    it("round scatter_add's sums once, fused into a pipeline too", function()
+      for _, d in ipairs {"float16", "bfloat16"} do
+        local eps = d == "float16" and 2 ^ -12 or 2 ^ -9   -- half an ulp of 1: 1 + eps rounds to 1
+        local v, i = hl.array({1, eps, 3}, d), hl.array({0, 0, 1}, "int32")
+        local f = function(a, j) return hl.core.scatter_add(a, j, 0, 2) - 1 end
+        assert.are.same({0, 2}, f(v, i):totable())
+        assert.are.same({0, 2}, hl.jit(f)(v, i):totable())
+      end
+    end)
+
     it("take gradients in their own dtype", function()
       for _, d in ipairs {"float16", "bfloat16"} do
         local x = hl.array({0.5, -1.5, 3}, d)
