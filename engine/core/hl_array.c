@@ -70,6 +70,8 @@ double hl_array_get(const hl_array *a, int64_t flat) {
   switch (a->dtype) {
   case HL_BOOL: return *(const uint8_t *)p != 0;
   case HL_UINT8: return *(const uint8_t *)p;
+  case HL_INT8: return *(const int8_t *)p;
+  case HL_FLOAT16: case HL_BFLOAT16: return hl_half_to_float(a->dtype, *(const uint16_t *)p);
   case HL_INT32: return *(const int32_t *)p;
   case HL_INT64: return (double)*(const int64_t *)p;
   case HL_FLOAT32: return *(const float *)p;
@@ -81,11 +83,13 @@ double hl_array_get(const hl_array *a, int64_t flat) {
 void hl_array_set(hl_array *a, int64_t flat, double v) {
   char *p = (char *)hl_array_data(a) + hl_array_elem_offset(a, flat) * (int64_t)hl_dtype_size(a->dtype);
   /* float -> int conversion of NaN/inf/out-of-range is undefined in C: pin it first */
-  if (a->dtype != HL_FLOAT32 && a->dtype != HL_FLOAT64 && a->dtype != HL_BOOL)
+  if (!hl_dtype_is_float(a->dtype) && a->dtype != HL_BOOL)
     v = isfinite(v) ? fmax(fmin(v, 9.2233720368547748e18), -9.2233720368547758e18) : 0;
   switch (a->dtype) {
   case HL_BOOL: *(uint8_t *)p = v != 0; break;
   case HL_UINT8: *(uint8_t *)p = (uint8_t)(int64_t)v; break;
+  case HL_INT8: *(int8_t *)p = (int8_t)(int64_t)v; break;
+  case HL_FLOAT16: case HL_BFLOAT16: *(uint16_t *)p = hl_half_from_double(a->dtype, v); break;
   case HL_INT32: *(int32_t *)p = (int32_t)(int64_t)v; break;
   case HL_INT64: *(int64_t *)p = (int64_t)v; break;
   case HL_FLOAT32: *(float *)p = (float)v; break;

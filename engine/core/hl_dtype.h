@@ -2,6 +2,7 @@
 #ifndef HL_DTYPE_H
 #define HL_DTYPE_H
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum {
 #define X(e, name, bytes, kind, rank) HL_##e,
@@ -19,6 +20,12 @@ hl_dtype hl_dtype_promote(hl_dtype a, hl_dtype b);
  * number cannot be represented in t's kind (a fraction with an int array gives float32, any
  * number with a bool array gives int32 or float32). */
 hl_dtype hl_dtype_promote_weak(hl_dtype t, double v);
+/* The 2-byte floats are stored as their bit patterns (uint16) and computed in float32, each
+ * result rounded back (hl_lower.cpp does the same in Halide). Conversions round to nearest,
+ * ties to even; a double goes through float32 rounded to odd, so it is rounded once. */
+static inline int hl_dtype_is_half(hl_dtype t) { return t == HL_FLOAT16 || t == HL_BFLOAT16; }
+uint16_t hl_half_from_double(hl_dtype t, double v);   /* t: HL_FLOAT16 or HL_BFLOAT16 */
+float hl_half_to_float(hl_dtype t, uint16_t bits);
 static inline int hl_dtype_is_float(hl_dtype t) { return hl_dtype_kind(t) == 'f'; }
 static inline int hl_dtype_is_int(hl_dtype t) { char k = hl_dtype_kind(t); return k == 'i' || k == 'u'; }
 #endif

@@ -64,7 +64,7 @@ static int infer_reduce(int prim, const hl_type *in, const hl_attrs *a, hl_type 
   }
   switch (hl_prims[prim].out) {
   case HL_OUT_INDEX: out->dtype = HL_INT64; break;
-  case HL_OUT_SUMLIKE: out->dtype = in->dtype == HL_BOOL || in->dtype == HL_UINT8 ? HL_INT32 : in->dtype; break;
+  case HL_OUT_SUMLIKE: out->dtype = in->dtype == HL_BOOL || in->dtype == HL_UINT8 || in->dtype == HL_INT8 ? HL_INT32 : in->dtype; break;
   default: out->dtype = in->dtype;
   }
   return 0;
@@ -175,7 +175,7 @@ static int infer_indexed(int prim, const hl_type *in, const hl_attrs *a, hl_type
   const hl_type *x = &in[0], *idx = &in[1];
   const char *op = hl_prims[prim].name;
   int ax = (int)a->i[0];
-  if (idx->dtype != HL_INT32 && idx->dtype != HL_INT64 && idx->dtype != HL_UINT8)
+  if (idx->dtype != HL_INT32 && idx->dtype != HL_INT64 && idx->dtype != HL_UINT8 && idx->dtype != HL_INT8)
     return hl_error("%s: indices must be integers, got %s", op, hl_dtype_name(idx->dtype));
   if (prim == HL_P_GATHER) {
     if (ax < 0 || ax >= x->ndim) return hl_error("gather: axis %d out of range for shape %s", ax + 1, SHAPE(*x));

@@ -24,6 +24,8 @@ const char *hl_npy_descr(hl_dtype t) {
   switch (t) {
   case HL_BOOL: return "|b1";
   case HL_UINT8: return "|u1";
+  case HL_INT8: return "|i1";
+  case HL_FLOAT16: return le ? "<f2" : ">f2";
   case HL_INT32: return le ? "<i4" : ">i4";
   case HL_INT64: return le ? "<i8" : ">i8";
   case HL_FLOAT32: return le ? "<f4" : ">f4";
@@ -61,6 +63,11 @@ size_t hl_npy_header(hl_dtype dtype, int ndim, const int64_t *shape, char *buf) 
 int hl_npy_host_contiguous(const char *op, const hl_array *a, hl_array *out) {
   if (hl_is_abstract(a))
     return hl_error("%s: cannot save a traced value inside hl.jit (return it from the function and save the result)", op);
+  /* NumPy has no bfloat16: ml_dtypes' arrays save as raw 2-byte voids, which np.load returns
+   * as opaque bytes. No file is better than one NumPy misreads. */
+  if (a->dtype == HL_BFLOAT16)
+    return hl_error("%s: NumPy has no bfloat16 dtype, so a .npy file cannot hold one; save x:astype(\"float32\") "
+                    "(exact: every bfloat16 is a float32) and astype(\"bfloat16\") after loading", op);
   hl_array h;
   if (hl_to_device(a, 0, &h)) return -1;   /* device 0: the host */
   if (hl_shape_size(h.ndim, h.shape) == 0 || hl_array_is_contiguous(&h)) {
@@ -260,7 +267,7 @@ static int parse_dict(parser *h, header *hd) {
 /* '<f4' and the like: a byte order ('<', '>', '=' native, '|' not applicable) and a type code */
 static int decode_descr(const header *hd, const char *what, hl_dtype *dtype, int *swap) {
   static const struct { const char *code; hl_dtype dtype; } codes[] = {
-      {"f4", HL_FLOAT32}, {"f8", HL_FLOAT64}, {"i4", HL_INT32}, {"i8", HL_INT64}, {"u1", HL_UINT8}, {"b1", HL_BOOL},
+      {"f4", HL_FLOAT32}, {"f8", HL_FLOAT64}, {"i4", HL_INT32}, {"i8", HL_INT64}, {"u1", HL_UINT8}, {"i1", HL_INT8}, {"f2", HL_FLOAT16}, {"b1", HL_BOOL},
   };
   const char *d = hd->descr;
   size_t n = hd->descr_len;
@@ -280,7 +287,7 @@ static int decode_descr(const header *hd, const char *what, hl_dtype *dtype, int
         return 0;
       }
   size_t shown = hd->descr_len > 60 ? 60 : hd->descr_len;
-  return hl_error("%s: unsupported dtype %s%.*s%s%s (halua reads float32 float64 int32 int64 uint8 bool: '<f4' '<f8' '<i4' '<i8' '|u1' '|b1')",
+  return hl_error("%s: unsupported dtype %s%.*s%s%s (halua reads float32 float64 float16 int32 int64 int8 uint8 bool: '<f4' '<f8' '<f2' '<i4' '<i8' '|i1' '|u1' '|b1')",
                   what, hd->descr_is_string ? "'" : "", (int)shown, hd->descr, shown < hd->descr_len ? "..." : "",
                   hd->descr_is_string ? "'" : "");
 }
@@ -288,7 +295,10 @@ static int decode_descr(const header *hd, const char *what, hl_dtype *dtype, int
 /* ---- reading the data ---- */
 
 static void byteswap(void *data, int64_t n, size_t size) {
-  if (size == 4) {
+  if (size == 2) {
+    uint16_t *p = data;
+    for (int64_t i = 0; i < n; i++) p[i] = __builtin_bswap16(p[i]);
+  } else if (size == 4) {
     uint32_t *p = data;
     for (int64_t i = 0; i < n; i++) p[i] = __builtin_bswap32(p[i]);
   } else if (size == 8) {

@@ -69,11 +69,13 @@ enum { RUN = 16 };
 
 /* values with their indices (argsort), and values alone (sort) */
 DEFINE_SORT(arg_u8, uint8_t, PLAIN_LESS, 1)
+DEFINE_SORT(arg_i8, int8_t, PLAIN_LESS, 1)
 DEFINE_SORT(arg_i32, int32_t, PLAIN_LESS, 1)
 DEFINE_SORT(arg_i64, int64_t, PLAIN_LESS, 1)
 DEFINE_SORT(arg_f32, float, FLOAT_LESS, 1)
 DEFINE_SORT(arg_f64, double, FLOAT_LESS, 1)
 DEFINE_SORT(val_u8, uint8_t, PLAIN_LESS, 0)
+DEFINE_SORT(val_i8, int8_t, PLAIN_LESS, 0)
 DEFINE_SORT(val_i32, int32_t, PLAIN_LESS, 0)
 DEFINE_SORT(val_i64, int64_t, PLAIN_LESS, 0)
 DEFINE_SORT(val_f32, float, FLOAT_LESS, 0)
@@ -137,6 +139,7 @@ static int task(void *ctx, int t, uint8_t *closure) {
       switch (j->x->dtype) {
       case HL_BOOL:
       case HL_UINT8: SORT_LANE(uint8_t, arg_u8, val_u8); break;
+      case HL_INT8: SORT_LANE(int8_t, arg_i8, val_i8); break;
       case HL_INT32: SORT_LANE(int32_t, arg_i32, val_i32); break;
       case HL_INT64: SORT_LANE(int64_t, arg_i64, val_i64); break;
       case HL_FLOAT32: SORT_LANE(float, arg_f32, val_f32); break;
@@ -157,7 +160,7 @@ int hl_sort_into(const hl_array *x, int axis, int arg, hl_array *out, int64_t st
   if (!x->storage || x->storage->device != 0 || !out->storage || out->storage->device != 0)
     return hl_error("%s: internal: operands must be host arrays", op);
   switch (x->dtype) {
-  case HL_BOOL: case HL_UINT8: case HL_INT32: case HL_INT64: case HL_FLOAT32: case HL_FLOAT64: break;
+  case HL_BOOL: case HL_UINT8: case HL_INT8: case HL_INT32: case HL_INT64: case HL_FLOAT32: case HL_FLOAT64: break;
   default: return hl_error("%s: cannot sort dtype %s", op, hl_dtype_name(x->dtype));
   }
   job j = {.x = x, .out = out, .axis = axis, .arg = arg, .start = start, .n = x->shape[axis]};

@@ -23,7 +23,7 @@ static inline void hl_view_of_buffer(const halide_buffer_t *b, hl_storage *st, h
   halide_type_t t = b->type;
   a->dtype = t.code == halide_type_float ? (t.bits == 64 ? HL_FLOAT64 : HL_FLOAT32)
              : t.code == halide_type_uint ? (t.bits == 1 ? HL_BOOL : HL_UINT8)
-             : (t.bits == 64 ? HL_INT64 : HL_INT32);
+             : (t.bits == 64 ? HL_INT64 : t.bits == 8 ? HL_INT8 : HL_INT32);
   a->ndim = b->dimensions;
   for (int d = 0; d < b->dimensions; d++) {
     a->shape[b->dimensions - 1 - d] = b->dim[d].extent;

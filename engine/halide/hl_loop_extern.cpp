@@ -33,9 +33,11 @@ int loop_stage_common(int id, int k, int n, halide_buffer_t **in, halide_buffer_
   if (n > MAXI) return -1;
   for (int j = 0; j < n; j++) {
     hl_view_of_buffer(in[j], &st[j], &a[j]);
+    a[j].dtype = l->input_types[j].dtype;   /* a uint16 buffer may hold float16 or bfloat16 */
     ins[j] = &a[j];
   }
   hl_view_of_buffer(out, &st[n], &a[n]);
+  a[n].dtype = l->result_types[k].dtype;
   int64_t mins[HL_MAX_DIMS];
   for (int d = 0; d < out->dimensions; d++) mins[out->dimensions - 1 - d] = out->dim[d].min;
   return hl_loop_result(id, k, n, ins, mins, &a[n]) ? -1 : 0;

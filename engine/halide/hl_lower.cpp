@@ -15,6 +15,8 @@ Type hl_halide_type(hl_dtype t) {
   switch (t) {
   case HL_BOOL: return UInt(8);
   case HL_UINT8: return UInt(8);
+  case HL_INT8: return Int(8);
+  case HL_FLOAT16: case HL_BFLOAT16: return UInt(16);   /* the bit pattern: see hl_half_decode */
   case HL_INT32: return Int(32);
   case HL_INT64: return Int(64);
   case HL_FLOAT32: return Float(32);
@@ -22,6 +24,61 @@ Type hl_halide_type(hl_dtype t) {
   default: break;
   }
   throw CompileError("halua: no Halide type for dtype " + std::string(hl_dtype_name(t)));
+}
+
+/* ---- float16 and bfloat16 ----
+ * Buffers hold their bit patterns as uint16 and pipelines compute in float32 (as JAX does on the
+ * CPU): a parameter is decoded when read, every node of those dtypes rounds its float32 result
+ * to the dtype (encode, then decode), and an output is encoded. Only integer and float32
+ * arithmetic reaches the code generators, so CUDA (whose bfloat16 Halide 14 cannot compile) and
+ * x86 run the same code. Rounding is to nearest, ties to even; NaN stays NaN. */
+Type hl_compute_type(hl_dtype t) { return hl_dtype_is_half(t) ? Float(32) : hl_halide_type(t); }
+
+static Expr u32c(uint32_t v) { return Internal::make_const(UInt(32), (uint64_t)v); }
+
+Expr hl_half_encode(Expr x, hl_dtype t) {
+  Expr u = reinterpret(UInt(32), x);
+  if (t == HL_BFLOAT16) {
+    Expr nan = (u >> 16) | u32c(0x40);
+    Expr rounded = (u + u32c(0x7fff) + ((u >> 16) & u32c(1))) >> 16;
+    return cast(UInt(16), select((u & u32c(0x7fffffff)) > u32c(0x7f800000), nan, rounded));
+  }
+  Expr sign = (u >> 16) & u32c(0x8000), a = u & u32c(0x7fffffff);
+  Expr nan = sign | u32c(0x7e00) | ((a >> 13) & u32c(0x3ff));
+  Expr inf = sign | u32c(0x7c00);
+  /* below 2^-14 the steps are 2^-24: scaling is exact and round() ties to even */
+  Expr sub = sign | cast(UInt(32), round(reinterpret(Float(32), a) * 16777216.0f));
+  Expr normal = sign | ((a - u32c(0x38000000) + u32c(0xfff) + ((a >> 13) & u32c(1))) >> 13);
+  return cast(UInt(16), select(a > u32c(0x7f800000), nan, a >= u32c(0x477ff000), inf, a < u32c(0x38800000), sub, normal));
+}
+
+Expr hl_half_decode(Expr h, hl_dtype t) {
+  Expr w = cast(UInt(32), h);
+  if (t == HL_BFLOAT16) return reinterpret(Float(32), w << 16);
+  Expr sign = (w & u32c(0x8000)) << 16, e = (w >> 10) & u32c(0x1f), m = w & u32c(0x3ff);
+  Expr sub = reinterpret(UInt(32), cast(Float(32), m) * 5.9604644775390625e-8f) | sign;
+  Expr special = sign | u32c(0x7f800000) | (m << 13);
+  Expr normal = sign | ((e + u32c(112)) << 23) | (m << 13);
+  return reinterpret(Float(32), select(e == u32c(0), sub, e == u32c(31), special, normal));
+}
+
+/* a float64 to float32 rounded toward zero with the last bit set when inexact: rounding that
+ * to a 2-byte float again rounds the double once (no double rounding) */
+static Expr float_round_odd(Expr d) {
+  Expr f = cast(Float(32), d);
+  Expr u = reinterpret(UInt(32), f);
+  Expr exact = hl_is_nan(d) || cast(Float(64), f) == d;
+  Expr odd = select(abs(cast(Float(64), f)) > abs(d), u - u32c(1), u) | u32c(1);
+  return reinterpret(Float(32), select(exact, u, odd));
+}
+
+/* any value as the float32 holding its nearest dtype-t value */
+Expr hl_half_round(Expr x, hl_dtype t) {
+  Type ty = x.type();
+  if (ty.is_float() && ty.bits() == 64) x = float_round_odd(x);
+  else if (!ty.is_float() && ty.bits() > 16) x = float_round_odd(cast(Float(64), x));
+  else if (ty != Float(32)) x = cast(Float(32), x);
+  return hl_half_decode(hl_half_encode(x, t), t);
 }
 
 const std::vector<Var> &hl_vars(int rank) {
@@ -83,7 +140,18 @@ struct Lowerer {
     return a;
   }
 
-  Expr call(int i, const std::vector<Expr> &args) const { return L.funcs[i](args); }
+  /* a node's value: float16 and bfloat16 parameters and host stages hold bit patterns, decoded
+   * here; a scatter_add holds float32 sums, rounded here; every other node of those dtypes is
+   * already a rounded float32 */
+  Expr call(int i, const std::vector<Expr> &args) const {
+    Expr e = L.funcs[i](args);
+    hl_dtype t = node(i).type.dtype;
+    if (!hl_dtype_is_half(t)) return e;
+    if (e.type() == UInt(16)) return hl_half_decode(e, t);
+    return node(i).prim == HL_P_SCATTER_ADD ? hl_half_round(e, t) : e;
+  }
+  /* a result of dtype t, rounded when t is a 2-byte float */
+  static Expr fit(Expr e, hl_dtype t) { return hl_dtype_is_half(t) ? hl_half_round(e, t) : e; }
 
   /* a C math library function of doubles (or floats): on CUDA its libdevice twin, which
    * Halide links into the PTX (a call to plain `erf` would leave the module unloadable) */
@@ -94,8 +162,8 @@ struct Lowerer {
   }
 
   Expr unary(int prim, Expr x, hl_dtype t) const {
-    bool f32 = t == HL_FLOAT32, fl = hl_dtype_is_float(t);
     Type ty = x.type();
+    bool f32 = ty == Float(32), fl = hl_dtype_is_float(t);
     switch (prim) {
     case HL_P_NEG: return t == HL_UINT8 ? cast(ty, 0 - cast(Int(32), x)) : -x;
     case HL_P_ABS: return fl ? abs(x) : cast(ty, abs(x));
@@ -207,14 +275,14 @@ struct Lowerer {
     case HL_P_SUB: return a - b;
     case HL_P_MUL: return boolean ? from_bool(as_bool(a) && as_bool(b)) : a * b;
     case HL_P_DIV: return a / b;
-    case HL_P_POW: return !fl ? int_pow(a, b) : t == HL_FLOAT32 ? hl_vmath_pow(a, b) : pow(a, b);
+    case HL_P_POW: return !fl ? int_pow(a, b) : a.type() == Float(32) ? hl_vmath_pow(a, b) : pow(a, b);
     case HL_P_MOD: return fl ? float_mod(a, b) : int_mod(a, b);
     case HL_P_FLOOR_DIVIDE: return fl ? float_floordiv(a, b) : int_floordiv(a, b);
     /* NaN wins, as in NumPy. The NaN tests come first and alone: CUDA's code generator assumes
      * no NaNs and folds a NaN-blind comparison into fmax, which drops them */
     case HL_P_MAXIMUM: return fl ? select(hl_is_nan(a), a, hl_is_nan(b), b, a > b, a, b) : max(a, b);
     case HL_P_MINIMUM: return fl ? select(hl_is_nan(a), a, hl_is_nan(b), b, a < b, a, b) : min(a, b);
-    case HL_P_ATAN2: return t == HL_FLOAT32 ? hl_vmath_atan2(a, b) : atan2(a, b);
+    case HL_P_ATAN2: return a.type() == Float(32) ? hl_vmath_atan2(a, b) : atan2(a, b);
     /* Halide's simplifier rewrites a >= b as !(a < b) and the like, which is wrong for NaN:
      * float comparisons are guarded by bit-pattern NaN tests (any NaN: only != holds) */
     case HL_P_EQ: return from_bool(fl ? ordered(a, b) && a == b : a == b);
@@ -247,6 +315,7 @@ struct Lowerer {
 
   static Expr convert(Expr x, hl_dtype to) {
     if (to == HL_BOOL) return from_bool(as_bool(x));
+    if (hl_dtype_is_half(to)) return hl_half_round(x, to);
     Type ty = hl_halide_type(to);
     /* Halide 14 rewrites (float64)uint8 * c into a widening multiply of uint16 and float16
      * that its codegen rejects; the strict_float call hides the cast from that rewrite */
@@ -301,6 +370,7 @@ struct Lowerer {
     else if (n.prim == HL_P_THREEFRY) e = threefry(x);
     else if (n.nin == 1) e = unary(n.prim, x[0], tin);
     else e = binary(n.prim, x[0], x[1], tin);
+    if (n.prim != HL_P_CAST) e = fit(e, n.type.dtype);
     L.funcs[i](hl_vars(r)) = e;
   }
 
@@ -323,25 +393,33 @@ struct Lowerer {
       in_args[rin - 1 - a] = v;
     }
     Expr x = call(src, in_args);
-    Type ty = hl_halide_type(n.type.dtype);
+    Type ty = hl_compute_type(n.type.dtype);
     Func &f = L.funcs[i];
-    bool fl = hl_dtype_is_float(in.type.dtype);
+    bool fl = hl_dtype_is_float(in.type.dtype), half = hl_dtype_is_half(n.type.dtype);
     switch (n.prim) {
     case HL_P_SUM:
-      if (n.type.dtype == HL_FLOAT32) {
+      if (n.type.dtype == HL_FLOAT32 || half) {
         /* float32 sums accumulate in float64 (rounded once at the end): a float32 accumulator
          * drifts by parts per thousand over millions of terms, where NumPy sums pairwise */
         Func acc("acc" + std::to_string(i));
         acc(ov) = make_zero(Float(64));
         acc(ov) += cast(Float(64), x);
         L.helpers[i] = acc;
-        f(ov) = cast(ty, acc(ov));
+        f(ov) = half ? hl_half_round(acc(ov), n.type.dtype) : cast(ty, acc(ov));
       } else {
         f(ov) = make_zero(ty);
         f(ov) += cast(ty, x);
       }
       break;
     case HL_P_PROD:
+      if (half) {   /* a float32 product, rounded once */
+        Func acc("acc" + std::to_string(i));
+        acc(ov) = make_one(ty);
+        acc(ov) *= x;
+        L.helpers[i] = acc;
+        f(ov) = hl_half_round(acc(ov), n.type.dtype);
+        break;
+      }
       f(ov) = make_one(ty);
       f(ov) *= cast(ty, x);
       break;
@@ -377,7 +455,7 @@ struct Lowerer {
       /* two reductions, no Tuple: the extreme value (NaN wins, as in NumPy), then the first
        * index that holds it */
       bool mx = n.prim == HL_P_ARGMAX;
-      Type it = hl_halide_type(in.type.dtype);
+      Type it = hl_compute_type(in.type.dtype);
       Func best("best" + std::to_string(i));
       best(ov) = fl ? cast(it, mx ? -INFINITY : INFINITY) : (mx ? it.min() : it.max());
       Expr bv = best(ov);
@@ -397,6 +475,20 @@ struct Lowerer {
   ExternFuncArgument operand(int s) const {
     const hl_node &sn = node(s);
     return sn.prim == HL_P_PARAM ? ExternFuncArgument(L.params[sn.attrs.i[0]]) : ExternFuncArgument(L.funcs[s]);
+  }
+
+  /* an extern stage's operand as its buffer holds it: a float16/bfloat16 node computed in
+   * float32 goes through a materialised copy of its bit patterns */
+  ExternFuncArgument bits_operand(int s) {
+    const hl_node &sn = node(s);
+    if (!hl_dtype_is_half(sn.type.dtype) || sn.prim == HL_P_PARAM || L.funcs[s].is_extern()) return operand(s);
+    Func bits("bits" + std::to_string(s));
+    const std::vector<Var> &v = hl_vars(sn.type.ndim);
+    bits(v) = hl_half_encode(L.funcs[s](v), sn.type.dtype);
+    if (!g->dynamic && hl_shape_size(sn.type.ndim, sn.type.shape) > 0)
+      for (int d = 0; d < sn.type.ndim; d++) bits.bound(v[d], 0, (int)sn.type.shape[sn.type.ndim - 1 - d]);
+    L.staged.push_back(bits);
+    return bits;
   }
 
   /* an operand of a host stage (LAPACK, sorting). In a CUDA pipeline a parameter may live only
@@ -420,7 +512,7 @@ struct Lowerer {
   void loop(int i) {
     const hl_node &n = node(i);
     std::vector<ExternFuncArgument> args = {Expr((int)n.attrs.i[0]), Expr((int)n.attrs.i[1])};
-    for (int k = 0; k < n.nin; k++) args.push_back(operand(input(n, k)));
+    for (int k = 0; k < n.nin; k++) args.push_back(bits_operand(input(n, k)));
     L.funcs[i].define_extern("halua_loop_" + std::to_string(n.nin), args, hl_halide_type(n.type.dtype), n.type.ndim,
                              NameMangling::C, DeviceAPI::Host);
   }
@@ -454,10 +546,11 @@ struct Lowerer {
     std::vector<Expr> aa = args_of(r), ba = args_of(r);
     aa[0] = k;       /* A[..., m, k] */
     ba[1] = k;       /* B[..., k, n] */
-    Type ty = hl_halide_type(n.type.dtype);
+    Type ty = hl_compute_type(n.type.dtype);
+    bool half = hl_dtype_is_half(n.type.dtype);   /* the Halide product in float32, rounded */
     /* cuBLAS for plain matrix products; batched products in a jit pipeline take the Halide
      * schedule, since the batched extern call gave wrong gradients on an H100 (not yet found) */
-    if (g->device == HL_DEVICE_CUDA && hl_dtype_is_float(n.type.dtype) && hl_cublas_available() && (r == 2 || g->dynamic)) {
+    if (!half && g->device == HL_DEVICE_CUDA && hl_dtype_is_float(n.type.dtype) && hl_cublas_available() && (r == 2 || g->dynamic)) {
       /* cuBLAS as an extern stage. An empty contraction (K = 0) is all zeros, which the
        * extern leaves unwritten: the result selects zeros for it */
       Expr K = extent(a, r - 1);
@@ -471,7 +564,7 @@ struct Lowerer {
       L.funcs[i](v) = select(K > 0, ext(v), make_zero(ty));
       return;
     }
-    if (g->device == HL_DEVICE_CPU && !g->dynamic && !g->schedule && !getenv("HALUA_FUSED_MATMUL")) {
+    if (!half && g->device == HL_DEVICE_CPU && !g->dynamic && !g->schedule && !getenv("HALUA_FUSED_MATMUL")) {
       /* in a jit pipeline, the engine's cached matmul kernel as an extern stage: compiled once per
        * process rather than once per pipeline (most of a training step's compile time); the
        * autoscheduler gets the product as a Halide definition to schedule itself */
@@ -483,7 +576,7 @@ struct Lowerer {
     prod(v) = make_zero(ty);
     prod(v) += call(a, aa) * call(b, ba);
     L.helpers[i] = prod;
-    L.funcs[i](v) = prod(v);
+    L.funcs[i](v) = fit(prod(v), n.type.dtype);
   }
 
   void view(int i) {
@@ -547,7 +640,7 @@ struct Lowerer {
       end += len;
       pieces.push_back({Expr(v[hd]) < (int)end, call(s, a)});
     }
-    e = pieces.empty() ? make_zero(hl_halide_type(n.type.dtype)) : pieces.back().second;
+    e = pieces.empty() ? make_zero(hl_compute_type(n.type.dtype)) : pieces.back().second;
     for (int k = (int)pieces.size() - 2; k >= 0; k--) e = select(pieces[k].first, pieces[k].second, e);
     L.funcs[i](v) = e;
   }
@@ -560,7 +653,7 @@ struct Lowerer {
     int src = input(n, 0), ids = input(n, 1), ax = (int)n.attrs.i[0];
     const hl_node &x = node(src), &ix = node(ids);
     int rx = x.type.ndim, ri = ix.type.ndim, r = n.type.ndim;
-    Type ty = hl_halide_type(n.type.dtype);
+    Type ty = hl_compute_type(n.type.dtype);   /* a float16 scatter_add sums in float32, rounded where read (call) */
     /* index arithmetic in 32 bits unless the indices are int64 (a uint8 index compared with an
      * extent of 300 must not wrap) */
     Type it = ix.type.dtype == HL_INT64 ? Int(64) : Int(32);
@@ -613,12 +706,12 @@ struct Lowerer {
   void source(int i) {
     const hl_node &n = node(i);
     int r = n.type.ndim;
-    Type ty = hl_halide_type(n.type.dtype);
+    Type ty = hl_compute_type(n.type.dtype);
     const std::vector<Var> &v = hl_vars(r);
     switch (n.prim) {
     case HL_P_PARAM: {
       ImageParam &p = L.params[n.attrs.i[0]];
-      p = ImageParam(ty, r, "in" + std::to_string(n.attrs.i[0]));
+      p = ImageParam(hl_halide_type(n.type.dtype), r, "in" + std::to_string(n.attrs.i[0]));
       int stride_class = g->dynamic ? (int)n.attrs.i[1] : 0;
       if (r > 0) {
         if (stride_class == 1) p.dim(0).set_stride(0);
@@ -628,10 +721,10 @@ struct Lowerer {
       break;
     }
     case HL_P_CONST:
-      L.funcs[i](v) = n.type.dtype == HL_BOOL ? cast(ty, n.attrs.f != 0) : cast(ty, Expr(n.attrs.f));
+      L.funcs[i](v) = n.type.dtype == HL_BOOL ? cast(ty, n.attrs.f != 0) : fit(cast(hl_dtype_is_half(n.type.dtype) ? Float(64) : ty, Expr(n.attrs.f)), n.type.dtype);
       break;
     case HL_P_IOTA:
-      L.funcs[i](v) = cast(ty, v[r - 1 - (int)n.attrs.i[0]]);
+      L.funcs[i](v) = fit(cast(hl_dtype_is_half(n.type.dtype) ? Int(32) : ty, v[r - 1 - (int)n.attrs.i[0]]), n.type.dtype);
       break;
     }
   }
@@ -671,7 +764,10 @@ void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
     int i = g->outputs[k];
     int r = g->nodes[i].type.ndim;
     Func out("out" + std::to_string(k));
-    out(hl_vars(r)) = L.funcs[i](hl_vars(r));
+    Expr e = L.funcs[i](hl_vars(r));
+    hl_dtype t = g->nodes[i].type.dtype;
+    if (hl_dtype_is_half(t) && e.type() != UInt(16)) e = hl_half_encode(e, t);
+    out(hl_vars(r)) = e;
     L.outputs.push_back(out);
   }
 }

@@ -19,7 +19,13 @@ struct hl_lowered {
   std::vector<Halide::Func> staged;       /* CUDA: copies of parameters that host stages read */
 };
 
-Halide::Type hl_halide_type(hl_dtype t);
+Halide::Type hl_halide_type(hl_dtype t);    /* a buffer's element type */
+Halide::Type hl_compute_type(hl_dtype t);   /* a Func's value type: float32 for float16 and bfloat16 */
+/* float16/bfloat16: float32 to the dtype's bits, bits to float32, any value to the float32 that
+ * holds its nearest dtype value (see hl_lower.cpp) */
+Halide::Expr hl_half_encode(Halide::Expr x, hl_dtype t);
+Halide::Expr hl_half_decode(Halide::Expr bits, hl_dtype t);
+Halide::Expr hl_half_round(Halide::Expr x, hl_dtype t);
 const std::vector<Halide::Var> &hl_vars(int rank);   /* x0 .. x{rank-1} */
 
 /* NaN/Inf tests that survive LLVM's float optimisations (bit-pattern tests). */

@@ -346,6 +346,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
       break;
     }
   }
+  for (Func &f : L.staged) f.compute_root();   /* bit patterns of 2-byte floats for loop stages */
   for (int k = 0; k < g->noutputs; k++) {
     if (output_done[k]) continue;
     int i = g->outputs[k];

@@ -59,6 +59,9 @@ typedef enum {
   HALUA_INT64 = 3,
   HALUA_FLOAT32 = 4,
   HALUA_FLOAT64 = 5,
+  HALUA_INT8 = 6,
+  HALUA_FLOAT16 = 7,  /* IEEE binary16 bits */
+  HALUA_BFLOAT16 = 8, /* the top 16 bits of a float32 */
 } halua_dtype;
 
 #define HALUA_MAX_DIMS 8

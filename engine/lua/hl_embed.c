@@ -115,6 +115,9 @@ const char *halua_dtype_name(halua_dtype dtype) {
   case HALUA_INT64: return "int64";
   case HALUA_FLOAT32: return "float32";
   case HALUA_FLOAT64: return "float64";
+  case HALUA_INT8: return "int8";
+  case HALUA_FLOAT16: return "float16";
+  case HALUA_BFLOAT16: return "bfloat16";
   }
   return NULL;
 }
@@ -126,7 +129,7 @@ int hl_embed_dtype(halua_dtype t) {
 }
 
 halua_dtype hl_embed_public_dtype(hl_dtype t) {
-  for (int p = HALUA_BOOL; p <= HALUA_FLOAT64; p++)
+  for (int p = HALUA_BOOL; p <= HALUA_BFLOAT16; p++)
     if (hl_embed_dtype((halua_dtype)p) == (int)t) return (halua_dtype)p;
   return HALUA_FLOAT32;   /* unreachable: every engine dtype has a public name */
 }

@@ -134,11 +134,9 @@ static hl_dtype check_dtype(lua_State *L, int idx, const char *op, hl_dtype dflt
   if (lua_isnoneornil(L, idx)) return dflt;
   const char *s = lua_tostring(L, idx);
   int t = s ? hl_dtype_from_name(s) : -1;
-  if (t < 0) {
-    if (s && (!strcmp(s, "float16") || !strcmp(s, "bfloat16") || !strcmp(s, "int8")))
-      raisef(L, "halua: %s: dtype \"%s\" is not supported yet (supported: float32 float64 int32 int64 uint8 bool)", op, s);
-    raisef(L, "halua: %s: unknown dtype %s (use float32 float64 int32 int64 uint8 bool)", op, s ? s : luaL_typename(L, idx));
-  }
+  if (t < 0)
+    raisef(L, "halua: %s: unknown dtype %s (use float32 float64 float16 bfloat16 int8 int32 int64 uint8 bool)", op,
+           s ? s : luaL_typename(L, idx));
   return (hl_dtype)t;
 }
 

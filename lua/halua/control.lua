@@ -111,7 +111,7 @@ return function(hl, core, state)
     -- out-of-range indices clamp to the first or last branch, as JAX's switch does
     if type(i) ~= "number" then
       if not is_array(i) or i.ndim ~= 0 then fail("%s: the index must be a number or a 0-d integer array, got %s", op, describe(i)) end
-      if i.dtype ~= "int32" and i.dtype ~= "int64" and i.dtype ~= "uint8" then
+      if i.dtype ~= "int32" and i.dtype ~= "int64" and i.dtype ~= "uint8" and i.dtype ~= "int8" then
         fail("%s: the index must be an integer, got %s", op, describe(i))
       end
       i = i:item()
@@ -124,7 +124,7 @@ return function(hl, core, state)
     if type(branches) ~= "table" or #branches == 0 then fail("switch: branches must be a non-empty list of functions") end
     for k, f in ipairs(branches) do check_fn("switch", f, "branch " .. k) end
     if is_concrete(i) then return branches[branch_index("switch", i, #branches)](...) end
-    if i.ndim ~= 0 or (i.dtype ~= "int32" and i.dtype ~= "int64" and i.dtype ~= "uint8") then
+    if i.ndim ~= 0 or (i.dtype ~= "int32" and i.dtype ~= "int64" and i.dtype ~= "uint8" and i.dtype ~= "int8") then
       fail("switch: the index must be a 0-d integer array, got %s", describe(i))
     end
     local results = {}

@@ -20,7 +20,7 @@ G "Arrays"
 E("array", "hl.array(v [, dtype]) -> array",
   "An array from a number, a boolean, a nested table of them (rows of equal length), or an array " ..
   "(copied to the dtype). Lua numbers give float32 unless dtype says otherwise; booleans give bool. " ..
-  "dtypes are strings: float32 float64 int32 int64 uint8 bool (also hl.float32 == \"float32\"). " ..
+  "dtypes are strings: float32 float64 float16 bfloat16 int8 int32 int64 uint8 bool (also hl.float32 == \"float32\"). " ..
   "Arrays are immutable: ops return new ones. Properties: x.shape (a new table), x.ndim, x.size, " ..
   "x.dtype, x.device, x.T (transpose), #x (first extent). print(x) shows a Lua expression that " ..
   "rebuilds x. Indexing is 1-based: x[i] selects along axis 1, x[{i, {a, b}, {}, {a, b, step}}] " ..
@@ -71,7 +71,7 @@ E("eye", "hl.eye(n [, m] [, dtype]) -> array",
   "The n x m identity matrix (m defaults to n): ones on the diagonal. dtype defaults to float32.",
   [[print(hl.eye(2), hl.eye(2, 3, "int32"))]])
 E("astype", "hl.astype(x, dtype) -> array   (also x:astype(dtype))",
-  "x converted to dtype (float32 float64 int32 int64 uint8 bool). Floats to ints truncate toward " ..
+  "x converted to dtype (float32 float64 float16 bfloat16 int8 int32 int64 uint8 bool). Floats to ints truncate toward " ..
   "zero; anything nonzero becomes true.",
   [[local x = hl.array({-1.5, 0, 2.7})
 print(x:astype("int32"), hl.astype(x, "bool"))]])
@@ -221,8 +221,8 @@ print(hl.threefry2x32(z, z, z, z))]])
 
 G "Reductions and scans"
 local reductions = {
-  {"sum", "the sum", "bool and uint8 sum to int32, other dtypes keep theirs"},
-  {"prod", "the product", "bool and uint8 give int32, other dtypes keep theirs"},
+  {"sum", "the sum", "bool, uint8 and int8 sum to int32, other dtypes keep theirs"},
+  {"prod", "the product", "bool, uint8 and int8 give int32, other dtypes keep theirs"},
   {"max", "the largest element (NaN propagates)", "the dtype is kept"},
   {"min", "the smallest element (NaN propagates)", "the dtype is kept"},
   {"mean", "the mean", "integers give float32"},
@@ -248,7 +248,7 @@ for _, r in ipairs {{"argmax", "largest"}, {"argmin", "smallest"}} do
 end
 E("cumsum", "hl.cumsum(x [, axis]) -> array   (also x:cumsum(axis))",
   "Running sums along axis (1-based; the flattened x when nil): element i is the sum of elements " ..
-  "1..i. bool and uint8 give int32.",
+  "1..i. bool, uint8 and int8 give int32.",
   [[print(hl.cumsum(hl.array({1, 2, 3, 4})), hl.cumsum(hl.ones({2, 3}), 2))]])
 E("cumprod", "hl.cumprod(x [, axis]) -> array   (also x:cumprod(axis))",
   "Running products along axis (1-based; the flattened x when nil): element i is the product of " ..

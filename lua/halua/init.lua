@@ -259,6 +259,8 @@ end
 function hl.mean(x, axes, keepdims)
   x = as_array(x, "mean")
   if type(axes) == "boolean" then axes, keepdims = nil, axes end
+  -- float16 and bfloat16 average in float32, rounded once (as JAX does)
+  if x.dtype == "float16" or x.dtype == "bfloat16" then return hl.mean(x:astype("float32"), axes, keepdims):astype(x.dtype) end
   local s = hl.sum(x, axes, keepdims)
   if s.dtype ~= "float32" and s.dtype ~= "float64" then s = s:astype("float32") end
   return s / count(x, axes)
@@ -267,6 +269,7 @@ end
 function hl.logsumexp(x, axes, keepdims)
   if type(axes) == "boolean" then axes, keepdims = nil, axes end
   x = as_array(x, "logsumexp")
+  if x.dtype == "float16" or x.dtype == "bfloat16" then return hl.logsumexp(x:astype("float32"), axes, keepdims):astype(x.dtype) end
   if x.dtype ~= "float32" and x.dtype ~= "float64" then x = x:astype("float32") end
   local m = hl.max(x, axes, true)
   -- an all -inf row keeps max -inf: subtract 0 there so the result is -inf, not NaN

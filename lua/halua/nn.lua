@@ -9,7 +9,7 @@ return function(hl, core, u)
 
   local function shape_str(s) return "[" .. table.concat(s, ",") .. "]" end
   local function is_pos_int(v) return type(v) == "number" and v == math.floor(v) and v >= 1 end
-  local function is_float(d) return d == "float32" or d == "float64" end
+  local function is_float(d) return d == "float32" or d == "float64" or d == "float16" or d == "bfloat16" end
 
   ---------------------------------------------------------------- activations
 

@@ -16,6 +16,7 @@ return function(hl, core, u)
   function hl.var(x, axes, keepdims)
     x = as_array(x, "var")
     if type(axes) == "boolean" then axes, keepdims = nil, axes end
+    if x.dtype == "float16" or x.dtype == "bfloat16" then return hl.var(x:astype("float32"), axes, keepdims):astype(x.dtype) end
     if not is_float(x.dtype) then x = x:astype("float32") end
     local d = x - hl.mean(x, axes, true)
     return hl.mean(d * d, axes, keepdims)
@@ -61,7 +62,7 @@ return function(hl, core, u)
         axis = 1
       end
       local a = norm_axis(op, axis, x.ndim)
-      if x.dtype == "bool" or x.dtype == "uint8" then x = x:astype("int32") end
+      if x.dtype == "bool" or x.dtype == "uint8" or x.dtype == "int8" then x = x:astype("int32") end
       local n, d = x.shape[a + 1], 1
       while d < n do
         x = combine(x, shifted(x, a, d, identity))
@@ -236,7 +237,7 @@ return function(hl, core, u)
   -- eagerly, indices outside 1..n are an error; traced, they select nothing (zeros)
   local function check_indices(op, idx, n)
     if not is_array(idx) then idx = hl.asarray(idx) end
-    if idx.dtype ~= "int32" and idx.dtype ~= "int64" and idx.dtype ~= "uint8" then
+    if idx.dtype ~= "int32" and idx.dtype ~= "int64" and idx.dtype ~= "uint8" and idx.dtype ~= "int8" then
       fail("%s: indices must be integers, got %s", op, idx.dtype)
     end
     if not core.is_tracer(idx) and idx.size > 0 then
@@ -250,7 +251,7 @@ return function(hl, core, u)
   function hl.one_hot(idx, n, dtype)
     if not is_int(n) or n < 0 then fail("one_hot: n must be a non-negative integer, got %s", tostring(n)) end
     if not is_array(idx) then idx = hl.asarray(idx) end
-    if idx.dtype ~= "int32" and idx.dtype ~= "int64" and idx.dtype ~= "uint8" then
+    if idx.dtype ~= "int32" and idx.dtype ~= "int64" and idx.dtype ~= "uint8" and idx.dtype ~= "int8" then
       fail("one_hot: indices must be integers, got %s", idx.dtype)
     end
     local s = idx.shape
@@ -262,7 +263,7 @@ return function(hl, core, u)
   -- 0-based indices of idx's dtype for the gather primitive (uint8 is widened first: 0 - 1 must
   -- not wrap to 255, a valid position of a long axis)
   local function zero_based(idx)
-    if idx.dtype == "uint8" then idx = idx:astype("int32") end
+    if idx.dtype == "uint8" or idx.dtype == "int8" then idx = idx:astype("int32") end
     return idx - 1
   end
 

@@ -100,14 +100,24 @@ return function(hl, core)
 
   local function check_float(op, dtype)
     dtype = dtype or "float32"
-    if dtype ~= "float32" and dtype ~= "float64" then fail("random.%s: dtype must be float32 or float64, got %s", op, tostring(dtype)) end
+    if dtype ~= "float32" and dtype ~= "float64" and dtype ~= "float16" and dtype ~= "bfloat16" then
+      fail("random.%s: dtype must be float32, float64, float16 or bfloat16, got %s", op, tostring(dtype))
+    end
     return dtype
   end
 
-  -- uniform on [0, 1): 24 random bits for float32, 53 for float64 (every value exactly representable)
+  -- significand bits of the 2-byte floats: that many random bits make every value exact below 1
+  local HALF_BITS = {float16 = 11, bfloat16 = 8}
+
+  -- uniform on [0, 1): 24 random bits for float32, 53 for float64, 11 for float16, 8 for
+  -- bfloat16 (every value exactly representable)
   local function unit(k, n, dtype)
     if dtype == "float32" then
       return hl.astype(shr(bits(k, n), 8), "float32") * 2 ^ -24
+    end
+    if HALF_BITS[dtype] then
+      local p = HALF_BITS[dtype]
+      return (hl.astype(shr(bits(k, n), 32 - p), "float32") * 2 ^ -p):astype(dtype)
     end
     local w = bits(k, 2 * n)
     local hi, lo = w[{{1, n}}], w[{{n + 1, 2 * n}}]
@@ -131,6 +141,7 @@ return function(hl, core)
     local k = R.check_key("normal", key)
     local s, n = shape_of("normal", shape)
     dtype = check_float("normal", dtype)
+    if HALF_BITS[dtype] then return R.normal(key, shape, "float32"):astype(dtype) end   -- drawn in float32, rounded
     local u = unit(k, 2 * n, dtype)
     if n == 0 then return on(k, hl.zeros(s, dtype)) end
     local u1, u2 = 1 - u[{{1, n}}], u[{{n + 1, 2 * n}}]

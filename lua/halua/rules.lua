@@ -448,7 +448,7 @@ return function(hl, core)
   R.gather.batch = function(n, x, b, size)
     local v, idx, ax = x[1], x[2], n.axis - 1
     if not b[2] then return core.gather(v, idx, ax + (b[1] and 1 or 0)), b[1] end
-    if idx.dtype == "uint8" then idx = idx:astype("int32") end
+    if idx.dtype == "uint8" or idx.dtype == "int8" then idx = idx:astype("int32") end
     v = lift(v, b[1], size)
     local len = v.shape[ax + 2]
     -- v (B, pre..., len, post...) -> (B, len, pre..., post...) -> (B * len, pre..., post...)
@@ -471,7 +471,7 @@ return function(hl, core)
   R.scatter_add.batch = function(n, x, b, size)
     local v, idx, ax, len = x[1], x[2], n.axis - 1, n.shape[n.axis]
     if not b[2] then return core.scatter_add(v, idx, ax + (b[1] and 1 or 0), len), b[1] end
-    if idx.dtype == "uint8" then idx = idx:astype("int32") end
+    if idx.dtype == "uint8" or idx.dtype == "int8" then idx = idx:astype("int32") end
     v = lift(v, b[1], size)
     -- v (B, pre..., I..., post...) -> (B, I..., pre..., post...), scattered into B * len rows
     local ni, npre = idx.ndim - 1, ax

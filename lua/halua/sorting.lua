@@ -10,15 +10,20 @@ return function(hl, core, util)
     return x, util.norm_axis(op, axis == nil and -1 or axis, x.ndim)
   end
 
+  -- the 2-byte floats sort as float32 (exact, same order)
+  local function half(d) return d == "float16" or d == "bfloat16" end
+
   function hl.sort(x, axis)
     local a
     x, a = operand("sort", x, axis)
+    if half(x.dtype) then return core.sort(x:astype("float32"), a, false):astype(x.dtype) end
     return core.sort(x, a, false)
   end
 
   function hl.argsort(x, axis)
     local a
     x, a = operand("argsort", x, axis)
+    if half(x.dtype) then x = x:astype("float32") end
     return core.sort(x, a, true) + 1
   end
 

@@ -163,18 +163,21 @@ static void test_strides_and_dtypes(lua_State *L) {
   CHECK(eval(L, "return E.size + E:sum():item()") == 0);
   /* every dtype: the engine sees the bytes as that type, and its results come back */
   struct { halua_dtype t; const char *name; } dts[] = {{HALUA_BOOL, "bool"}, {HALUA_UINT8, "uint8"}, {HALUA_INT32, "int32"},
-                                                      {HALUA_INT64, "int64"}, {HALUA_FLOAT32, "float32"}, {HALUA_FLOAT64, "float64"}};
+                                                      {HALUA_INT64, "int64"}, {HALUA_FLOAT32, "float32"}, {HALUA_FLOAT64, "float64"}, {HALUA_INT8, "int8"},
+                                                      {HALUA_FLOAT16, "float16"}, {HALUA_BFLOAT16, "bfloat16"}};
   for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
     CHECK(strcmp(halua_dtype_name(dts[k].t), dts[k].name) == 0);
     _Alignas(8) unsigned char raw[32] = {0};
     int64_t n3[1] = {3};
     for (int i = 0; i < 3; i++) {
       switch (dts[k].t) {
-      case HALUA_BOOL: case HALUA_UINT8: raw[i] = (unsigned char)(i != 1); break;
+      case HALUA_BOOL: case HALUA_UINT8: case HALUA_INT8: raw[i] = (unsigned char)(i != 1); break;
       case HALUA_INT32: ((int32_t *)raw)[i] = i != 1; break;
       case HALUA_INT64: ((int64_t *)raw)[i] = i != 1; break;
       case HALUA_FLOAT32: ((float *)raw)[i] = i != 1; break;
       case HALUA_FLOAT64: ((double *)raw)[i] = i != 1; break;
+      case HALUA_FLOAT16: ((uint16_t *)raw)[i] = i != 1 ? 0x3c00 : 0; break;   /* 1.0 */
+      case HALUA_BFLOAT16: ((uint16_t *)raw)[i] = i != 1 ? 0x3f80 : 0; break;
       }
     }
     CHECK(halua_push_array(L, raw, dts[k].t, 1, n3, NULL, NULL, NULL) == HALUA_OK);
@@ -186,7 +189,9 @@ static void test_strides_and_dtypes(lua_State *L) {
     halua_array back_a;
     CHECK(halua_to_array(L, -1, &back_a) == HALUA_OK && back_a.dtype == dts[k].t);
     unsigned char out[32];
-    size_t es = k < 2 ? 1 : (dts[k].t == HALUA_INT32 || dts[k].t == HALUA_FLOAT32) ? 4 : 8;
+    size_t es = dts[k].t == HALUA_BOOL || dts[k].t == HALUA_UINT8 || dts[k].t == HALUA_INT8 ? 1
+                : dts[k].t == HALUA_FLOAT16 || dts[k].t == HALUA_BFLOAT16 ? 2
+                : (dts[k].t == HALUA_INT32 || dts[k].t == HALUA_FLOAT32) ? 4 : 8;
     CHECK(halua_copy_array(L, -1, dts[k].t, out, 3 * es) == HALUA_OK && memcmp(out, raw, 3 * es) == 0);
     lua_pop(L, 1);
   }
