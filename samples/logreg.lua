@@ -9,28 +9,12 @@ local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = here .. "?.lua;" .. package.path
 local digits = require "digits"
 
-local opts = {steps = 300, lr = 0.5, l2 = 1e-3, min_accuracy = 0.94}
-do
-  local i = 1
-  while i <= #arg do
-    local key = (arg[i]:match("^%-%-([%w-]+)$") or ""):gsub("-", "_")
-    if opts[key] == nil or not tonumber(arg[i + 1]) then
-      io.stderr:write("usage: luajit samples/logreg.lua [--steps N] [--lr X] [--l2 X] [--min-accuracy P]\n")
-      os.exit(2)
-    end
-    opts[key] = tonumber(arg[i + 1])
-    i = i + 2
-  end
-end
+local opts = digits.options("logreg", {steps = 300, lr = 0.5, l2 = 1e-3, min_accuracy = 0.94},
+                           "[--steps N] [--lr X] [--l2 X] [--min-accuracy P]")
 
 local t_start = digits.now()
 local xtr, ytr, xte, yte = digits.load()
-local function classes(labels)
-  local c = {}
-  for i, l in ipairs(labels) do c[i] = l + 1 end
-  return hl.array(c, "int32")
-end
-local ctr, cte = classes(ytr), classes(yte)
+local ctr, cte = digits.classes(ytr), digits.classes(yte)
 print(string.format("digits: %d training images, %d test; softmax regression, %d full-batch steps, lr %g, L2 %g",
                     xtr.shape[1], xte.shape[1], opts.steps, opts.lr, opts.l2))
 
