@@ -150,6 +150,14 @@ done:
   for (int k = 0; k < ntmp; k++) hl_array_release(&tmp[k]);
   return rc;
 }
+/* *a as dtype t: itself when it has it, else a cast into tmp[*ntmp] (the caller releases tmp) */
+static int cast_to(const hl_array **a, hl_dtype t, hl_array *tmp, int *ntmp) {
+  if ((*a)->dtype == t) return 0;
+  if (hl_op_cast(*a, t, &tmp[*ntmp])) return -1;
+  *a = &tmp[(*ntmp)++];
+  return 0;
+}
+
 
 int hl_op_matmul(const hl_array *a, const hl_array *b, hl_array *out) {
   if (a->ndim == 0 || b->ndim == 0)
@@ -176,14 +184,7 @@ int hl_op_matmul(const hl_array *a, const hl_array *b, hl_array *out) {
   }
   hl_dtype t = hl_dtype_promote(a->dtype, b->dtype);
   if (t == HL_BOOL) t = HL_INT32;
-  if (x->dtype != t) {
-    if (hl_op_cast(x, t, &tmp[ntmp])) goto done;
-    x = &tmp[ntmp++];
-  }
-  if (y->dtype != t) {
-    if (hl_op_cast(y, t, &tmp[ntmp])) goto done;
-    y = &tmp[ntmp++];
-  }
+  if (cast_to(&x, t, tmp, &ntmp) || cast_to(&y, t, tmp, &ntmp)) goto done;
   /* batch dimensions broadcast */
   {
     hl_array bx = *x, by = *y;
@@ -262,14 +263,7 @@ int hl_op_solve(const hl_array *a, const hl_array *b, hl_array *out) {
     y = &tmp[ntmp++];
   }
   hl_dtype t = linalg_dtype(hl_dtype_promote(a->dtype, b->dtype));
-  if (x->dtype != t) {
-    if (hl_op_cast(x, t, &tmp[ntmp])) goto done;
-    x = &tmp[ntmp++];
-  }
-  if (y->dtype != t) {
-    if (hl_op_cast(y, t, &tmp[ntmp])) goto done;
-    y = &tmp[ntmp++];
-  }
+  if (cast_to(&x, t, tmp, &ntmp) || cast_to(&y, t, tmp, &ntmp)) goto done;
   {
     /* batch dimensions broadcast, as matmul's do */
     hl_array bx = *x, by = *y;

@@ -2,6 +2,7 @@
 local hl = require "halua"
 local np = require "support.numpy"
 local suite = require "support.suite"
+local diff_check = require "support.diff_check"
 
 math.randomseed(31)
 
@@ -330,26 +331,7 @@ end)
 -- derivatives against central differences (float64); every one also under jit
 describe("linalg derivatives", function()
   local F64 = "float64"
-  local function flat(x) return hl.reshape(x, {x.size}):totable() end
-  -- d f / d x by central differences, shaped like x
-  local function numeric(f, x, eps)
-    eps = eps or 1e-6
-    local v, g = flat(x), {}
-    for i = 1, #v do
-      local p, m = {unpack(v)}, {unpack(v)}
-      p[i], m[i] = v[i] + eps, v[i] - eps
-      g[i] = (f(hl.reshape(hl.array(p, F64), x.shape)):item() - f(hl.reshape(hl.array(m, F64), x.shape)):item()) / (2 * eps)
-    end
-    return g
-  end
-  local function close(got, want, tol, what)
-    local g = flat(got)
-    assert.are.equal(#want, #g, what)
-    for i = 1, #g do
-      assert.is_true(math.abs(g[i] - want[i]) <= tol * (1 + math.abs(want[i])),
-                     string.format("%s: element %d is %.17g, expected %.17g", what, i, g[i], want[i]))
-    end
-  end
+  local flat, numeric, close = diff_check.flat, diff_check.numeric, diff_check.close
   math.randomseed(44)
   local A = wellcond({2, 3, 3})
   local A2 = wellcond({3, 3})

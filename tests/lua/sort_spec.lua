@@ -4,6 +4,7 @@
 local hl = require "halua"
 local np = require "support.numpy"
 local suite = require "support.suite"
+local diff_check = require "support.diff_check"
 
 math.randomseed(51)
 
@@ -113,25 +114,7 @@ describe("sort: int64 beyond 2^53 and errors", function()
 end)
 
 describe("sort derivatives", function()
-  local function flat(x) return hl.reshape(x, {x.size}):totable() end
-  local function numeric(f, x, eps)
-    eps = eps or 1e-6
-    local v, g = flat(x), {}
-    for i = 1, #v do
-      local p, m = {unpack(v)}, {unpack(v)}
-      p[i], m[i] = v[i] + eps, v[i] - eps
-      g[i] = (f(hl.reshape(hl.array(p, "float64"), x.shape)):item() - f(hl.reshape(hl.array(m, "float64"), x.shape)):item()) / (2 * eps)
-    end
-    return g
-  end
-  local function close(got, want, tol, what)
-    local g = flat(got)
-    assert.are.equal(#want, #g, what)
-    for i = 1, #g do
-      assert.is_true(math.abs(g[i] - want[i]) <= tol * (1 + math.abs(want[i])),
-                     string.format("%s: element %d is %.17g, expected %.17g", what, i, g[i], want[i]))
-    end
-  end
+  local flat, numeric, close = diff_check.flat, diff_check.numeric, diff_check.close
   math.randomseed(52)
   local x = np.rand({3, 5}, -1, 1, "float64")
   local w = np.rand({3, 5}, -1, 1, "float64")
