@@ -1,6 +1,7 @@
 #include "hl_cublas.h"
 #include "hl_extern_matmul.h"
 #include "hl_backend.h"
+#include "hl_device.h"
 #include <dlfcn.h>
 #include <mutex>
 #include <string>
@@ -91,6 +92,7 @@ extern "C" int halua_cublas_matmul(halide_buffer_t *A, halide_buffer_t *B, int K
   if (!hl_cublas_available() || !handle()) return -1;
   int N = C->dim[0].extent, M = C->dim[1].extent;
   if (N == 0 || M == 0 || K == 0) return 0;   /* (K = 0: the pipeline selects zeros instead) */
+  if (hl_buffer_to_device(A) || hl_buffer_to_device(B)) return -4;
   int opa, lda, opb, ldb, opc, ldc;
   if (!blas_layout(M, K, A->dim[1].stride, A->dim[0].stride, &opa, &lda) ||
       !blas_layout(K, N, B->dim[1].stride, B->dim[0].stride, &opb, &ldb) ||

@@ -210,6 +210,15 @@ static int copy_bytes(int device, uint64_t dev, void *host, size_t nbytes, bool 
   return 0;
 }
 
+int hl_buffer_to_device(halide_buffer_t *b) {
+  if (b->device && !b->host_dirty()) return 0;
+  if (!b->host) return -1;
+  const halide_device_interface_t *di = b->device_interface ? b->device_interface : hl_device_interface(HL_DEVICE_CUDA);
+  if (!di) return -1;
+  if (!b->device) b->set_host_dirty(true);   /* (a fresh allocation is filled only from a dirty host) */
+  return di->copy_to_device(call_context(), b, di);
+}
+
 extern "C" int hl_device_copy_to_device(int device, uint64_t dst, const void *src, size_t nbytes) {
   return copy_bytes(device, dst, const_cast<void *>(src), nbytes, true);
 }

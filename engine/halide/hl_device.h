@@ -30,5 +30,9 @@ const halide_device_interface_t *hl_device_interface(int device);
 Halide::Target hl_device_target(int device);
 /* Fill the runtime handlers every call must carry (error recording, the shared CUDA context). */
 void hl_device_handlers(Halide::JITHandlers &h);
+/* Bring a buffer's newest values to device memory (allocating it there if need be). A CUDA
+ * extern stage needs it for inputs a host stage produced: Halide 14 copies those to the device
+ * for its own GPU stages, not for extern ones. 0 on success. */
+int hl_buffer_to_device(halide_buffer_t *b);
 #endif
 #endif

@@ -129,7 +129,12 @@ struct Lowerer {
     return L.params[n.attrs.i[0]].dim(n.type.ndim - 1 - a).extent();
   }
 
-  static Expr as_bool(Expr e) { return e != make_zero(e.type()); }
+  /* Floats test their magnitude bits, so NaN is true on every target: Halide compiles a float
+   * != as an ordered compare, which NVPTX keeps (NaN != 0 is false there). */
+  static Expr as_bool(Expr e) {
+    if (e.type().is_float()) return float_bits(e, magnitude_mask(e)) != make_zero(UInt(e.type().bits()));
+    return e != make_zero(e.type());
+  }
   static Expr ordered(Expr a, Expr b) { return !hl_is_nan(a) && !hl_is_nan(b); }
   static Expr from_bool(Expr c) { return cast(UInt(8), c); }
 
@@ -441,7 +446,9 @@ struct Lowerer {
       Expr mag = Internal::make_const(kt, bits == 64 ? (int64_t)0x7fffffffffffffffll : (int64_t)0x7fffffff);
       Expr nan_key = Internal::make_const(kt, mx ? (bits == 64 ? (int64_t)0x7ff8000000000000ll : (int64_t)0x7fc00000)
                                                  : (bits == 64 ? (int64_t)0xfff8000000000000ull : (int64_t)(int32_t)0xffc00000u));
-      auto flip = [&](Expr b) { return b ^ ((b >> (bits - 1)) & mag); };   /* its own inverse */
+      /* its own inverse; a select rather than a sign-spreading shift, which the CUDA
+       * backend miscompiled for 64-bit keys */
+      auto flip = [&](Expr b) { return select(b < make_zero(kt), b ^ mag, b); };
       auto key = [&](Expr v) { return flip(select(hl_is_nan(v), nan_key, reinterpret(kt, v))); };
       Func keys("key" + std::to_string(i));
       keys(ov) = key(cast(ty, mx ? -INFINITY : INFINITY));
