@@ -65,6 +65,33 @@ int64_t hl_array_elem_offset(const hl_array *a, int64_t flat) {
   return off;
 }
 
+void hl_array_copy_elements(hl_array *dst, const hl_array *src) {
+  int nd = src->ndim;
+  size_t es = hl_dtype_size(src->dtype);
+  int64_t n = hl_shape_size(nd, src->shape);
+  char *d = hl_array_data(dst);
+  const char *s = hl_array_data(src);
+  if (n == 0) return;
+  if (nd == 0 || (hl_array_is_contiguous(dst) && hl_array_is_contiguous(src))) {
+    memcpy(d, s, (size_t)n * es);
+    return;
+  }
+  int64_t inner = src->shape[nd - 1], ds = dst->strides[nd - 1], ss = src->strides[nd - 1];
+  int64_t idx[HL_MAX_DIMS] = {0};
+  for (int64_t r = 0; r < n / inner; r++) {
+    int64_t doff = 0, soff = 0;
+    for (int k = 0; k < nd - 1; k++) {
+      doff += idx[k] * dst->strides[k];
+      soff += idx[k] * src->strides[k];
+    }
+    if (ds == 1 && ss == 1)
+      memcpy(d + doff * (int64_t)es, s + soff * (int64_t)es, (size_t)inner * es);
+    else
+      for (int64_t i = 0; i < inner; i++) memcpy(d + (doff + i * ds) * (int64_t)es, s + (soff + i * ss) * (int64_t)es, es);
+    for (int k = nd - 2; k >= 0 && ++idx[k] == src->shape[k]; k--) idx[k] = 0;
+  }
+}
+
 double hl_array_get(const hl_array *a, int64_t flat) {
   const char *p = (const char *)hl_array_data(a) + hl_array_elem_offset(a, flat) * (int64_t)hl_dtype_size(a->dtype);
   switch (a->dtype) {

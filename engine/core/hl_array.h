@@ -37,4 +37,7 @@ static inline void *hl_array_data(const hl_array *a) {
 double hl_array_get(const hl_array *a, int64_t flat);
 void hl_array_set(hl_array *a, int64_t flat, double v);   /* contiguous arrays being built */
 int64_t hl_array_elem_offset(const hl_array *a, int64_t flat);
+/* dst's elements = src's (host arrays of one shape and dtype, any strides), by runs along the
+ * innermost axis: one memcpy when both are contiguous. */
+void hl_array_copy_elements(hl_array *dst, const hl_array *src);
 #endif

@@ -76,14 +76,7 @@ void hl_run_end(uint64_t previous) { current_run = previous; }
 /* an owned, contiguous host copy of a (inputs are views of the pipeline's buffers) */
 static int owned_copy(const hl_array *a, hl_array *out) {
   if (hl_array_alloc(out, a->dtype, a->ndim, a->shape)) return -1;
-  int64_t n = hl_shape_size(a->ndim, a->shape);
-  size_t es = hl_dtype_size(a->dtype);
-  if (hl_array_is_contiguous(a)) {
-    if (n) memcpy(hl_array_data(out), hl_array_data(a), (size_t)n * es);
-    return 0;
-  }
-  for (int64_t i = 0; i < n; i++)
-    memcpy((char *)hl_array_data(out) + i * (int64_t)es, (char *)hl_array_data(a) + hl_array_elem_offset(a, i) * (int64_t)es, es);
+  hl_array_copy_elements(out, a);
   return 0;
 }
 
@@ -154,15 +147,8 @@ static int run_loop(hl_loop *l, const hl_array *const *in) {
     memcpy(carry, outs, sizeof(hl_array) * (size_t)nc);
     for (int j = 0; j < l->nys; j++) {
       /* step s's output goes to row s of the stacked result */
-      hl_array y;
-      int64_t n = hl_shape_size(outs[nc + j].ndim, outs[nc + j].shape);
-      size_t es = hl_dtype_size(outs[nc + j].dtype);
-      if (owned_copy(&outs[nc + j], &y)) {
-        release_all(outs + nc, l->nys);
-        goto done;
-      }
-      if (n) memcpy((char *)hl_array_data(&ys[j]) + s * n * (int64_t)es, hl_array_data(&y), (size_t)n * es);
-      hl_array_release(&y);
+      hl_array y = row(&ys[j], s);
+      hl_array_copy_elements(&y, &outs[nc + j]);
     }
     release_all(outs + nc, l->nys);
   }
@@ -197,10 +183,6 @@ int hl_loop_result(int id, int k, int nin, const hl_array *const *in, const int6
     src.offset += mins[d] * r->strides[d];
     src.shape[d] = out->shape[d];
   }
-  int64_t n = hl_shape_size(out->ndim, out->shape);
-  size_t es = hl_dtype_size(r->dtype);
-  for (int64_t i = 0; i < n; i++)
-    memcpy((char *)hl_array_data(out) + hl_array_elem_offset(out, i) * (int64_t)es,
-           (char *)hl_array_data(&src) + hl_array_elem_offset(&src, i) * (int64_t)es, es);
+  hl_array_copy_elements(out, &src);
   return 0;
 }
