@@ -490,6 +490,10 @@ static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_at
   return 0;
 }
 
+static _Thread_local hl_trace *record_floor;
+
+void hl_trace_set_floor(hl_trace *t) { record_floor = t; }
+
 int hl_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out) {
   /* the innermost trace among the operands' records the op (outer tracers are captured) */
   hl_trace *t = NULL;
@@ -497,6 +501,7 @@ int hl_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs
     hl_trace *tk = hl_live_trace(in[k]);
     if (tk && (!t || encloses(t, tk))) t = tk;
   }
+  if (t && record_floor && t != record_floor && !record_floor->closed && encloses(t, record_floor)) t = record_floor;
   if (t) return trace_apply(t, prim, nin, in, attrs, out);
   /* recorded arrays of a finished tape are plain data: results never point at a graph */
   hl_array tmp[64];

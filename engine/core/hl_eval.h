@@ -41,6 +41,11 @@ static inline int hl_is_abstract(const hl_array *a) { return a->graph && !a->sto
  * derivatives never confuse their variables): an identity of x's node, after capturing x when it
  * is plain. */
 int hl_trace_variable(hl_trace *t, const hl_array *x, hl_array *out);
+/* While set (per thread), an op whose operands belong only to traces that enclose `t` is recorded
+ * in t, which captures them, rather than in the innermost of those traces: a differentiable
+ * loop's body traced again for its backward loop then uses the very values the forward body
+ * captured (lua/halua/control.lua). NULL: ops go to the innermost operand trace. */
+void hl_trace_set_floor(hl_trace *t);
 /* A source node (CONST, IOTA) recorded into t. */
 int hl_trace_source(hl_trace *t, int prim, const hl_attrs *attrs, hl_array *out);
 /* A node's value as an array of the trace: a tracer, or on a tape the value recorded there. */

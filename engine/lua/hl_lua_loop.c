@@ -151,7 +151,15 @@ static int l_trace_device(lua_State *L) {
   return 1;
 }
 
+/* trace_floor(trace or nil): see hl_trace_set_floor */
+static int l_trace_floor(lua_State *L) {
+  hl_trace_set_floor(lua_isnoneornil(L, 1) ? NULL : hl_lua_check_trace(L, 1));
+  return 0;
+}
+
 void hl_lua_register_loop(lua_State *L, int core_idx) {
+  lua_pushcfunction(L, l_trace_floor);
+  lua_setfield(L, core_idx, "trace_floor");
   lua_pushcfunction(L, l_loop_record);
   lua_setfield(L, core_idx, "loop_record");
   lua_pushcfunction(L, l_trace_device);

@@ -21,7 +21,7 @@ return function(hl, core, state)
   local function type_str(x) return x.dtype .. shape_str(x.shape) end
   local function is_float(dtype) return dtype == "float32" or dtype == "float64" or dtype == "float16" or dtype == "bfloat16" end
 
-  -- custom_vjp nodes, per trace: node -> {ins = {nodes}, bwd, res, group}
+  -- custom_vjp and compiled-loop nodes, per trace: node -> {ins = {nodes}, bwd, group, nargs}
   local customs = setmetatable({}, {__mode = "k"})
 
   ---------------------------------------------------------------- recording
@@ -111,10 +111,14 @@ return function(hl, core, state)
       end
       call_args[info.arg] = tree.unflatten(info.def, vals)
     end
-    -- control flow traced while a derivative is being taken is unrolled (control.lua)
+    -- control flow traced while a derivative is being taken: loops stay compiled in reverse
+    -- mode (their derivative is a compiled loop too), and unroll in forward mode (control.lua)
+    local forward_mode = op == "jvp" or op == "jacfwd"
     state.differentiating = (state.differentiating or 0) + 1
+    if forward_mode then state.forward_mode = (state.forward_mode or 0) + 1 end
     local ok, res = pcall(function() return pack(f(unpack(call_args, 1, args.n))) end)
     state.differentiating = state.differentiating - 1
+    if forward_mode then state.forward_mode = state.forward_mode - 1 end
     stop(trace, owner)
     if not ok then
       if owner then core.trace_close(trace) end
@@ -199,8 +203,10 @@ return function(hl, core, state)
           if not done_groups[c.group] then
             done_groups[c.group] = true
             local outs = {}
-            for k, oid in ipairs(c.group.nodes) do outs[k] = ct[oid] or hl.zeros_like(value(oid)) end
-            local cts = pack(c.bwd(c.res, tree.unflatten(c.group.def, outs)))
+            for k, oid in ipairs(c.group.nodes) do
+              outs[k] = ct[oid] or (c.group.sparse and false) or hl.zeros_like(value(oid))
+            end
+            local cts = pack(c.bwd(tree.unflatten(c.group.def, outs)))
             local flat = {}
             for k = 1, c.nargs do
               local leaves = tree.flatten(cts[k])
@@ -612,6 +618,24 @@ return function(hl, core, state)
 
   ---------------------------------------------------------------- stop_gradient, custom_vjp
 
+  -- Values `leaves` of a trace whose derivative bwd gives: they stand for fresh nodes that
+  -- depend, for autodiff, on the nodes `ins` (-1: none). bwd(cts) gets the outputs' cotangents as
+  -- the tree `def` and returns `nargs` trees whose leaves line up with `ins`.
+  local function custom_group(trace, ins, leaves, def, bwd, nargs, sparse)
+    local group = {def = def, nodes = {}, sparse = sparse}
+    local reg = customs[trace] or {}
+    customs[trace] = reg
+    local outs = {}
+    for j, l in ipairs(leaves) do
+      local v = core.trace_variable(trace, hl.stop_gradient(l))
+      local node = node_in(trace, v)
+      group.nodes[j] = node
+      reg[node] = {ins = ins, bwd = bwd, group = group, nargs = nargs}
+      outs[j] = v
+    end
+    return outs
+  end
+
   local stop_prim = core.prims.stop_gradient
   function hl.stop_gradient(x)
     if type(x) == "table" and not is_array(x) then
@@ -640,23 +664,25 @@ return function(hl, core, state)
       if res.n < 2 then fail("custom_vjp: fwd must return two values: the output and the residuals for bwd") end
       local out, residuals = res[1], res[2]
       local leaves, def = tree.flatten(out)
-      local group = {def = def, nodes = {}}
+      for _, l in ipairs(leaves) do
+        if not is_array(l) then fail("custom_vjp: fwd's output holds a %s; return arrays", type(l)) end
+      end
       local ins = {}
       for k, l in ipairs(flat) do ins[k] = node_in(trace, l) or -1 end
-      local reg = customs[trace] or {}
-      customs[trace] = reg
-      local outs = {}
-      for j, l in ipairs(leaves) do
-        if not is_array(l) then fail("custom_vjp: fwd's output holds a %s; return arrays", type(l)) end
-        local v = core.trace_variable(trace, hl.stop_gradient(l))
-        local node = node_in(trace, v)
-        group.nodes[j] = node
-        reg[node] = {ins = ins, bwd = bwd, res = residuals, group = group, nargs = args.n}
-        outs[j] = v
-      end
+      local outs = custom_group(trace, ins, leaves, def, function(cts) return bwd(residuals, cts) end, args.n)
       return def == "*" and outs[1] or tree.unflatten(def, outs)
     end
   end
+
+  -- for compiled loops (control.lua): the reverse pass, and groups whose bwd gets false for
+  -- outputs that received no cotangent
+  state.ad = {
+    backward = backward,
+    group = function(trace, ins, leaves, bwd)
+      local _, def = tree.flatten(leaves)
+      return custom_group(trace, ins, leaves, def, bwd, 1, true)
+    end,
+  }
 
   return rules
 end

@@ -3,8 +3,9 @@
 -- any other ops). Inside hl.jit, cond and switch trace every branch and choose with `where`;
 -- loops are compiled: the body is traced once into a program of its own, and the enclosing
 -- pipeline runs it from C (engine/core/hl_loop.h), so compile time does not grow with the number
--- of steps. Where a derivative is being taken inside jit, or the pipeline runs on CUDA, fori_loop
--- and scan are traced step by step instead, and while_loop is an error there.
+-- of steps. Under reverse-mode autodiff inside jit, fori_loop and scan stay compiled and their
+-- derivative is a compiled loop too; under forward mode, vmap, or when the pipeline runs on CUDA
+-- they are traced step by step instead, and while_loop is an error there.
 return function(hl, core, state)
   local tree = hl.tree
   local is_array = core.is_array
@@ -139,11 +140,12 @@ return function(hl, core, state)
 
   ---------------------------------------------------------------- compiled loops
 
-  -- the jit trace a loop is compiled into, or nil (outside jit, under a derivative, on CUDA)
+  -- the jit trace a loop is compiled into, or nil (outside jit, batched by vmap, on CUDA, under
+  -- forward-mode autodiff); and whether reverse-mode autodiff is recording there
   local function loop_trace()
     local t = state.tracing[#state.tracing]
-    if not t or (state.differentiating or 0) > 0 or (state.batching or 0) > 0 or core.trace_device(t) ~= "cpu" then return nil end
-    return t
+    if not t or (state.batching or 0) > 0 or (state.forward_mode or 0) > 0 or core.trace_device(t) ~= "cpu" then return nil end
+    return t, (state.differentiating or 0) > 0
   end
 
   -- Inside jit for CUDA a loop unrolls (its body is not compiled as a loop there yet); past a
@@ -249,6 +251,229 @@ return function(hl, core, state)
     return tree.unflatten(c_def, {unpack(r, 1, #c_leaves)}), tree.unflatten(res.y_def, {unpack(r, #c_leaves + 1)})
   end
 
+  ---------------------------------------------------------------- reverse mode through compiled loops
+
+  -- Under hl.grad (value_and_grad, vjp) inside a cpu jit, fori_loop and scan still compile. The
+  -- forward loop also keeps each step's incoming carry; the derivative is a second compiled loop
+  -- that runs the steps backwards, each step the reverse-mode derivative of the body at its carry
+  -- (the transpose of a scan, as in JAX). The values the body uses from enclosing traces are its
+  -- captures: their cotangents add up in the backward loop's carry. Under a second derivative the
+  -- backward loop is differentiated the same way.
+
+  local function is_float(x)
+    local d = x.dtype
+    return d == "float32" or d == "float64" or d == "float16" or d == "bfloat16"
+  end
+
+  local function same_value(a, b)
+    local ta, na = core.trace_of(a)
+    local tb, nb = core.trace_of(b)
+    return ta ~= nil and rawequal(ta, tb) and na == nb
+  end
+
+  -- the node that stands for x in trace t: its own, or the parameter that captures it there
+  local function node_for(t, x)
+    local id = core.node_in(t, x)
+    if id then return id end
+    local v = core.node_in(t, core.trace_variable(t, x))
+    return core.graph_nodes(t, v, v)[v].ins[1]
+  end
+
+  local function reversed(x) return hl.flip(x, 1) end
+
+  -- fn(...) with ops on values of enclosing traces recorded in trace t rather than hoisted out
+  -- of it (hl_trace_set_floor): the forward body and its backward steps then capture the same
+  -- values, whose cotangents the backward loop sums
+  local floor
+  local function on_floor(t, fn, ...)
+    local saved = floor
+    floor = t
+    core.trace_floor(t)
+    local res = {n = select("#", ...) + 1, pcall(fn, ...)}
+    floor = saved
+    core.trace_floor(saved)
+    if not res[1] then error(res[2], 0) end
+    return unpack(res, 2)
+  end
+  local function as_dtype_of(g, x) return g.dtype == x.dtype and g or hl.astype(g, x.dtype) end
+
+  -- The abstract captures of body trace bt, each with its slot among the loop node's inputs: the
+  -- carries and scanned arrays `inputs` when it is one of them, else after them, in the order
+  -- engine/lua/hl_lua_loop.c gives them. Returns the captures and the number of new inputs.
+  local function loop_captures(bt, inputs)
+    local captures, pids, caps, nextra = core.trace_captures(bt), {}, {}, 0
+    for pid in pairs(captures) do pids[#pids + 1] = pid end
+    table.sort(pids)
+    for _, pid in ipairs(pids) do
+      local v = captures[pid]
+      if core.is_tracer(v) then
+        local slot
+        for k, w in ipairs(inputs) do if not slot and same_value(v, w) then slot = k end end
+        if not slot then
+          nextra = nextra + 1
+          slot = #inputs + nextra
+        end
+        caps[#caps + 1] = {value = v, slot = slot}
+      end
+    end
+    return caps, nextra
+  end
+
+  -- The backward loop of a differentiable loop: the cotangents of the loop node's `nins` inputs
+  -- (false where there is none) from `cts`, the cotangents of its results (new carries, step
+  -- outputs, incoming carries; false where none). caps: the body's captures (loop_captures).
+  local function backward_loop(step, c_leaves, x_leaves, caps, nins, ny, cts, residual)
+    local nc, nx = #c_leaves, #x_leaves
+    local result = {}
+    for k = 1, nins do result[k] = false end
+    local fc, fx, fcap, fy, fin = {}, {}, {}, {}, {}
+    for k, l in ipairs(c_leaves) do if is_float(l) then fc[#fc + 1] = k end end
+    for k, l in ipairs(x_leaves) do if is_float(l) then fx[#fx + 1] = k end end
+    for j, c in ipairs(caps) do if is_float(c.value) then fcap[#fcap + 1] = j end end
+    for k = 1, ny do if cts[nc + k] then fy[#fy + 1] = k end end
+    for _, k in ipairs(fc) do if cts[nc + ny + k] then fin[#fin + 1] = k end end
+    if #fc + #fx + #fcap == 0 then return result end
+    -- scanned backwards: the incoming carries and the scanned arrays (the body's primal inputs),
+    -- then the step outputs' and the incoming carries' cotangents
+    local xs = {}
+    for k = 1, nc do xs[#xs + 1] = reversed(residual[k]) end
+    for k = 1, nx do xs[#xs + 1] = reversed(x_leaves[k]) end
+    for _, k in ipairs(fy) do xs[#xs + 1] = reversed(cts[nc + k]) end
+    for _, k in ipairs(fin) do xs[#xs + 1] = reversed(cts[nc + ny + k]) end
+    -- carried: the float carries' cotangents, then the captures' sums (a placeholder if none)
+    local init = {}
+    for _, k in ipairs(fc) do init[#init + 1] = cts[k] or hl.zeros_like(c_leaves[k]) end
+    for _, j in ipairs(fcap) do init[#init + 1] = hl.zeros_like(caps[j].value) end
+    local placeholder = #init == 0
+    if placeholder then init[1] = hl.zeros({}, "float32") end
+
+    local function step_back_in(t, carry, row)
+      local c_i, x_i = {unpack(row, 1, nc)}, {unpack(row, nc + 1, nc + nx)}
+      local g_y, g_in, at = {}, {}, nc + nx
+      for q, k in ipairs(fy) do g_y[k] = row[at + q] end
+      at = at + #fy
+      for q, k in ipairs(fin) do g_in[k] = row[at + q] end
+      -- variables: fresh nodes for the float inputs, the capturing parameters for the captures
+      local vars, cv, xv, cap = {}, {}, {}, {}
+      local function variable(x)
+        if not is_float(x) then return x end
+        local v = core.trace_variable(t, x)
+        vars[#vars + 1] = core.node_in(t, v)
+        return v
+      end
+      for k, l in ipairs(c_i) do cv[k] = variable(l) end
+      for k, l in ipairs(x_i) do xv[k] = variable(l) end
+      for _, j in ipairs(fcap) do
+        cap[j] = node_for(t, caps[j].value)
+        vars[#vars + 1] = cap[j]
+      end
+      state.differentiating = (state.differentiating or 0) + 1
+      local ok, new_c, ys = pcall(step, cv, xv)
+      state.differentiating = state.differentiating - 1
+      if not ok then error(new_c, 0) end
+      local seeds = {}
+      for q, k in ipairs(fc) do
+        local id = core.node_in(t, new_c[k])
+        if id then seeds[#seeds + 1] = {id, carry[q]} end
+      end
+      for _, k in ipairs(fy) do
+        local id = is_float(ys[k]) and core.node_in(t, ys[k])
+        if id then seeds[#seeds + 1] = {id, g_y[k]} end
+      end
+      local ct = state.ad.backward(t, vars, seeds)
+      local new_carry, out = {}, {}
+      for q, k in ipairs(fc) do
+        local g = ct[core.node_in(t, cv[k])] or hl.zeros_like(c_i[k])
+        if g_in[k] then g = g + g_in[k] end
+        new_carry[q] = as_dtype_of(g, c_i[k])
+      end
+      for q, j in ipairs(fcap) do
+        local g, sum = ct[cap[j]], carry[#fc + q]
+        new_carry[#fc + q] = g and sum + as_dtype_of(g, sum) or sum
+      end
+      if placeholder then new_carry[1] = carry[1] end
+      for q, k in ipairs(fx) do
+        out[q] = as_dtype_of(ct[core.node_in(t, xv[k])] or hl.zeros_like(x_i[k]), x_i[k])
+      end
+      return new_carry, out
+    end
+    local function step_back(carry, row)
+      local t = state.tracing[#state.tracing]
+      return on_floor(t, step_back_in, t, carry, row)
+    end
+
+    local final, ct_xs = hl.scan(step_back, init, xs)
+    for q, k in ipairs(fc) do result[k] = final[q] end
+    for q, k in ipairs(fx) do result[nc + k] = reversed(ct_xs[q]) end
+    for q, j in ipairs(fcap) do
+      local slot, sum = caps[j].slot, final[#fc + q]
+      result[slot] = result[slot] and result[slot] + sum or sum
+    end
+    return result
+  end
+
+  -- A compiled scan that reverse-mode autodiff can go through: step(c, x) -> new_c, ys (lists of
+  -- leaves) over n rows of the scanned arrays x_leaves. Returns the final carries and the
+  -- stacked step outputs.
+  local function differentiable_loop(t, name, step, c_leaves, x_leaves, n)
+    local nc = #c_leaves
+    local specs = specs_of(c_leaves)
+    for _, s in ipairs(specs_of(x_leaves, true)) do specs[#specs + 1] = s end
+    local ny
+    -- the forward body: new carries, step outputs, and the incoming carries for the backward loop
+    -- (the body itself is not being differentiated: loops inside it compile plainly)
+    local saved = state.differentiating
+    state.differentiating = 0
+    local ok, bt, out = pcall(sub_trace, t, specs, function(args)
+      local c = {unpack(args, 1, nc)}
+      local new_c, ys = on_floor(state.tracing[#state.tracing], step, c, {unpack(args, nc + 1)})
+      ny = #ys
+      local o = {}
+      for _, l in ipairs(new_c) do o[#o + 1] = l end
+      for _, l in ipairs(ys) do o[#o + 1] = l end
+      for _, l in ipairs(c) do o[#o + 1] = l end
+      return o
+    end)
+    state.differentiating = saved
+    if not ok then error(bt, 0) end
+    out = own(bt, out)
+    local inputs = {unpack(c_leaves)}
+    for _, l in ipairs(x_leaves) do inputs[#inputs + 1] = l end
+    local caps, nextra = loop_captures(bt, inputs)
+    local r = record {kind = "scan", name = name, trace = t, body = bt, body_out = out, hi = n, ncarry = nc, inputs = inputs}
+    local first = core.node_in(t, r[1])
+    local ins = core.graph_nodes(t, first, first)[first].ins
+    if #ins ~= #inputs + nextra then
+      fail("%s: internal: the loop has %d inputs, expected %d", name, #ins, #inputs + nextra)
+    end
+    local results
+    results = state.ad.group(t, ins, r, function(cts)
+      return backward_loop(step, c_leaves, x_leaves, caps, #ins, ny, cts, {unpack(results, nc + ny + 1)})
+    end)
+    return {unpack(results, 1, nc)}, {unpack(results, nc + 1, nc + ny)}
+  end
+
+  local function differentiable_fori(t, lo, hi, body_fn, init, leaves, def)
+    local steps = hl.arange(lo, hi + 1, "int32")
+    local carry = differentiable_loop(t, "fori_loop", function(c, x)
+      local r = body_fn(x[1], tree.unflatten(def, c))
+      return check_same("fori_loop", "body_fn's result", "the initial carry", init, leaves, def, r), {}
+    end, leaves, {steps}, hi - lo + 1)
+    return tree.unflatten(def, carry)
+  end
+
+  local function differentiable_scan(t, f, init, c_leaves, c_def, x_leaves, x_def, n)
+    local y_def
+    local carry, ys = differentiable_loop(t, "scan", function(c, x)
+      local new_c, y = f(tree.unflatten(c_def, c), tree.unflatten(x_def, x))
+      local out = check_same("scan", "f's carry", "the initial carry", init, c_leaves, c_def, new_c)
+      local y_leaves
+      y_leaves, y_def = as_leaves("scan", "f's output", y)
+      return out, y_leaves
+    end, c_leaves, x_leaves, n)
+    return tree.unflatten(c_def, carry), tree.unflatten(y_def, ys)
+  end
+
   local function any_traced(leaves)
     for _, l in ipairs(leaves) do if not is_concrete(l) then return true end end
     return false
@@ -258,8 +483,8 @@ return function(hl, core, state)
     check_fn("while_loop", cond_fn, "cond_fn")
     check_fn("while_loop", body_fn, "body_fn")
     local leaves, def = as_leaves("while_loop", "the initial carry's", init)
-    local t = loop_trace()
-    if t and #leaves > 0 then return compiled_while(t, cond_fn, body_fn, init, leaves, def) end
+    local t, differentiating = loop_trace()
+    if t and not differentiating and #leaves > 0 then return compiled_while(t, cond_fn, body_fn, init, leaves, def) end
     local carry = tree.unflatten(def, leaves)
     while true do
       local p = cond_fn(carry)
@@ -287,8 +512,11 @@ return function(hl, core, state)
     lo, hi = static_int("fori_loop", "lo", lo), static_int("fori_loop", "hi", hi)
     check_fn("fori_loop", body_fn, "body_fn")
     local leaves, def = as_leaves("fori_loop", "the initial carry's", init)
-    local t = loop_trace()
-    if t and #leaves > 0 then return compiled_fori(t, lo, hi, body_fn, init, leaves, def) end
+    local t, differentiating = loop_trace()
+    if t and #leaves > 0 and differentiating and hi >= lo then
+      return differentiable_fori(t, lo, hi, body_fn, init, leaves, def)
+    end
+    if t and #leaves > 0 and not differentiating then return compiled_fori(t, lo, hi, body_fn, init, leaves, def) end
     check_cuda_unroll("fori_loop", hi - lo + 1)
     local carry = tree.unflatten(def, leaves)
     local like = leaves[1]
@@ -314,7 +542,10 @@ return function(hl, core, state)
       n = n or l.shape[1]
     end
     if not n then fail("scan: xs must hold at least one array to scan over") end
-    local t = loop_trace()
+    local t, differentiating = loop_trace()
+    if t and #c_leaves > 0 and differentiating then
+      return differentiable_scan(t, f, init, c_leaves, c_def, x_leaves, x_def, n)
+    end
     if t and #c_leaves > 0 then return compiled_scan(t, f, init, c_leaves, c_def, xs, x_leaves, x_def, n) end
     check_cuda_unroll("scan", n)
     local carry = tree.unflatten(c_def, c_leaves)

@@ -456,7 +456,8 @@ print(hl.switch(2, fns, hl.array({1, 2})))]])
 E("fori_loop", "hl.fori_loop(lo, hi, body_fn, init) -> carry",
   "carry = body_fn(i, carry) for i = lo..hi, inclusive, as Lua's numeric for; i is an int32 0-d " ..
   "array, lo and hi are numbers. The carry is a pytree whose leaves keep their shapes and dtypes. " ..
-  "Inside hl.jit the body is compiled once and run from C, whatever the step count.",
+  "Inside hl.jit the body is compiled once and run from C, whatever the step count; hl.grad " ..
+  "there differentiates it as a second compiled loop that runs the steps backwards.",
   [[local r = hl.fori_loop(1, 10, function(i, s) return s + i end, hl.array(0, "int32"))
 print(r)   -- 1 + 2 + ... + 10]])
 E("while_loop", "hl.while_loop(cond_fn, body_fn, init) -> carry",
@@ -467,7 +468,8 @@ E("while_loop", "hl.while_loop(cond_fn, body_fn, init) -> carry",
 print(r)]])
 E("scan", "hl.scan(f, init, xs) -> carry, ys",
   "Runs carry, y = f(carry, x) for each x along the first axis of xs (a pytree of arrays), " ..
-  "returning the last carry and the ys stacked along a new first axis.",
+  "returning the last carry and the ys stacked along a new first axis. Inside hl.jit it is " ..
+  "compiled like fori_loop, and so is its reverse-mode derivative.",
   [[local total, partial = hl.scan(function(c, row) return c + row, c end, hl.zeros(2), hl.ones({3, 2}))
 print(total, partial)]])
 
