@@ -808,6 +808,12 @@ static int l_graph_nodes(lua_State *L) {
         lua_setfield(L, -2, "value");
       }
       break;
+    case HL_K_LOOP:   /* which compiled loop, and which of its results (1-based) */
+      lua_pushinteger(L, (lua_Integer)a->i[0]);
+      lua_setfield(L, -2, "loop");
+      lua_pushinteger(L, (lua_Integer)a->i[1] + 1);
+      lua_setfield(L, -2, "result");
+      break;
     case HL_K_VIEW:
       if (n->prim == HL_P_TRANSPOSE) set_int_list(L, "perm", n->type.ndim, a->i, 1);
       if (n->prim == HL_P_SLICE) {

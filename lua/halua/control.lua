@@ -4,8 +4,9 @@
 -- loops are compiled: the body is traced once into a program of its own, and the enclosing
 -- pipeline runs it from C (engine/core/hl_loop.h), so compile time does not grow with the number
 -- of steps. Under reverse-mode autodiff inside jit, fori_loop and scan stay compiled and their
--- derivative is a compiled loop too; under forward mode, vmap, or when the pipeline runs on CUDA
--- they are traced step by step instead, and while_loop is an error there.
+-- derivative is a compiled loop too; under vmap inside jit they are batched into compiled loops;
+-- under forward mode, or when the pipeline runs on CUDA, they are traced step by step instead,
+-- and while_loop is an error there (and under vmap).
 return function(hl, core, state)
   local tree = hl.tree
   local is_array = core.is_array
@@ -142,9 +143,12 @@ return function(hl, core, state)
 
   -- the jit trace a loop is compiled into, or nil (outside jit, batched by vmap, on CUDA, under
   -- forward-mode autodiff); and whether reverse-mode autodiff is recording there
+  local function vmap_trace(t) return state.vmap_traces and state.vmap_traces[t] end
   local function loop_trace()
     local t = state.tracing[#state.tracing]
-    if not t or (state.batching or 0) > 0 or (state.forward_mode or 0) > 0 or core.trace_device(t) ~= "cpu" then return nil end
+    if not t or (state.forward_mode or 0) > 0 or core.trace_device(t) ~= "cpu" then return nil end
+    -- under vmap, loops compile in the vmap trace itself when its replay can batch them
+    if (state.batching or 0) > 0 and not vmap_trace(t) then return nil end
     return t, (state.differentiating or 0) > 0
   end
 
@@ -195,11 +199,16 @@ return function(hl, core, state)
     return s
   end
 
+  -- A loop recorded in a vmap trace keeps its body trace open until the vmap has replayed it:
+  -- its batching rule replays the body (remember, below).
+  local remember
   local function record(spec)
+    local keep = vmap_trace(spec.trace) and spec.kind ~= "while"
     local ok, r = pcall(function() return {core.loop_record(spec)} end)
-    core.trace_close(spec.body)
+    if not (ok and keep) then core.trace_close(spec.body) end
     if spec.cond then core.trace_close(spec.cond) end
     if not ok then error(r, 0) end
+    if keep then remember(spec, r) end
     return r
   end
 
@@ -313,7 +322,7 @@ return function(hl, core, state)
           nextra = nextra + 1
           slot = #inputs + nextra
         end
-        caps[#caps + 1] = {value = v, slot = slot}
+        caps[#caps + 1] = {value = v, slot = slot, pid = pid}
       end
     end
     return caps, nextra
@@ -474,6 +483,115 @@ return function(hl, core, state)
     return tree.unflatten(c_def, carry), tree.unflatten(y_def, ys)
   end
 
+  ---------------------------------------------------------------- vmap through compiled loops
+
+  -- Under hl.vmap inside a cpu jit, fori_loop and scan compile in vmap's trace of one example;
+  -- when vmap replays that trace on the batch, a loop's batching rule replays its body on the
+  -- batch into the body of a new compiled loop, whose carries carry the batch as their first
+  -- axis (scanned arrays and stacked outputs carry it second, steps first).
+
+  local batched_loops = {}                                 -- loop id -> its body and layout
+  local bodies_of = setmetatable({}, {__mode = "k"})       -- vmap trace -> its loops' ids
+
+  function remember(spec, results)
+    local first = core.node_in(spec.trace, results[1])
+    local id = core.graph_nodes(spec.trace, first, first)[first].loop
+    local bt = spec.body
+    local capture_of = {}
+    for pid, v in pairs(core.trace_captures(bt)) do capture_of[pid] = {value = v} end
+    for _, c in ipairs(loop_captures(bt, spec.inputs)) do capture_of[c.pid] = {slot = c.slot} end
+    local nodes, args, out = core.graph_nodes(bt, 0, 2 ^ 30), {}, {}
+    local k = 0
+    while nodes[k] do
+      if nodes[k].op == "param" and not capture_of[k] then args[#args + 1] = k end
+      k = k + 1
+    end
+    for q, l in ipairs(spec.body_out) do out[q] = core.node_in(bt, l) end
+    batched_loops[id] = {body = bt, kind = spec.kind, name = spec.name, lo = spec.lo, hi = spec.hi, nc = spec.ncarry,
+                         nx = #spec.inputs - spec.ncarry, args = args, captures = capture_of, out = out}
+    local list = bodies_of[spec.trace] or {}
+    bodies_of[spec.trace] = list
+    list[#list + 1] = id
+  end
+
+  function state.close_loop_bodies(v)
+    for _, id in ipairs(bodies_of[v] or {}) do
+      core.trace_close(batched_loops[id].body)
+      batched_loops[id] = nil
+    end
+    bodies_of[v] = nil
+  end
+
+  -- v with the batch as its first axis: broadcast when it does not depend on the batch
+  local function with_batch(v, batched, size)
+    if batched then return v end
+    local one, full = {1}, {size}
+    for d, e in ipairs(v.shape) do one[d + 1], full[d + 1] = e, e end
+    return hl.broadcast_to(hl.reshape(v, one), full)
+  end
+  local function swap12(v)
+    local perm = {2, 1}
+    for d = 3, v.ndim do perm[d] = d end
+    return hl.transpose(v, perm)
+  end
+
+  local function batch_loop(n, x, b, size)
+    local info = batched_loops[n.loop]
+    if not info then fail("vmap: internal: compiled loop %d was not kept for batching", n.loop) end
+    -- a loop's results are replayed one node each: the first builds the batched loop
+    local c = info.replayed
+    if c and #c.x == #x then
+      local same = true
+      for k = 1, #x do same = same and rawequal(c.x[k], x[k]) and c.b[k] == b[k] end
+      if same then return c.results[n.result], true end
+    end
+    local t = state.tracing[#state.tracing]
+    local nc, nx = info.nc, info.nx
+    local inputs, specs, xb = {}, {}, {}
+    if info.kind == "fori" then specs[1] = {dtype = "int32", shape = {}} end
+    for k = 1, nc do
+      inputs[k] = with_batch(x[k], b[k], size)
+      specs[#specs + 1] = {dtype = inputs[k].dtype, shape = inputs[k].shape}
+    end
+    for k = 1, nx do
+      xb[k] = b[nc + k]
+      local v = xb[k] and swap12(x[nc + k]) or x[nc + k]   -- rows first, then the batch
+      inputs[nc + k] = v
+      local row = v.shape
+      table.remove(row, 1)
+      specs[#specs + 1] = {dtype = v.dtype, shape = row}
+    end
+    local first = info.kind == "fori" and 1 or 0
+    local bt, out = sub_trace(t, specs, function(args)
+      local bound = {}
+      for q, id in ipairs(info.args) do
+        local carry, row = q > first and q <= first + nc, q > first + nc
+        bound[id] = {args[q], carry or (row and xb[q - first - nc]) or false}
+      end
+      for pid, cap in pairs(info.captures) do
+        bound[pid] = cap.slot and {x[cap.slot], b[cap.slot]} or {cap.value, false}
+      end
+      local val, bat = state.batch_replay(info.body, size, function(id)
+        local v = bound[id]
+        if v then return v[1], v[2] end
+      end, function(v) return v end)
+      local o = {}
+      for q, id in ipairs(info.out) do o[q] = with_batch(val[id], bat[id], size) end
+      return o
+    end)
+    local r = record {kind = info.kind, name = info.name, trace = t, body = bt, body_out = own(bt, out), lo = info.lo,
+                      hi = info.hi, ncarry = nc, inputs = inputs}
+    for k = nc + 1, #r do r[k] = swap12(r[k]) end   -- stacked outputs: the batch first
+    info.replayed = {x = x, b = b, results = r}
+    return r[n.result], true
+  end
+  -- A compiled loop is differentiated as a whole where it is recorded (differentiable_loop); a
+  -- loop node met by autodiff any other way would lose its gradient, so that is an error.
+  local function no_derivative(what)
+    return function() fail("%s: internal: a compiled loop reached autodiff without its derivative", what) end
+  end
+  hl.rules.loop = {batch = batch_loop, vjp = no_derivative("grad"), jvp = no_derivative("jvp")}
+
   local function any_traced(leaves)
     for _, l in ipairs(leaves) do if not is_concrete(l) then return true end end
     return false
@@ -484,7 +602,9 @@ return function(hl, core, state)
     check_fn("while_loop", body_fn, "body_fn")
     local leaves, def = as_leaves("while_loop", "the initial carry's", init)
     local t, differentiating = loop_trace()
-    if t and not differentiating and #leaves > 0 then return compiled_while(t, cond_fn, body_fn, init, leaves, def) end
+    if t and not differentiating and not vmap_trace(t) and #leaves > 0 then
+      return compiled_while(t, cond_fn, body_fn, init, leaves, def)
+    end
     local carry = tree.unflatten(def, leaves)
     while true do
       local p = cond_fn(carry)

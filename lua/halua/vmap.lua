@@ -6,7 +6,9 @@
 -- differentiation rule), which says how the primitive applies to a batch in one op. The replay
 -- is ordinary halua ops, so it runs eagerly, traces into an enclosing jit (one pipeline, not a
 -- loop) or records onto an autodiff tape; vmap of vmap and vmap of grad work the same way.
--- Control flow inside f is traced step by step, as under grad.
+-- Inside a cpu jit, fori_loop and scan in f stay compiled loops: the replay batches a loop by
+-- replaying its body on the batch into a new compiled loop (control.lua). Elsewhere, and for
+-- while_loop, control flow inside f is traced step by step.
 return function(hl, core, state)
   local tree = require "halua.tree"
   local rules = hl.rules
@@ -52,6 +54,47 @@ return function(hl, core, state)
   end
 
   local function device_of(x) return core.device_of(x) end
+
+  -- The values of every node of a traced graph replayed on a batch of `size`: each primitive by
+  -- its batching rule. bind(id) gives a parameter's value and whether it is batched; placed(v)
+  -- moves a constant the graph makes to where the batch is.
+  local function replay(trace, size, bind, placed)
+    local nodes = core.graph_nodes(trace, 0, 2 ^ 30)
+    local val, bat = {}, {}
+    local id = 0
+    while nodes[id] do
+      local n = nodes[id]
+      if n.op == "param" then
+        val[id], bat[id] = bind(id)
+        if val[id] == nil then fail("vmap: internal: parameter node %d has no value", id) end
+      elseif n.op == "const" then
+        val[id], bat[id] = placed(core.full({}, n.value, n.dtype)), false
+      elseif n.op == "iota" then
+        val[id], bat[id] = placed(core.iota(n.dtype, n.shape, n.axis - 1)), false
+      else
+        local x, b = {}, {}
+        for k, i in ipairs(n.ins) do x[k], b[k] = val[i], bat[i] end
+        local r = rules[n.op]
+        if not (r and r.batch) then fail("vmap: no batching rule for %s", n.op) end
+        val[id], bat[id] = r.batch(n, x, b, size)
+      end
+      id = id + 1
+    end
+    return val, bat
+  end
+  state.batch_replay = replay
+
+  -- vmap traces whose compiled loops can be batched: the replay records into a cpu jit trace
+  -- (or a loop body, or such a vmap trace), where a batched loop compiles (control.lua)
+  state.vmap_traces = setmetatable({}, {__mode = "k"})
+  local function loops_compile(parent)
+    if parent == nil or parent ~= state.tracing[#state.tracing] or core.trace_device(parent) ~= "cpu" then return false end
+    return state.vmap_traces[parent] ~= false
+  end
+  local function close(trace)
+    if state.close_loop_bodies then state.close_loop_bodies(trace) end
+    core.trace_close(trace)
+  end
 
   function hl.vmap(f, in_axes, out_axes)
     if not is_callable(f) then fail("vmap: expected a function, got %s", type(f)) end
@@ -99,6 +142,9 @@ return function(hl, core, state)
       -- so that values closed over from it are captured as they are, and the replay records on it
       local parent = state.tracing[#state.tracing] or state.tape
       local trace = parent and core.trace_new(parent) or core.trace_new()
+      -- (not where autodiff outside vmap will differentiate the replay: a batched loop has no
+      -- derivative rule, so loops there are traced step by step)
+      state.vmap_traces[trace] = loops_compile(parent) and (state.differentiating or 0) == 0
       local targs, arg_node, actual = {}, {}, {}
       for i = 1, args.n do
         local fi = flat[i]
@@ -124,7 +170,7 @@ return function(hl, core, state)
       state.batching = state.batching - 1
       tracing[#tracing] = nil
       if not ok then
-        core.trace_close(trace)
+        close(trace)
         error(res, 0)
       end
 
@@ -139,36 +185,11 @@ return function(hl, core, state)
         return v
       end
       local ok2, out = pcall(function()
-        local nodes = core.graph_nodes(trace, 0, 2 ^ 30)
         local captures = core.trace_captures(trace)
-        local val, bat = {}, {}
-        local id = 0
-        while nodes[id] do
-          local n = nodes[id]
-          if n.op == "param" then
-            if actual[id] then
-              val[id], bat[id] = actual[id][1], actual[id][2]
-            else
-              val[id], bat[id] = captures[id], false
-            end
-            if val[id] == nil then fail("vmap: internal: parameter node %d has no value", id) end
-          elseif n.op == "const" then
-            val[id], bat[id] = placed(core.full({}, n.value, n.dtype)), false
-          elseif n.op == "iota" then
-            val[id], bat[id] = placed(core.iota(n.dtype, n.shape, n.axis - 1)), false
-          else
-            local x, b = {}, {}
-            local any = false
-            for k, i in ipairs(n.ins) do
-              x[k], b[k] = val[i], bat[i]
-              any = any or b[k]
-            end
-            local r = rules[n.op]
-            if not (r and r.batch) then fail("vmap: no batching rule for %s", n.op) end
-            val[id], bat[id] = r.batch(n, x, b, size)
-          end
-          id = id + 1
-        end
+        local val, bat = replay(trace, size, function(id)
+          if actual[id] then return actual[id][1], actual[id][2] end
+          return captures[id], false
+        end, placed)
         -- the results, batched along out_axes; values that do not depend on the batch repeat
         local results = {}
         for r = 1, res.n do
@@ -200,7 +221,7 @@ return function(hl, core, state)
         end
         return results
       end)
-      core.trace_close(trace)
+      close(trace)
       if not ok2 then error(out, 0) end
       return unpack(out, 1, res.n)
     end

@@ -344,6 +344,72 @@ describe("reverse mode through compiled loops inside jit", function()
   end)
 end)
 
+describe("vmap through compiled loops inside jit", function()
+  -- the replay batches each loop into one compiled loop over the batch (on the cpu even under
+  -- HALUA_DEVICE=cuda: compiled loops are the cpu's so far)
+  local saved
+  setup(function() saved = hl.default_device() hl.default_device("cpu") end)
+  teardown(function() hl.default_device(saved) end)
+  local w = hl.array({0.5, -0.3, 0.8}, F64)
+  local X = hl.reshape(hl.linspace(-1, 1, 12):astype(F64), {4, 3})
+  local R = hl.reshape(hl.linspace(0, 1, 60):astype(F64), {4, 5, 3})
+  local f = function(x)
+    return hl.fori_loop(1, 5, function(i, c) return hl.sin(c * w) + x * 0.1 + i:astype(F64) * 0.01 end, x)
+  end
+  local g = function(x, r)
+    return hl.scan(function(c, row) return c * row + x, hl.tanh(c) end, x, r)
+  end
+  -- f applied to each row by a Lua loop, stacked
+  local function rows(fn, ...)
+    local args, n = {...}, select(1, ...).shape[1]
+    local outs = {}
+    for i = 1, n do
+      local a = {}
+      for k, v in ipairs(args) do a[k] = v[i] end
+      outs[i] = {fn(unpack(a))}
+    end
+    local stacked = {}
+    for k = 1, #outs[1] do
+      local parts = {}
+      for i = 1, n do parts[i] = outs[i][k] end
+      stacked[k] = hl.stack(parts, 1)
+    end
+    return unpack(stacked)
+  end
+  it("fori_loop: equals the rows one by one, and stays a compiled loop", function()
+    local jf = hl.jit(hl.vmap(f))
+    close(jf(X), rows(f, X))
+    assert.truthy(jf:lower(X):stmt():find("halua_loop", 1, true))
+  end)
+  it("scan: batched and unbatched scanned arrays, stacked outputs batched first", function()
+    local c, ys = hl.jit(hl.vmap(g))(X, R)
+    local wc, wys = rows(g, X, R)
+    close(c, wc)
+    close(ys, wys)
+    assert.are.same({4, 5, 3}, ys.shape)
+    c, ys = hl.jit(hl.vmap(g, {1, false}))(X, R[1])
+    wc, wys = rows(function(x) return g(x, R[1]) end, X)
+    close(c, wc)
+    close(ys, wys)
+  end)
+  it("per-example gradients, the gradient of a vmap, and vmap of vmap", function()
+    local loss = function(x) return hl.sum(hl.fori_loop(1, 6, function(_, c) return hl.sin(c * w) + 0.1 * c end, x) ^ 2) end
+    close(hl.jit(hl.vmap(hl.grad(loss)))(X), rows(hl.grad(loss), X))
+    local total = function(x) return hl.sum(hl.vmap(loss)(x)) end
+    close(hl.jit(hl.grad(total))(X), rows(hl.grad(loss), X))
+    local X2 = hl.reshape(X, {2, 2, 3})
+    close(hl.jit(hl.vmap(hl.vmap(f)))(X2), hl.reshape(rows(f, X), {2, 2, 3}))
+  end)
+  it("compile once: the batched program does not grow with the number of steps", function()
+    local function sim(n) return hl.vmap(function(x) return hl.fori_loop(1, n, function(_, c) return c * 0.999 end, x) end) end
+    local small, big = tostring(hl.trace(sim(10), X)), tostring(hl.trace(sim(10000), X))
+    local _, lines_small = small:gsub("\n", "")
+    local _, lines_big = big:gsub("\n", "")
+    assert.are.equal(lines_small, lines_big)
+    close(hl.jit(sim(10000))(X), X * 0.999 ^ 10000, 1e-9)
+  end)
+end)
+
 describe("the heat sample", function()
   it("runs its compiled loop and agrees with eager steps (short settings)", function()
     local root = debug.getinfo(1, "S").source:match("^@(.*)/tests/lua/") or "."
