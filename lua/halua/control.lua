@@ -4,9 +4,9 @@
 -- loops are compiled: the body is traced once into a program of its own, and the enclosing
 -- pipeline runs it from C (engine/core/hl_loop.h), so compile time does not grow with the number
 -- of steps. Under reverse-mode autodiff inside jit, fori_loop and scan stay compiled and their
--- derivative is a compiled loop too; under vmap inside jit they are batched into compiled loops;
--- under forward mode, or when the pipeline runs on CUDA, they are traced step by step instead,
--- and while_loop is an error there (and under vmap).
+-- derivative is a compiled loop too; under vmap inside jit they (while_loop too) are batched
+-- into compiled loops; under forward mode, or when the pipeline runs on CUDA, fori_loop and scan
+-- are traced step by step instead, and while_loop is an error there.
 return function(hl, core, state)
   local tree = hl.tree
   local is_array = core.is_array
@@ -203,10 +203,12 @@ return function(hl, core, state)
   -- its batching rule replays the body (remember, below).
   local remember
   local function record(spec)
-    local keep = vmap_trace(spec.trace) and spec.kind ~= "while"
+    local keep = vmap_trace(spec.trace)
     local ok, r = pcall(function() return {core.loop_record(spec)} end)
-    if not (ok and keep) then core.trace_close(spec.body) end
-    if spec.cond then core.trace_close(spec.cond) end
+    if not (ok and keep) then
+      core.trace_close(spec.body)
+      if spec.cond then core.trace_close(spec.cond) end
+    end
     if not ok then error(r, 0) end
     if keep then remember(spec, r) end
     return r
@@ -485,7 +487,7 @@ return function(hl, core, state)
 
   ---------------------------------------------------------------- vmap through compiled loops
 
-  -- Under hl.vmap inside a cpu jit, fori_loop and scan compile in vmap's trace of one example;
+  -- Under hl.vmap inside a cpu jit, loops compile in vmap's trace of one example;
   -- when vmap replays that trace on the batch, a loop's batching rule replays its body on the
   -- batch into the body of a new compiled loop, whose carries carry the batch as their first
   -- axis (scanned arrays and stacked outputs carry it second, steps first).
@@ -493,22 +495,35 @@ return function(hl, core, state)
   local batched_loops = {}                                 -- loop id -> its body and layout
   local bodies_of = setmetatable({}, {__mode = "k"})       -- vmap trace -> its loops' ids
 
-  function remember(spec, results)
-    local first = core.node_in(spec.trace, results[1])
-    local id = core.graph_nodes(spec.trace, first, first)[first].loop
-    local bt = spec.body
+  -- a traced program's parameters: {args = arguments' nodes in order, captures = {[node] =
+  -- {slot = loop input} or {value = array}}, out = results' nodes}
+  local function program_layout(tr, outs, caps)
     local capture_of = {}
-    for pid, v in pairs(core.trace_captures(bt)) do capture_of[pid] = {value = v} end
-    for _, c in ipairs(loop_captures(bt, spec.inputs)) do capture_of[c.pid] = {slot = c.slot} end
-    local nodes, args, out = core.graph_nodes(bt, 0, 2 ^ 30), {}, {}
+    for pid, v in pairs(core.trace_captures(tr)) do capture_of[pid] = {value = v} end
+    for _, c in ipairs(caps) do capture_of[c.pid] = {slot = c.slot} end
+    local nodes, args, out = core.graph_nodes(tr, 0, 2 ^ 30), {}, {}
     local k = 0
     while nodes[k] do
       if nodes[k].op == "param" and not capture_of[k] then args[#args + 1] = k end
       k = k + 1
     end
-    for q, l in ipairs(spec.body_out) do out[q] = core.node_in(bt, l) end
-    batched_loops[id] = {body = bt, kind = spec.kind, name = spec.name, lo = spec.lo, hi = spec.hi, nc = spec.ncarry,
-                         nx = #spec.inputs - spec.ncarry, args = args, captures = capture_of, out = out}
+    for q, l in ipairs(outs) do out[q] = core.node_in(tr, l) end
+    return {trace = tr, args = args, captures = capture_of, out = out}
+  end
+
+  function remember(spec, results)
+    local first = core.node_in(spec.trace, results[1])
+    local id = core.graph_nodes(spec.trace, first, first)[first].loop
+    -- the loop's inputs: carries, scanned arrays, the body's captures, then the condition's
+    local caps = loop_captures(spec.body, spec.inputs)
+    local info = {kind = spec.kind, name = spec.name, lo = spec.lo, hi = spec.hi, nc = spec.ncarry,
+                  nx = #spec.inputs - spec.ncarry, body = program_layout(spec.body, spec.body_out, caps)}
+    if spec.cond then
+      local known = {unpack(spec.inputs)}
+      for _, c in ipairs(caps) do known[c.slot] = c.value end
+      info.cond = program_layout(spec.cond, spec.cond_out, loop_captures(spec.cond, known))
+    end
+    batched_loops[id] = info
     local list = bodies_of[spec.trace] or {}
     bodies_of[spec.trace] = list
     list[#list + 1] = id
@@ -516,7 +531,9 @@ return function(hl, core, state)
 
   function state.close_loop_bodies(v)
     for _, id in ipairs(bodies_of[v] or {}) do
-      core.trace_close(batched_loops[id].body)
+      local info = batched_loops[id]
+      core.trace_close(info.body.trace)
+      if info.cond then core.trace_close(info.cond.trace) end
       batched_loops[id] = nil
     end
     bodies_of[v] = nil
@@ -562,25 +579,53 @@ return function(hl, core, state)
       specs[#specs + 1] = {dtype = v.dtype, shape = row}
     end
     local first = info.kind == "fori" and 1 or 0
-    local bt, out = sub_trace(t, specs, function(args)
+    -- program p replayed on the new loop's arguments (their batched flags in `flags`)
+    local function replay(p, args, flags)
       local bound = {}
-      for q, id in ipairs(info.args) do
-        local carry, row = q > first and q <= first + nc, q > first + nc
-        bound[id] = {args[q], carry or (row and xb[q - first - nc]) or false}
-      end
-      for pid, cap in pairs(info.captures) do
+      for q, id in ipairs(p.args) do bound[id] = {args[q], flags[q] or false} end
+      for pid, cap in pairs(p.captures) do
         bound[pid] = cap.slot and {x[cap.slot], b[cap.slot]} or {cap.value, false}
       end
-      local val, bat = state.batch_replay(info.body, size, function(id)
+      local val, bat = state.batch_replay(p.trace, size, function(id)
         local v = bound[id]
         if v then return v[1], v[2] end
       end, function(v) return v end)
-      local o = {}
-      for q, id in ipairs(info.out) do o[q] = with_batch(val[id], bat[id], size) end
+      local o, ob = {}, {}
+      for q, id in ipairs(p.out) do o[q], ob[q] = val[id], bat[id] end
+      return o, ob
+    end
+    local flags = {}
+    for k = 1, nc do flags[first + k] = true end
+    for k = 1, nx do flags[first + nc + k] = xb[k] end
+    -- while_loop: steps go on while any example's condition holds; an example whose condition
+    -- is false keeps its carry
+    local function condition(args)
+      local p, pb = replay(info.cond, args, flags)
+      return p[1], pb[1]
+    end
+    local bt, out = sub_trace(t, specs, function(args)
+      local o, ob = replay(info.body, args, flags)
+      for q = 1, #o do o[q] = with_batch(o[q], ob[q], size) end
+      if info.kind == "while" then
+        local p, pb = condition(args)
+        for q = 1, nc do
+          local shape = {size}   -- the batch's conditions against the carry's first axis
+          for d = 2, o[q].ndim do shape[d] = 1 end
+          o[q] = hl.where(pb and hl.reshape(p, shape) or p, o[q], args[q])
+        end
+      end
       return o
     end)
+    local cond_trace, cond_out
+    if info.kind == "while" then
+      cond_trace, cond_out = sub_trace(t, specs, function(args)
+        local p, pb = condition(args)
+        return {pb and hl.any(p) or p}
+      end)
+      cond_out = own(cond_trace, cond_out)
+    end
     local r = record {kind = info.kind, name = info.name, trace = t, body = bt, body_out = own(bt, out), lo = info.lo,
-                      hi = info.hi, ncarry = nc, inputs = inputs}
+                      hi = info.hi, ncarry = nc, inputs = inputs, cond = cond_trace, cond_out = cond_out}
     for k = nc + 1, #r do r[k] = swap12(r[k]) end   -- stacked outputs: the batch first
     info.replayed = {x = x, b = b, results = r}
     return r[n.result], true
@@ -602,15 +647,14 @@ return function(hl, core, state)
     check_fn("while_loop", body_fn, "body_fn")
     local leaves, def = as_leaves("while_loop", "the initial carry's", init)
     local t, differentiating = loop_trace()
-    if t and not differentiating and not vmap_trace(t) and #leaves > 0 then
-      return compiled_while(t, cond_fn, body_fn, init, leaves, def)
-    end
+    if t and not differentiating and #leaves > 0 then return compiled_while(t, cond_fn, body_fn, init, leaves, def) end
     local carry = tree.unflatten(def, leaves)
     while true do
       local p = cond_fn(carry)
       if not is_concrete(p) or any_traced(leaves) then
         fail("while_loop: its number of steps depends on traced values, which cannot be differentiated, " ..
-             "batched by hl.vmap or run on CUDA inside hl.jit yet; use hl.fori_loop or hl.scan with a fixed number of steps")
+             "batched by hl.vmap outside hl.jit, or run on CUDA inside hl.jit yet; use hl.fori_loop or hl.scan " ..
+             "with a fixed number of steps")
       end
       if not truth("while_loop", p) then return carry end
       local new = body_fn(carry)

@@ -130,7 +130,9 @@ describe("loops", function()
   it("arguments are checked", function()
     local loop = function(a) return hl.sum(hl.while_loop(function(c) return hl.lt(c[1], 10) end, function(c) return c * a end, a)) end
     has(err_of(hl.jit(hl.grad(loop)), hl.array({2, 3})),
-        "halua: while_loop: its number of steps depends on traced values, which cannot be differentiated, batched by hl.vmap or run on CUDA inside hl.jit yet; use hl.fori_loop or hl.scan")
+        "halua: while_loop: its number of steps depends on traced values, which cannot be differentiated, batched by hl.vmap outside hl.jit, or run on CUDA inside hl.jit yet; use hl.fori_loop or hl.scan")
+    local grow = function(a) return hl.while_loop(function(c) return hl.lt(hl.sum(c), 10) end, function(c) return c * 2 end, a) end
+    has(err_of(hl.vmap(grow), hl.ones({2, 3})), "halua: while_loop: its number of steps depends on traced values, which cannot be differentiated, batched by hl.vmap outside hl.jit")
     has(err_of(hl.jit(function(n, a) return hl.fori_loop(1, n, function(_, c) return c end, a) end), hl.array(3, "int32"), hl.ones(2)),
         "halua: fori_loop: hi must be known when the function is traced (a number), not a traced array")
     has(err_of(hl.fori_loop, 1, 2.5, function() end, 0), "halua: fori_loop: hi must be an integer, got 2.5")
@@ -399,6 +401,24 @@ describe("vmap through compiled loops inside jit", function()
     close(hl.jit(hl.grad(total))(X), rows(hl.grad(loss), X))
     local X2 = hl.reshape(X, {2, 2, 3})
     close(hl.jit(hl.vmap(hl.vmap(f)))(X2), hl.reshape(rows(f, X), {2, 2, 3}))
+  end)
+  it("while_loop: steps go on while any example's condition holds, the others keep their carries", function()
+    local grow = function(x)
+      return hl.while_loop(function(c) return hl.lt(hl.sum(c[1]), 10) end,
+                           function(c) return {c[1] * 1.5 + 0.1, c[2] + 1} end, {x, hl.array(0, "int32")})
+    end
+    local B = hl.array({{1, 2}, {3, 0.5}, {20, 1}, {0.1, 0.1}}, F64)
+    local jg = hl.jit(hl.vmap(grow))
+    local r = jg(B)
+    local want_c, want_n = {}, {}
+    for i = 1, 4 do
+      local c = grow(B[i])
+      want_c[i], want_n[i] = c[1], c[2]
+    end
+    close(r[1], hl.stack(want_c, 1), 1e-12)
+    assert.are.same({3, 3, 0, 8}, r[2]:totable())
+    assert.are.same(hl.stack(want_n, 1):totable(), r[2]:totable())
+    assert.truthy(jg:lower(B):stmt():find("halua_loop", 1, true))
   end)
   it("compile once: the batched program does not grow with the number of steps", function()
     local function sim(n) return hl.vmap(function(x) return hl.fori_loop(1, n, function(_, c) return c * 0.999 end, x) end) end
