@@ -223,6 +223,15 @@ for _, steps in ipairs {100, 10000} do
 end
 local sim = heat.simulate(1000)
 res.heat_run_ms = best_of(function() return sim(plate) end, 3, 1) * 1e3
+-- the gradient through that loop (a backward compiled loop): compile time flat too
+for _, steps in ipairs {100, 10000} do
+  hl.cache_clear()
+  local t0 = now()
+  heat.sensitivity(steps):lower(plate)
+  res["heat_grad_compile_" .. steps .. "_ms"] = (now() - t0) * 1e3
+end
+local sens = heat.sensitivity(1000)
+res.heat_grad_run_ms = best_of(function() return sens(plate) end, 3, 1) * 1e3
 
 print_table({
   {"eager_add8_us", "eager a + b, 8 float32 (us/op)", "lower"},
@@ -247,6 +256,9 @@ print_table({
   {"heat_compile_100_ms", "heat sample: compile, fori_loop of 100 steps (ms)", "lower"},
   {"heat_compile_10000_ms", "heat sample: compile, fori_loop of 10,000 steps (ms)", "lower"},
   {"heat_run_ms", "heat sample: 1,000 steps on 128x128, jit fori_loop (ms)", "lower"},
+  {"heat_grad_compile_100_ms", "its gradient by the plate: compile, 100 steps (ms)", "lower"},
+  {"heat_grad_compile_10000_ms", "its gradient by the plate: compile, 10,000 steps (ms)", "lower"},
+  {"heat_grad_run_ms", "its gradient by the plate: 1,000 steps, jit grad (ms)", "lower"},
 }, res, peers, {"NumPy", "Torch"}, "Benchmarks on the CPU", "benchmarks.md")
 
 -- the JAX paper's comparison: the same train step interpreted (plain Lua loops), eager, compiled

@@ -106,6 +106,20 @@ try:
             return loss, [p - 0.01 * g for p, g in zip(ps, gs)]
     put("mlp_grad_ms", "torch", best_of(value_and_grad, 5, 3) * 1e3)
     put("mlp_sgd_ms", "torch", best_of(sgd, 5, 3) * 1e3)
+    # the gradient of the heat sample's centre temperature by the initial plate: autograd
+    # through the same 1,000 steps written as a Python loop
+    hn = 128
+    t_inside = torch.zeros(hn, hn); t_inside[1:-1, 1:-1] = 1
+    t_u0 = torch.zeros(hn, hn); t_u0[hn * 3 // 8:hn * 5 // 8, hn * 3 // 8:hn * 5 // 8] = 100
+    def heat_grad():
+        u0 = t_u0.clone().requires_grad_()
+        u = u0
+        for _ in range(1000):
+            up = torch.cat([u[:1], u[:-1]]); down = torch.cat([u[1:], u[-1:]])
+            left = torch.cat([u[:, :1], u[:, :-1]], 1); right = torch.cat([u[:, 1:], u[:, -1:]], 1)
+            u = u + 0.2 * t_inside * (up + down + left + right - 4 * u)
+        return torch.autograd.grad(u[hn // 2 - 1, hn // 2 - 1], u0)
+    put("heat_grad_run_ms", "torch", best_of(heat_grad, 3, 1) * 1e3)
     sa = torch.rand(256, 256, dtype=torch.float64) - 0.5 + 256 * torch.eye(256, dtype=torch.float64)
     sb = torch.ones(256, dtype=torch.float64)
     put("solve256_ms", "torch", best_of(lambda: torch.linalg.solve(sa, sb), 5, 10) * 1e3)
