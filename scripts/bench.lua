@@ -215,23 +215,17 @@ res.solve_batched_ms = best_of(function() return hl.linalg.solve(ba, bb) end, 5,
 package.path = root .. "/samples/?.lua;" .. package.path
 local heat = require "heat"
 local plate = heat.plate(128)
-for _, steps in ipairs {100, 10000} do
-  hl.cache_clear()   -- each compile from scratch: the body's pipeline included
-  local t0 = now()
-  heat.simulate(steps):lower(plate)
-  res["heat_compile_" .. steps .. "_ms"] = (now() - t0) * 1e3
+-- and the gradient through that loop (a backward compiled loop): compile time flat too
+for name, make in pairs {heat = heat.simulate, heat_grad = heat.sensitivity} do
+  for _, steps in ipairs {100, 10000} do
+    hl.cache_clear()   -- each compile from scratch: the body's pipeline included
+    local t0 = now()
+    make(steps):lower(plate)
+    res[name .. "_compile_" .. steps .. "_ms"] = (now() - t0) * 1e3
+  end
+  local run = make(1000)
+  res[name .. "_run_ms"] = best_of(function() return run(plate) end, 3, 1) * 1e3
 end
-local sim = heat.simulate(1000)
-res.heat_run_ms = best_of(function() return sim(plate) end, 3, 1) * 1e3
--- the gradient through that loop (a backward compiled loop): compile time flat too
-for _, steps in ipairs {100, 10000} do
-  hl.cache_clear()
-  local t0 = now()
-  heat.sensitivity(steps):lower(plate)
-  res["heat_grad_compile_" .. steps .. "_ms"] = (now() - t0) * 1e3
-end
-local sens = heat.sensitivity(1000)
-res.heat_grad_run_ms = best_of(function() return sens(plate) end, 3, 1) * 1e3
 
 print_table({
   {"eager_add8_us", "eager a + b, 8 float32 (us/op)", "lower"},

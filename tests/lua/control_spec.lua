@@ -20,6 +20,14 @@ local function err_of(f, ...)
 end
 local function has(msg, part) assert.is_truthy(msg:find(part, 1, true), "message '" .. msg .. "' lacks '" .. part .. "'") end
 
+-- compiled loops run on the host: a describe block that checks them keeps the default device on
+-- the cpu, also under HALUA_DEVICE=cuda
+local function on_the_cpu()
+  local saved
+  setup(function() saved = hl.default_device() hl.default_device("cpu") end)
+  teardown(function() hl.default_device(saved) end)
+end
+
 -- each behaviour eagerly (T = identity) and under jit
 local function both(name, body)
   it(name, function() body(function(f) return f end) end)
@@ -156,9 +164,7 @@ describe("compiled loops inside jit", function()
     assert.is_true(hl.max(hl.abs(f(a) - want)):item() < 1e-4)
   end)
   -- compiled loops run on the host; on CUDA (HALUA_DEVICE=cuda) jit traces loops step by step
-  local saved
-  setup(function() saved = hl.default_device() hl.default_device("cpu") end)
-  teardown(function() hl.default_device(saved) end)
+  on_the_cpu()
   it("compile the body once: the traced program does not grow with the number of steps", function()
     local function sim(steps)
       return function(x, v) return hl.fori_loop(1, steps, function(_, s) return {x = s.x + 0.01 * s.v, v = s.v - 0.01 * s.x} end, {x = x, v = v}) end
@@ -258,9 +264,7 @@ end)
 describe("reverse mode through compiled loops inside jit", function()
   -- under hl.grad inside a cpu jit, fori_loop and scan stay compiled loops: the derivative is a
   -- backward loop (on the cpu even under HALUA_DEVICE=cuda: compiled loops are the cpu's so far)
-  local saved
-  setup(function() saved = hl.default_device() hl.default_device("cpu") end)
-  teardown(function() hl.default_device(saved) end)
+  on_the_cpu()
   local w = hl.array({0.5, -0.3, 0.8}, F64)
   local x = hl.array({0.2, 0.4, -0.6}, F64)
   local xs = hl.reshape(hl.linspace(-1, 1, 12):astype(F64), {4, 3})
@@ -349,9 +353,7 @@ end)
 describe("vmap through compiled loops inside jit", function()
   -- the replay batches each loop into one compiled loop over the batch (on the cpu even under
   -- HALUA_DEVICE=cuda: compiled loops are the cpu's so far)
-  local saved
-  setup(function() saved = hl.default_device() hl.default_device("cpu") end)
-  teardown(function() hl.default_device(saved) end)
+  on_the_cpu()
   local w = hl.array({0.5, -0.3, 0.8}, F64)
   local X = hl.reshape(hl.linspace(-1, 1, 12):astype(F64), {4, 3})
   local R = hl.reshape(hl.linspace(0, 1, 60):astype(F64), {4, 5, 3})
