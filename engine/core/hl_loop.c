@@ -12,8 +12,6 @@ static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
 static void free_loop(hl_loop *l) {
   hl_program_free(&l->body);
   hl_program_free(&l->cond);
-  for (int k = 0; k < l->nresults && l->results; k++) hl_array_release(&l->results[k]);
-  free(l->results);
   free(l->result_types);
   free(l->input_types);
   free(l->body_src);
@@ -63,13 +61,40 @@ const hl_loop *hl_loop_get(int id) {
 static _Thread_local uint64_t current_run;
 static uint64_t next_run = 1;
 
+static void release_all(hl_array *a, int n) {
+  for (int k = 0; k < n; k++) hl_array_release(&a[k]);
+}
+
+/* the results of the loops this thread ran in its unfinished pipeline runs (nested runs: a loop
+ * body's pipeline may run loops of its own) */
+enum { MAX_KEPT = 64 };
+typedef struct {
+  int id, n;
+  uint64_t run;
+  hl_array *results;
+} kept_results;
+static _Thread_local kept_results kept[MAX_KEPT];
+static _Thread_local int nkept;
+
 uint64_t hl_run_begin(void) {
   uint64_t previous = current_run;
   current_run = __atomic_fetch_add(&next_run, 1, __ATOMIC_RELAXED);
   return previous;
 }
 
-void hl_run_end(uint64_t previous) { current_run = previous; }
+void hl_run_end(uint64_t previous) {
+  int w = 0;
+  for (int k = 0; k < nkept; k++) {
+    if (kept[k].run == current_run) {
+      release_all(kept[k].results, kept[k].n);
+      free(kept[k].results);
+    } else {
+      kept[w++] = kept[k];
+    }
+  }
+  nkept = w;
+  current_run = previous;
+}
 
 /* ---- the driver ---- */
 
@@ -100,11 +125,8 @@ static int program_inputs(const hl_loop *l, const hl_program *p, const int *src,
   return 0;
 }
 
-static void release_all(hl_array *a, int n) {
-  for (int k = 0; k < n; k++) hl_array_release(&a[k]);
-}
-
-static int run_loop(hl_loop *l, const hl_array *const *in) {
+/* runs loop l on its inputs; its results go to results[0 .. nresults) */
+static int run_loop(hl_loop *l, const hl_array *const *in, hl_array *results) {
   enum { MAXC = 64 };
   int nc = l->ncarry, rc = -1;
   hl_array carry[MAXC], outs[MAXC], ys[MAXC], ivar = {0};
@@ -152,9 +174,8 @@ static int run_loop(hl_loop *l, const hl_array *const *in) {
     }
     release_all(outs + nc, l->nys);
   }
-  for (int k = 0; k < l->nresults; k++) hl_array_release(&l->results[k]);
-  for (int j = 0; j < nc; j++) l->results[j] = carry[j];
-  for (int j = 0; j < l->nys; j++) l->results[nc + j] = ys[j];
+  for (int j = 0; j < nc; j++) results[j] = carry[j];
+  for (int j = 0; j < l->nys; j++) results[nc + j] = ys[j];
   memset(carry, 0, sizeof carry);
   memset(ys, 0, sizeof ys);
   rc = 0;
@@ -170,12 +191,23 @@ int hl_loop_result(int id, int k, int nin, const hl_array *const *in, const int6
   hl_loop *l = id >= 0 && id < nloops ? loops[id] : NULL;
   pthread_mutex_unlock(&registry);
   if (!l || k < 0 || k >= l->nresults || nin != l->ninputs) return hl_error("loop: bad loop call (%d, %d)", id, k);
-  if (l->run != current_run || !current_run) {
-    if (run_loop(l, in)) return -1;
-    l->run = current_run;
+  if (!current_run) return hl_error("loop: internal: a loop's result asked for outside a pipeline run");
+  kept_results *e = NULL;
+  for (int j = 0; j < nkept && !e; j++)
+    if (kept[j].id == id && kept[j].run == current_run) e = &kept[j];
+  if (!e) {
+    if (nkept == MAX_KEPT) return hl_error("loop: more than %d compiled loops ran in one pipeline run", MAX_KEPT);
+    hl_array *results = calloc((size_t)l->nresults, sizeof *results);
+    if (!results) return hl_error("out of memory running a loop");
+    if (run_loop(l, in, results)) {
+      free(results);
+      return -1;
+    }
+    e = &kept[nkept++];
+    *e = (kept_results){.id = id, .n = l->nresults, .run = current_run, .results = results};
   }
-  /* the region asked for (consumers may need part of a result), element by element */
-  const hl_array *r = &l->results[k];
+  /* the region asked for (consumers may need part of a result) */
+  const hl_array *r = &e->results[k];
   if (out->ndim != r->ndim) return hl_error("loop: result %d has rank %d, the stage asked for %d", k, r->ndim, out->ndim);
   hl_array src = *r;
   for (int d = 0; d < r->ndim; d++) {

@@ -1,7 +1,8 @@
 /* Compiled loops inside jit pipelines. A loop's body (and a while loop's condition) is a program
  * of its own, compiled once; in the enclosing pipeline each of the loop's results is a LOOP node,
  * an extern stage that calls hl_loop_result. The first result asked for in a pipeline run runs
- * the loop on the host (no return to Lua per step) and keeps every result for the others.
+ * the loop on the host (no return to Lua per step) and keeps every result for the others until
+ * the run ends.
  *
  * A loop node's inputs: the initial carries, then the arrays scanned over (scan), then the
  * values of the enclosing trace that the body and condition use (their abstract captures). */
@@ -24,8 +25,6 @@ typedef struct hl_loop {
   int *body_src, *cond_src;   /* per capture of body/cond: the loop input it reads, or -1 (its own) */
   int nresults;
   hl_type *result_types;      /* carries, then ys stacked along a new first axis */
-  uint64_t run;               /* the pipeline run the results belong to */
-  hl_array *results;
 } hl_loop;
 
 /* Takes ownership of l (a calloc'd loop with its programs); returns its id, or -1. */
@@ -36,7 +35,8 @@ const hl_loop *hl_loop_get(int id);
  * the loop's inputs, written into out (a host view of the result's dtype). */
 int hl_loop_result(int id, int k, int nin, const hl_array *const *in, const int64_t *mins, hl_array *out);
 
-/* Pipeline runs: hl_kernel_run brackets each run so a loop runs once per run of its pipeline. */
+/* Pipeline runs: hl_kernel_run brackets each run so a loop runs once per run of its pipeline.
+ * A loop's results are kept per thread for the run that asked for them, and freed when it ends. */
 uint64_t hl_run_begin(void);
 void hl_run_end(uint64_t previous);
 #endif

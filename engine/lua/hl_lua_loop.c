@@ -100,8 +100,7 @@ static int l_loop_record(lua_State *L) {
   l->ninputs = ninputs;
   l->input_types = calloc((size_t)ninputs + 1, sizeof(hl_type));
   l->result_types = calloc((size_t)nout + 1, sizeof(hl_type));
-  l->results = calloc((size_t)nout + 1, sizeof(hl_array));
-  if (!l->input_types || !l->result_types || !l->results) {
+  if (!l->input_types || !l->result_types) {
     hl_error("out of memory");
     goto fail;
   }

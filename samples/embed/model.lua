@@ -11,3 +11,9 @@ end)
 classify = hl.jit(function(x, w, b)
   return hl.argmax(hl.matmul(x, w) + b, -1)
 end)
+
+-- 20 steps of c = c/2 + x/4 in one compiled loop (hosts that run it from several threads at once
+-- check that each run keeps its own loop results)
+smooth = hl.jit(function(x)
+  return hl.fori_loop(1, 20, function(_, c) return c * 0.5 + x * 0.25 end, x)
+end)
