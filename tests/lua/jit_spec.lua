@@ -378,6 +378,23 @@ end)
 
 describe("jit, edge cases", function()
   local x = hl.array({1, 2, 3})
+  it("transposes parameters of every dtype, staged in blocks, edge blocks included", function()
+    for _, sh in ipairs {{130, 200}, {1000, 129}, {128, 128}, {300, 5}, {257, 384}} do
+      for _, d in ipairs {"float32", "float64", "float16", "int8", "bool"} do
+        local a = hl.reshape(hl.arange(sh[1] * sh[2]), sh)
+        a = d == "bool" and hl.eq(a % 3, 0) or (d == "int8" and (a % 100):astype(d) or a:astype(d))
+        local t = hl.jit(function(u) return hl.transpose(u) end)(a)
+        assert.are.same({sh[2], sh[1]}, t.shape)
+        -- the transpose as a view, made contiguous eagerly, element for element
+        assert.are.same(hl.reshape(hl.transpose(a), {sh[1] * sh[2]}):totable(), hl.reshape(t, {sh[1] * sh[2]}):totable())
+      end
+    end
+    -- read elsewhere too, or an output itself: the parameter is not staged, and still right
+    local a = hl.reshape(hl.arange(300 * 200):astype("float32"), {300, 200})
+    local t, same = hl.jit(function(u) return hl.transpose(u), u end)(a)
+    assert.are.same(hl.reshape(hl.transpose(a), {60000}):totable(), hl.reshape(t, {60000}):totable())
+    assert.are.same(hl.reshape(a, {60000}):totable(), hl.reshape(same, {60000}):totable())
+  end)
   it("compiles a result that depends only on a captured array", function()
     local cap = hl.array({10, 20, 30})
     local ok, r = pcall(hl.jit(function(a) return cap * 2 end), x)
