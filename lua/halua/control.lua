@@ -713,6 +713,23 @@ return function(hl, core, state)
     if t and #c_leaves > 0 then return compiled_scan(t, f, init, c_leaves, c_def, xs, x_leaves, x_def, n) end
     check_cuda_unroll("scan", n)
     local carry = tree.unflatten(c_def, c_leaves)
+    if n == 0 then
+      -- no steps: the carry as it is, and empty stacks shaped like f's output on a row of zeros
+      local row = {}
+      for k, l in ipairs(x_leaves) do
+        local shape = l.shape
+        table.remove(shape, 1)
+        row[k] = hl.zeros(shape, l.dtype)
+      end
+      local _, y = f(carry, tree.unflatten(x_def, row))
+      local y_leaves, y_def = as_leaves("scan", "f's output", y)
+      for k, l in ipairs(y_leaves) do
+        local shape = l.shape
+        table.insert(shape, 1, 0)
+        y_leaves[k] = hl.zeros(shape, l.dtype)
+      end
+      return carry, tree.unflatten(y_def, y_leaves)
+    end
     local ys, y_def, y_tree = {}, nil, nil
     for i = 1, n do
       local x_i = {}

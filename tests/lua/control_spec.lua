@@ -317,6 +317,18 @@ describe("reverse mode through compiled loops inside jit", function()
       assert.truthy(stmt:find("halua_loop", 1, true))
     end)
   end
+  it("scan over zero rows: the carry unchanged, empty stacks, gradient one", function()
+    local f = function(a)
+      local c, ys = hl.scan(function(c, r) return c * r, {c, r:sum()} end, a, hl.zeros({0, 3}, F64))
+      assert.are.same({0, 3}, ys[1].shape)
+      assert.are.same({0}, ys[2].shape)
+      return hl.sum(c) + hl.sum(ys[1])
+    end
+    close(f(x), {hl.sum(x):item()})
+    close(hl.jit(f)(x), {hl.sum(x):item()})
+    close(hl.grad(f)(x), {1, 1, 1})
+    close(hl.jit(hl.grad(f))(x), {1, 1, 1})
+  end)
   it("take second derivatives (grad of grad), and hessian and jacrev agree with eager", function()
     local f = function(a) return hl.sum(hl.fori_loop(1, 4, function(_, c) return hl.sin(c) * a + c * 0.5 end, a)) end
     local gg = function(a) return hl.sum(hl.grad(f)(a) ^ 2) end
