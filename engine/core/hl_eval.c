@@ -138,7 +138,9 @@ static int trace_apply(hl_trace *t, int prim, int nin, const hl_array *const *in
   if (t->tape) {
     /* run it now, on the inputs' data */
     hl_array tmp[64];
-    const hl_array *vin[64];
+    /* zeroed: with nin == 0 (hl_trace_source) GCC 12 at -O3 (Release) reports vin as maybe
+       uninitialised when passed on, and -Werror stops the build */
+    const hl_array *vin[64] = {0};
     for (int k = 0; k < nin; k++) vin[k] = plain(in[k], &tmp[k]);
     if (eager_apply(prim, nin, vin, attrs, &value)) return -1;
   }

@@ -154,7 +154,9 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name) {
 }
 
 extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_array *const *outputs) {
-  enum { MAXB = 64 };
+  /* a jitted program has up to 64 arrays in and 64 out (MAX_PROGRAM_ARRAYS in hl_eval.c): room for
+     both, or a program of, say, 40 arrays in and 40 out compiles and then fails here */
+  enum { MAXB = 128 };
   int nb = k->nparams + k->noutputs;
   if (nb > MAXB) return hl_error("%s: too many arguments (%d)", k->name.c_str(), nb);
   halide_buffer_t bufs[MAXB];

@@ -1,5 +1,6 @@
 /* Lowering: one Halide Func per IR node, one case per primitive. Schedules live in
  * hl_schedule.cpp; this file says only what is computed. Bools are stored as uint8 0/1. */
+#include <cmath>
 #include "hl_lower.h"
 #include "hl_vmath.h"
 #include "hl_cublas.h"
@@ -361,6 +362,21 @@ struct Lowerer {
     return body;
   }
 
+  /* the constant node j is (through reshapes and broadcasts), or -1 */
+  int const_source(int j) const {
+    while (hl_prims[node(j).prim].kind == HL_K_VIEW && node(j).nin == 1 &&
+           (node(j).prim == HL_P_BROADCAST || node(j).prim == HL_P_RESHAPE))
+      j = input(node(j), 0);
+    return node(j).prim == HL_P_CONST ? j : -1;
+  }
+  /* v, with bits Halide and LLVM cannot see through: xor-ed with a 0 that is 1 only for one NaN
+   * payload of guard (the other operand, which makes the result NaN anyway) */
+  static Expr opaque(Expr v, Expr guard) {
+    Type u = UInt(v.type().bits()), ug = UInt(guard.type().bits());
+    Expr payload = Internal::make_const(ug, (uint64_t)(ug.bits() == 64 ? 0x7ff80000c0ffee00ULL : 0x7fc0ffeeULL));
+    return reinterpret(v.type(), reinterpret(u, v) ^ cast(u, reinterpret(ug, guard) == payload));
+  }
+
   void elemwise(int i) {
     const hl_node &n = node(i);
     int r = n.type.ndim;
@@ -368,6 +384,21 @@ struct Lowerer {
     hl_dtype tin = node(input(n, n.prim == HL_P_SELECT ? 1 : 0)).type.dtype;
     std::vector<Expr> x;
     for (int k = 0; k < n.nin; k++) x.push_back(call(input(n, k), args));
+    /* Pipelines compile with LLVM's no-NaNs/no-infs flags, so a float operation on a constant
+     * inf or NaN, or a division by a constant 0 (which Halide turns into a product by 1/0 = inf),
+     * is folded to garbage: x / 0 gave NaN and random values instead of inf, and a mean over an
+     * empty axis (a sum divided by the count 0) random values instead of NaN. Such constants go
+     * into the operation opaque, as a value from memory would */
+    if (n.nin == 2 && n.prim != HL_P_SELECT && hl_dtype_is_float(node(input(n, 0)).type.dtype) &&
+        hl_dtype_is_float(node(input(n, 1)).type.dtype) && x[0].type().bits() == x[1].type().bits()) {
+      for (int k = 0; k < 2; k++) {
+        int c = const_source(input(n, k));
+        if (c < 0) continue;
+        double f = node(c).attrs.f;
+        bool divisor = k == 1 && (n.prim == HL_P_DIV || n.prim == HL_P_MOD || n.prim == HL_P_FLOOR_DIVIDE);
+        if (!std::isfinite(f) || (divisor && f == 0)) x[k] = opaque(x[k], x[1 - k]);
+      }
+    }
     Expr e;
     if (n.prim == HL_P_CAST) e = convert(x[0], n.attrs.dtype);
     else if (n.prim == HL_P_STOP_GRADIENT) e = x[0];
@@ -728,7 +759,12 @@ struct Lowerer {
       break;
     }
     case HL_P_CONST:
-      L.funcs[i](v) = n.type.dtype == HL_BOOL ? cast(ty, n.attrs.f != 0) : fit(cast(hl_dtype_is_half(n.type.dtype) ? Float(64) : ty, Expr(n.attrs.f)), n.type.dtype);
+      /* 2-byte floats: the bits come from the host's conversion, not from float arithmetic on the
+       * constant in the pipeline, which fast-math folds to garbage for inf and NaN */
+      if (hl_dtype_is_half(n.type.dtype))
+        L.funcs[i](v) = hl_half_decode(Internal::make_const(UInt(16), (uint64_t)hl_half_from_double(n.type.dtype, n.attrs.f)), n.type.dtype);
+      else
+        L.funcs[i](v) = n.type.dtype == HL_BOOL ? cast(ty, n.attrs.f != 0) : fit(cast(ty, Expr(n.attrs.f)), n.type.dtype);
       break;
     case HL_P_IOTA:
       L.funcs[i](v) = fit(cast(hl_dtype_is_half(n.type.dtype) ? Int(32) : ty, v[r - 1 - (int)n.attrs.i[0]]), n.type.dtype);

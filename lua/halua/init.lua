@@ -236,13 +236,18 @@ local function arg_reducer(name)
   local prim = P[name]
   return function(x, axis, keepdims)
     x = as_array(x, name)
+    local shape = x.shape
     if axis == nil then
       x = core.reshape(x, {x.size})
       axis = 1
     end
     local a = norm_axis(name, axis, x.ndim)
     local r = prim(x, 2 ^ a) + 1   -- 1-based indices
-    if keepdims then r = core.reshape(r, keep_shape(x.shape, {a})) end
+    if keepdims then
+      -- without an axis every axis of x is kept with extent 1, as NumPy's argmax(keepdims=True)
+      if #shape ~= x.ndim then return core.reshape(r, keep_shape(shape, norm_axes(name, nil, #shape))) end
+      r = core.reshape(r, keep_shape(x.shape, {a}))
+    end
     return r
   end
 end
@@ -271,6 +276,10 @@ function hl.logsumexp(x, axes, keepdims)
   x = as_array(x, "logsumexp")
   if x.dtype == "float16" or x.dtype == "bfloat16" then return hl.logsumexp(x:astype("float32"), axes, keepdims):astype(x.dtype) end
   if x.dtype ~= "float32" and x.dtype ~= "float64" then x = x:astype("float32") end
+  -- over nothing: log(0) = -inf (as NumPy's log(sum(exp(x))) and JAX); max has no identity there
+  if count(x, axes) == 0 then
+    return hl.full((keepdims and hl.sum(x, axes, true) or hl.sum(x, axes)).shape, -math.huge, x.dtype)
+  end
   local m = hl.max(x, axes, true)
   -- an all -inf row keeps max -inf: subtract 0 there so the result is -inf, not NaN
   m = hl.where(P.isfinite(m), m, 0)
