@@ -215,6 +215,9 @@ void schedule_tiled(Func f, int r, int vec, bool parallel) {
   const std::vector<Var> &v = hl_vars(r);
   f.compute_root();
   Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+  /* at most 16 x 16 (float32's vector with AVX-512): 1-byte dtypes have 64 lanes, and 64 unrolled
+   * guarded rows of 64 took Halide minutes to compile (a jitted bool [2,1] transpose: 111 s) */
+  if (vec > 16) vec = 16;
   f.tile(v[0], v[1], xo, yo, xi, yi, vec, vec, TailStrategy::GuardWithIf).vectorize(xi).unroll(yi);
   Var outer = yo;
   for (int d = 2; d < r; d++) {
