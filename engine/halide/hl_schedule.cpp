@@ -196,8 +196,9 @@ bool schedule_inner_reduction(hl_lowered &L, int i, Func red, int r, int vec, bo
 
 /* Whether node i, with the nodes inlined into it, reads a transpose that moves the innermost
  * axis: its rows come from the source's columns. */
-/* the side of a transposing tile, at most: a 64x64 tile of bytes (AVX-512's vector of int8)
- * unrolls into thousands of gathered lanes, which took LLVM 80 s to compile */
+/* the side of a transposing tile, at most (float32's vector with AVX-512): a 64x64 tile of bytes
+ * (int8's vector) unrolls into thousands of gathered lanes, which took minutes to compile (a
+ * jitted bool [2,1] transpose: 111 s) */
 const int kTransposeTile = 16;
 
 bool reads_across(const hl_lowered &L, const std::vector<char> &root, int i) {

@@ -56,11 +56,15 @@ function batch_mt:run()
   assert(#self.results == #self.cases, "numpy_eval.py answered " .. #self.results .. " of " .. #self.cases .. " cases")
 end
 
-M.tolerance = {float32 = {2e-5, 1e-6}, float64 = {1e-12, 1e-14}}
+-- {rtol, atol} by dtype. The 2-byte floats compute in float32 and round once, so one unit in the
+-- last place of the result: 2^-10 relative for float16 (atol its smallest subnormal), 2^-7 for
+-- bfloat16 (which has float32's range: atol float32's smallest normal)
+M.tolerance = {float32 = {2e-5, 1e-6}, float64 = {1e-12, 1e-14}, float16 = {1e-3, 6e-8}, bfloat16 = {8e-3, 1.2e-38}}
 
 -- actual: an hl array; expected: a result from a batch. opts.dtype: the dtype actual must have
 -- (default: NumPy's dtype; false: no dtype check, for ops whose dtype rule differs from NumPy's);
--- opts.rtol, opts.atol (default by dtype). assert_close(actual, expected, rtol, atol) also works.
+-- opts.rtol, opts.atol (default by dtype); opts.signed_zero: a zero must have NumPy's sign too.
+-- assert_close(actual, expected, rtol, atol) also works.
 function M.assert_close(actual, expected, opts, atol_arg)
   if type(opts) == "number" or (opts == nil and atol_arg ~= nil) then opts = {rtol = opts, atol = atol_arg} end
   opts = opts or {}
@@ -97,6 +101,10 @@ function M.assert_close(actual, expected, opts, atol_arg)
     else
       assert(g == g and math.abs(g - w) <= atol + rtol * math.abs(w),
              string.format("at %s: got %.17g, NumPy %.17g (rtol %g, atol %g)", where(i), g, w, rtol, atol))
+      if opts.signed_zero and w == 0 then
+        assert(1 / g == 1 / w, string.format("at %s: got %s, NumPy %s (the sign of zero)", where(i),
+                                            1 / g < 0 and "-0.0" or "0.0", 1 / w < 0 and "-0.0" or "0.0"))
+      end
     end
   end
 end
