@@ -539,13 +539,8 @@ return function(hl, core, state)
     bodies_of[v] = nil
   end
 
-  -- v with the batch as its first axis: broadcast when it does not depend on the batch
-  local function with_batch(v, batched, size)
-    if batched then return v end
-    local one, full = {1}, {size}
-    for d, e in ipairs(v.shape) do one[d + 1], full[d + 1] = e, e end
-    return hl.broadcast_to(hl.reshape(v, one), full)
-  end
+  -- v with the batch as its first axis (vmap.lua)
+  local function with_batch(v, batched, size) return state.with_batch(v, batched, size) end
   local function swap12(v)
     local perm = {2, 1}
     for d = 3, v.ndim do perm[d] = d end

@@ -84,6 +84,15 @@ return function(hl, core, state)
   end
   state.batch_replay = replay
 
+  -- v with the batch as its first axis: repeated when it does not depend on the batch
+  local function with_batch(v, batched, size)
+    if batched then return v end
+    local one, full = {1}, {size}
+    for d, e in ipairs(v.shape) do one[d + 1], full[d + 1] = e, e end
+    return hl.broadcast_to(hl.reshape(v, one), full)
+  end
+  state.with_batch = with_batch
+
   -- vmap traces whose compiled loops can be batched: the replay records into a cpu jit trace
   -- (or a loop body, or such a vmap trace), where a batched loop compiles (control.lua)
   state.vmap_traces = setmetatable({}, {__mode = "k"})
@@ -204,13 +213,7 @@ return function(hl, core, state)
             else
               v, batched = is_array(l) and l or hl.array(l), false
             end
-            if not batched then
-              local s = {1}
-              for d, e in ipairs(v.shape) do s[d + 1] = e end
-              local full = {size}
-              for d, e in ipairs(v.shape) do full[d + 1] = e end
-              v = hl.broadcast_to(hl.reshape(v, s), full)
-            end
+            v = with_batch(v, batched, size)
             local to = oa < 0 and v.ndim + oa + 1 or oa
             if to < 1 or to > v.ndim then
               fail("vmap: out_axes %d is out of range for result %d of shape %s", oa, r, shape_str(v.shape))

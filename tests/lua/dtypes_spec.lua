@@ -270,12 +270,7 @@ describe("dtypes int8, float16, bfloat16", function()
   end)
 
   describe("promotion", function()
-    local rank = {bool = 0, uint8 = 1, int8 = 1, int32 = 2, int64 = 3, float16 = 4, bfloat16 = 4, float32 = 5, float64 = 6}
-    local function expected(a, b)
-      if a == b then return a end
-      if rank[a] == rank[b] then return rank[a] == 1 and "int32" or "float32" end
-      return rank[a] > rank[b] and a or b
-    end
+    local expected = require "support.promotion"
 
     it("follows the lattice for every pair of dtypes, eager and traced", function()
       local seen = 0
