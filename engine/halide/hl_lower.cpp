@@ -369,8 +369,8 @@ struct Lowerer {
       j = input(node(j), 0);
     return node(j).prim == HL_P_CONST ? j : -1;
   }
-  /* v, with bits Halide and LLVM cannot see through: xor-ed with a 0 that is 1 only for one NaN
-   * payload of guard (the other operand, which makes the result NaN anyway) */
+  /* v, with bits Halide cannot see through: xor-ed with a 0 that is 1 only for one NaN payload
+   * of guard (the other operand, which makes the result NaN anyway) */
   static Expr opaque(Expr v, Expr guard) {
     Type u = UInt(v.type().bits()), ug = UInt(guard.type().bits());
     Expr payload = Internal::make_const(ug, (uint64_t)(ug.bits() == 64 ? 0x7ff80000c0ffee00ULL : 0x7fc0ffeeULL));
@@ -384,11 +384,14 @@ struct Lowerer {
     hl_dtype tin = node(input(n, n.prim == HL_P_SELECT ? 1 : 0)).type.dtype;
     std::vector<Expr> x;
     for (int k = 0; k < n.nin; k++) x.push_back(call(input(n, k), args));
-    /* Pipelines compile with LLVM's no-NaNs/no-infs flags, so a float operation on a constant
+    /* Pipelines compile with LLVM's fast-math flags (no NaNs), so a float operation on a constant
      * inf or NaN, or a division by a constant 0 (which Halide turns into a product by 1/0 = inf),
-     * is folded to garbage: x / 0 gave NaN and random values instead of inf, and a mean over an
-     * empty axis (a sum divided by the count 0) random values instead of NaN. Such constants go
-     * into the operation opaque, as a value from memory would */
+     * is folded to garbage: x / 0 gave NaN and random values instead of inf, a mean over an empty
+     * axis (a sum divided by the count 0) random values instead of NaN, and bfloat16 x * inf was
+     * stored as LLVM's poison. Such a constant goes into the operation opaque, as a value from
+     * memory would (Halide also rejects a division by a constant 0), and the operation is
+     * compiled as strict float, so that LLVM does not assume its result finite either */
+    bool strict = false;
     if (n.nin == 2 && n.prim != HL_P_SELECT && hl_dtype_is_float(node(input(n, 0)).type.dtype) &&
         hl_dtype_is_float(node(input(n, 1)).type.dtype) && x[0].type().bits() == x[1].type().bits()) {
       for (int k = 0; k < 2; k++) {
@@ -396,7 +399,10 @@ struct Lowerer {
         if (c < 0) continue;
         double f = node(c).attrs.f;
         bool divisor = k == 1 && (n.prim == HL_P_DIV || n.prim == HL_P_MOD || n.prim == HL_P_FLOOR_DIVIDE);
-        if (!std::isfinite(f) || (divisor && f == 0)) x[k] = opaque(x[k], x[1 - k]);
+        if (!std::isfinite(f) || (divisor && f == 0)) {
+          x[k] = opaque(x[k], x[1 - k]);
+          strict = true;
+        }
       }
     }
     Expr e;
@@ -406,6 +412,7 @@ struct Lowerer {
     else if (n.prim == HL_P_THREEFRY) e = threefry(x);
     else if (n.nin == 1) e = unary(n.prim, x[0], tin);
     else e = binary(n.prim, x[0], x[1], tin);
+    if (strict) e = strict_float(e);
     if (n.prim != HL_P_CAST) e = fit(e, n.type.dtype);
     L.funcs[i](hl_vars(r)) = e;
   }

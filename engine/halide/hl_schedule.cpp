@@ -98,7 +98,14 @@ void schedule_matmul(hl_lowered &L, int i, int vec, Func sized, Func out) {
   Var par = no;   /* the parallel loop: n-tiles, fused with the batch dimensions */
   for (int d = 2; d < r; d++) par = Var("b" + std::to_string(d));
   auto tile = [&](Stage s, TailStrategy tail) {
-    s.tile(v[0], v[1], no, mo, ni, mi, tn, tm, tail).vectorize(ni, vec, tail).unroll(mi);
+    s.tile(v[0], v[1], no, mo, ni, mi, tn, tm, tail);
+    /* whole tiles only are unrolled and vectorised: guarded tiles lose some of their predicated
+     * vector stores in Halide 14 (the last column of a 3x3 product was never written). Their
+     * sums are still computed in vectors (prod, below); the tile only copies them out */
+    if (tail == TailStrategy::ShiftInwards) {
+      s.unroll(mi);
+      if (vec > 1) s.vectorize(ni, vec, tail);
+    }
     /* n-tiles outer, m-tiles inner: the k x tn panel of B stays in cache while m sweeps */
     s.reorder(ni, mi, mo, no);
     Var outer = no;
@@ -114,13 +121,19 @@ void schedule_matmul(hl_lowered &L, int i, int vec, Func sized, Func out) {
                           : (n.type.shape[r - 1] >= tn && n.type.shape[r - 2] >= tm ? Internal::const_true() : Internal::const_false());
   tile(out.specialize(big), TailStrategy::ShiftInwards);
   tile(out, TailStrategy::GuardWithIf);
-  prod.compute_at(out, mo).vectorize(v[0], vec, TailStrategy::GuardWithIf).unroll(v[1]);
+  prod.compute_at(out, mo).unroll(v[1]);
   /* pack the k x tn panel of B contiguously once per n-tile: rows of a power-of-two-wide B
    * otherwise alias in the cache */
   int b = hl_node_inputs(L.g, &n)[1];
-  L.funcs[b].in(prod).compute_at(out, par).vectorize(v[0], vec, TailStrategy::GuardWithIf);
+  Func panel = L.funcs[b].in(prod);
+  panel.compute_at(out, par);
   RVar k = L.rdoms[i][0];
-  prod.update().reorder(v[0], v[1], k).vectorize(v[0], vec, TailStrategy::GuardWithIf).unroll(v[0]).unroll(v[1]);
+  prod.update().reorder(v[0], v[1], k).unroll(v[1]);
+  if (vec > 1) {
+    prod.vectorize(v[0], vec, TailStrategy::GuardWithIf);
+    panel.vectorize(v[0], vec, TailStrategy::GuardWithIf);
+    prod.update().vectorize(v[0], vec, TailStrategy::GuardWithIf).unroll(v[0]);
+  }
 }
 
 /* scatter_add: zeros in parallel and vectorised like any buffer; the update walks the indices in
@@ -337,7 +350,8 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     if (!root[i] || n.prim == HL_P_PARAM) continue;
-    int vec = t.natural_vector_size(hl_halide_type(n.type.dtype));
+    /* lanes of the type the Func computes in (float32 for the 2-byte floats) */
+    int vec = t.natural_vector_size(hl_compute_type(n.type.dtype));
     if (output_of[i] >= 0) {
       schedule_matmul(L, i, vec, L.outputs[0], L.outputs[output_of[i]]);
       output_done[output_of[i]] = 1;
@@ -389,7 +403,8 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     if (output_done[k]) continue;
     int i = g->outputs[k];
     const hl_node &n = g->nodes[i];
-    int vec = t.natural_vector_size(hl_halide_type(n.type.dtype));
+    /* lanes of the type the Func computes in (float32 for the 2-byte floats) */
+    int vec = t.natural_vector_size(hl_compute_type(n.type.dtype));
     bool parallel = hl_shape_size(n.type.ndim, n.type.shape) >= kParallelMinElems;
     if (schedule_transpose_blocks(L, k, vec, parallel)) continue;
     if (!g->dynamic && n.type.ndim >= 2 && !root[i] && reads_across(L, root, i))

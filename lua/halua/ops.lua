@@ -318,7 +318,7 @@ return function(hl, core, u)
     local lin = hl.reshape(ib, {rows, m})
     local picked = core.gather(flat, lin + base, 0)
     if core.is_tracer(lin) then   -- an out-of-range index must not read a neighbouring row
-      picked = hl.where(hl.logical_and(hl.ge(lin, 0), hl.lt(lin, n)), picked, 0)
+      picked = hl.where(hl.logical_and(hl.ge(lin, 0), hl.lt(lin, n)), picked, hl.zeros_like(picked))
     end
     return swap_last(hl.reshape(picked, batch_and(m)), a)
   end

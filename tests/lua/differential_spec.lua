@@ -762,8 +762,7 @@ group("indexing, take, take_along_axis, one_hot, clip, every dtype", function(ad
            f = function(a, i) return hl.take_along_axis(a, i, ax) end, inputs = {x, idx},
            expr = wrap(string.format("np.take_along_axis(a, np.broadcast_to(b.astype(np.int64) - 1, " ..
              "tuple(b.shape[i] if i == %d else a.shape[i] for i in range(a.ndim))), axis=%d)", axis - 1, axis - 1), dt),
-           -- not for bool under jit: there the result is int32 (eagerly bool), a known bug left open
-           opts = {dtype = dt, signed_zero = true}, jit = k == 1 and dt ~= "bool" and jit_for(3)}
+           opts = {dtype = dt, signed_zero = true}, jit = k == 1 and jit_for(3)}
     end
     -- one_hot with indices of every integer dtype (out of range: a row of zeros), result dtype dt
     do
@@ -878,10 +877,7 @@ end
 
 group("matmul, einsum, dot, outer, every dtype", function(add)
   for di, dt in ipairs(DTYPES) do
-    -- float16 and bfloat16 products are left out under jit: their pipelines (matmul, dot, outer,
-    -- einsum) fail in Halide's code generator ("Internal Error at CodeGen_LLVM.cpp:3290: Unknown
-    -- intrinsic unreachable") or give 0 (einsum "ij,ij->i" of [1,1] operands), a known bug left open
-    local jit = not (dt == "float16" or dt == "bfloat16") and ("matmul " .. dt)
+    local jit = "matmul " .. dt
     -- bool products count in int32 (NumPy's matmul of bools is logical)
     local c = dt == "bool" and "int32" or dt
     -- fmt has %s for each input: floats go to NumPy in float64 (rounded to dt at the end)
@@ -896,7 +892,7 @@ group("matmul, einsum, dot, outer, every dtype", function(add)
       kk = kk or sa[#sa]
       local x, y = arr(sa, dt, k % 2 == 0 and "finite" or nil), arr(sb, dt, k % 2 == 0 and "finite" or nil)
       add {name = string.format("matmul %s%s %s", dt, sname(sa), sname(sb)), f = hl.matmul, inputs = {x, y},
-           expr = ref("np.matmul(%s, %s)"), opts = product_opts(c, kk, x, y), jit = k == 1 and jit and jit .. " matmul"}
+           expr = ref("np.matmul(%s, %s)"), opts = product_opts(c, kk, x, y), jit = k == 1 and jit .. " matmul"}
     end
     for k = 1, 6 do
       local spec = EINSUM[(di * 6 + k) % #EINSUM + 1]
@@ -912,7 +908,7 @@ group("matmul, einsum, dot, outer, every dtype", function(add)
                                                     "a.astype(np.int64), b.astype(np.int64)")
                   or ref(string.format("np.einsum(%q, %s)", spec, #ins == 1 and "%s" or "%s, %s"), #ins),
            opts = SMALL_INT[dt] and {dtype = false} or product_opts(c, kk, ins[1], ins[2] or ins[1]),
-           jit = k <= 2 and jit and jit .. " einsum " .. k}
+           jit = k <= 2 and jit .. " einsum " .. k}
     end
     -- dot: 0-d operands multiply, vectors give the inner product
     local v, w = arr({rint(0, 5)}, dt), nil
@@ -958,7 +954,8 @@ group("jit: constants inf, NaN and 0 as operands; 64 arrays in and out", functio
   -- pipelines compile with fast-math flags: a constant divisor 0 (folded to a product by inf) or a
   -- constant inf/NaN operand used to give garbage under jit (x / 0 gave NaN and random values)
   for _, dt in ipairs {"float32", "float64", "float16", "bfloat16"} do
-    local x = hl.array({1, -1, 0, -0.0, 0 / 0, 1 / 0, -2.5}, dt)
+    -- 21 values: long enough to run in vectors (bfloat16 x * inf was garbage only there)
+    local x = hl.array({1, -1, 0, -0.0, 0 / 0, 1 / 0, -2.5, 3, -1 / 0, 0.5, 7, -4, 1e-3, 2, -0.0, 0 / 0, 9, -8, 1 / 0, 6, 0}, dt)
     for _, t in ipairs {
       {"x / 0", function(a) return a / 0 end, "np.true_divide(%s, 0)"},
       {"x % 0", function(a) return a % 0 end, "np.mod(%s, 0)"},
@@ -967,11 +964,8 @@ group("jit: constants inf, NaN and 0 as operands; 64 arrays in and out", functio
       {"x + NaN", function(a) return a + (0 / 0) end, "np.add(%s, np.nan)"},
       {"maximum(x, -inf)", function(a) return hl.maximum(a, -1 / 0) end, "np.maximum(%s, -np.inf)"},
     } do
-      -- bfloat16 x * inf and x + NaN still give garbage under jit for arrays long enough to
-      -- vectorise (LLVM's no-infs flag on the product, then the rounding to bfloat16), left open
-      local open_bug = dt == "bfloat16" and (t[1] == "x * inf" or t[1] == "x + NaN")
       add {name = t[1] .. " " .. dt, f = t[2], inputs = {x}, expr = wrap(string.format(t[3], cast("a", dt, dt)), dt),
-           opts = {dtype = dt}, jit = not open_bug and t[1] .. " alone"}
+           opts = {dtype = dt}, jit = t[1] .. " alone"}
     end
     local e = hl.zeros({3, 0}, dt)
     for _, op in ipairs {"mean", "var", "std"} do

@@ -244,6 +244,32 @@ describe("dtypes int8, float16, bfloat16", function()
       end
     end)
 
+    -- 2-byte float products run Halide's own matmul schedule under jit (float32 ones the engine's
+    -- kernel). Small integers make every product exact, so the jit result must equal float32's.
+    -- The shapes are the ones whose guarded tiles Halide 14 miscompiled: one row, one column,
+    -- a column count that is not a multiple of the vector, batched, and a product used inside
+    -- the pipeline (einsum reshapes around it) rather than as its output
+    it("multiply matrices under jit in every shape class, as an output and inside a pipeline", function()
+      local shapes = {{1, 1, 2, 1}, {2, 1, 2, 1}, {1, 5, 2, 1}, {1, 3, 2, 3}, {3, 1, 3, 3}, {2, 2, 3, 1},
+                      {1, 7, 3, 17}, {2, 7, 5, 70}, {1, 1, 4, 100}}
+      for _, d in ipairs {"float16", "bfloat16"} do
+        for _, s in ipairs(shapes) do
+          local bt, m, k, n = s[1], s[2], s[3], s[4]
+          local a = (hl.arange(bt * m * k) % 7 - 3):reshape {bt, m, k}
+          local b = (hl.arange(bt * k * n) % 5 - 2):reshape {bt, k, n}
+          local want = hl.matmul(a, b):astype("float32"):totable()
+          local as_output = hl.jit(hl.matmul)(a:astype(d), b:astype(d))
+          local inside = hl.jit(function(p, q) return hl.einsum("bij,bjk->bik", p, q) * 1 end)(a:astype(d), b:astype(d))
+          local label = string.format("%s %dx%dx%dx%d", d, bt, m, k, n)
+          assert.are.same(want, as_output:astype("float32"):totable(), label .. " as the output")
+          assert.are.same(want, inside:astype("float32"):totable(), label .. " inside")
+        end
+      end
+      -- and the row sums of squares through einsum "ij,ij->i" (a batched 1x1 product)
+      local x = hl.array({{1, 2}, {3, -4}, {0, 5}}, "bfloat16")
+      assert.are.same({5, 25, 25}, hl.jit(function(p) return hl.einsum("ij,ij->i", p, p) end)(x):astype("float32"):totable())
+    end)
+
     it("round scatter_add's sums once, fused into a pipeline too", function()
       for _, d in ipairs {"float16", "bfloat16"} do
         local eps = d == "float16" and 2 ^ -12 or 2 ^ -9   -- half an ulp of 1: 1 + eps rounds to 1
