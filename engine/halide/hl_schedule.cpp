@@ -197,7 +197,12 @@ bool schedule_inner_reduction(hl_lowered &L, int i, Func red, int r, int vec, bo
     RVar xo("xo"), xi("xi");
     Var u("u");
     Stage ost = owner.update(0);
-    ost.split(inner, xo, xi, vec, TailStrategy::GuardWithIf);
+    /* a long axis takes four vectors of lanes: four independent chains of adds hide the add's
+     * latency, where one vector's chain ran at a third of the memory bandwidth (a 4096x4096 sum) */
+    const Expr len = rd[0].extent();
+    const int64_t *n_inner = Internal::as_const_int(len);
+    int lanes_n = n_inner && *n_inner >= 64 * vec ? 4 * vec : vec;
+    ost.split(inner, xo, xi, lanes_n, TailStrategy::GuardWithIf);
     Func lanes = ost.rfactor(xi, u);
     lanes.compute_at(owner, at).vectorize(u);
     lanes.update().vectorize(u);
