@@ -15,11 +15,14 @@ static struct {
   hl_task_fn fn;
   void *ctx;
   uint8_t *closure;
-  int min, extent;
-  int next, done, status;   /* atomics */
+  int min, extent, chunk;
+  /* atomics, each on its own cache line: the threads take tasks through them concurrently */
+  _Alignas(64) int next;
+  _Alignas(64) int done;
+  _Alignas(64) int status;
   long generation;          /* atomic: bumped for each job */
   int busy;                 /* atomic: a job is running */
-} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
 static long now_ns(void) {
   struct timespec t;
@@ -33,17 +36,22 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* take tasks of the current job until none are left */
+/* take tasks of the current job, a chunk at a time, until none are left. One task at a time
+ * cost two contended atomics per task, about 0.4 us between the two vCPUs here: a 4096x4096
+ * sum in 4096 row tasks took 3.0 ms, 1.2 ms in chunks. */
 static void work(void) {
   for (;;) {
-    int i = __atomic_fetch_add(&pool.next, 1, __ATOMIC_ACQ_REL);
-    if (i >= pool.extent) return;
-    int rc = pool.fn(pool.ctx, pool.min + i, pool.closure);
-    if (rc) {
-      int zero = 0;
-      __atomic_compare_exchange_n(&pool.status, &zero, rc, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    int first = __atomic_fetch_add(&pool.next, pool.chunk, __ATOMIC_ACQ_REL);
+    if (first >= pool.extent) return;
+    int last = first + pool.chunk < pool.extent ? first + pool.chunk : pool.extent;
+    for (int i = first; i < last; i++) {
+      int rc = pool.fn(pool.ctx, pool.min + i, pool.closure);
+      if (rc) {
+        int zero = 0;
+        __atomic_compare_exchange_n(&pool.status, &zero, rc, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+      }
     }
-    __atomic_add_fetch(&pool.done, 1, __ATOMIC_ACQ_REL);
+    __atomic_add_fetch(&pool.done, last - first, __ATOMIC_ACQ_REL);
   }
 }
 
@@ -111,6 +119,9 @@ int hl_pool_par_for(void *ctx, hl_task_fn f, int min, int extent, uint8_t *closu
   pool.closure = closure;
   pool.min = min;
   pool.extent = extent;
+  /* about eight chunks a thread: few atomics, and still room to even out uneven tasks */
+  int chunk = extent / (8 * hl_pool_threads());
+  pool.chunk = chunk < 1 ? 1 : chunk;
   __atomic_store_n(&pool.next, 0, __ATOMIC_RELEASE);
   __atomic_store_n(&pool.done, 0, __ATOMIC_RELEASE);
   __atomic_store_n(&pool.status, 0, __ATOMIC_RELEASE);

@@ -41,10 +41,11 @@ int hl_lua_raisef(lua_State *L, const char *fmt, ...) {
 
 /* Process-wide like the byte count it is compared with; embedders run a lua_State per thread,
  * so it is read and written atomically. */
-/* A collection runs after 32 MiB of new arrays, or an eighth of what survived the last one if
- * that is more. A collection costs about 0.15 ms with a thousand live arrays (the Lua heap, not
- * the arrays' bytes, is what it walks), and the blocks it frees are then reused warm
- * (hl_storage.c's cache), where new memory costs more to touch than most kernels take. */
+/* A collection runs after 32 MiB of new arrays, or more: an eighth of the arrays that survived
+ * the last one, or four times the Lua heap. A collection walks the Lua heap, not the arrays'
+ * bytes (about 0.15 ms with halua loaded and a thousand live arrays), so its cost stays a small
+ * part of the work; the blocks it frees are then reused warm (hl_storage.c's cache), where new
+ * memory costs more to touch than most kernels take. */
 #define GC_MIN_BYTES ((size_t)32 << 20)
 static size_t gc_soft_max = GC_MIN_BYTES;
 
@@ -53,7 +54,10 @@ static void heap_check(lua_State *L) {
   if (used < __atomic_load_n(&gc_soft_max, __ATOMIC_RELAXED)) return;
   lua_gc(L, LUA_GCCOLLECT, 0);
   size_t after = hl_heap_bytes();
-  size_t allowance = after / 8 > GC_MIN_BYTES ? after / 8 : GC_MIN_BYTES;
+  size_t lua_bytes = (size_t)lua_gc(L, LUA_GCCOUNT, 0) << 10;
+  size_t allowance = GC_MIN_BYTES;
+  if (after / 8 > allowance) allowance = after / 8;
+  if (4 * lua_bytes > allowance) allowance = 4 * lua_bytes;
   __atomic_store_n(&gc_soft_max, after + allowance, __ATOMIC_RELAXED);
 }
 
