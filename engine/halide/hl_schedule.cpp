@@ -56,16 +56,27 @@ void pointwise(Stage s, int r, int vec, bool parallel, int static_inner, int64_t
 
 /* `sized` is a pipeline output of the same shape as f, whose buffer tells the extents at run time
  * (eager kernels have one output, the shape of their single node). */
-void schedule_root(Func f, const hl_node &n, bool dynamic, int vec, bool update_too, Func sized) {
+/* `work`: the elements a reduction reads (0: as many as f has), which decides parallelism: a
+ * row logsumexp of 4096x4096 has only 4096 results but reads 16M elements */
+void schedule_root(Func f, const hl_node &n, bool dynamic, int vec, bool update_too, Func sized, int64_t work = 0) {
   int r = n.type.ndim;
   f.compute_root();
   int64_t total = hl_shape_size(r, n.type.shape);
   int inner = dynamic || r == 0 ? 0 : (int)n.type.shape[r - 1];
+  if (dynamic || work < total) work = total;
   auto apply = [&](bool par) {
-    pointwise(f, r, vec, par, inner, dynamic ? 0 : total);
+    pointwise(f, r, vec, par && total >= kParallelMinElems, inner, dynamic ? 0 : total);
     for (int u = 0; u < f.num_update_definitions(); u++) {
       if (update_too) pointwise(f.update(u), r, vec, par, inner);
-      else if (r > 0 && par) {
+      else if (r == 1 && par && !dynamic) {
+        /* the reduction runs along the innermost axis: parallel over the results, in about 16
+         * tasks of at least 16K elements read. The inner loop keeps the name x0, at which the
+         * per-lane partial results are computed (schedule_inner_reduction) */
+        int64_t per_result = work / std::max<int64_t>(total, 1);
+        int64_t rows = std::max<int64_t>((1 << 14) / std::max<int64_t>(per_result, 1), (total + 15) / 16);
+        Var po("po");
+        f.update(u).split(hl_vars(1)[0], po, hl_vars(1)[0], (int)std::max<int64_t>(rows, 1), TailStrategy::GuardWithIf).parallel(po);
+      } else if (r > 0 && par) {
         /* the reduction runs along the innermost axis: parallelise over the output */
         pointwise(f.update(u), r, 1, true, inner);
       } else {
@@ -80,7 +91,7 @@ void schedule_root(Func f, const hl_node &n, bool dynamic, int vec, bool update_
     pointwise(sp, r, vec, true, inner);
     apply(false);
   } else {
-    apply(total >= kParallelMinElems);
+    apply(work >= kParallelMinElems);
   }
 }
 
@@ -390,7 +401,8 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
         int rvec = L.helpers[i].defined() ? t.natural_vector_size(red.output_types()[0]) : vec;
         const hl_node &src = g->nodes[hl_node_inputs(g, &n)[0]];
         bool big = !g->dynamic && hl_shape_size(src.type.ndim, src.type.shape) >= kParallelMinElems;
-        schedule_root(red, n, g->dynamic, inner_reduced ? 1 : rvec, !inner_reduced, L.outputs[0]);
+        schedule_root(red, n, g->dynamic, inner_reduced ? 1 : rvec, !inner_reduced, L.outputs[0],
+                      hl_shape_size(src.type.ndim, src.type.shape));
         if (inner_reduced && !g->dynamic && hl_dtype_is_float(src.type.dtype))
           schedule_inner_reduction(L, i, red, n.type.ndim, rvec, big);
       }
