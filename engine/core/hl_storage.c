@@ -13,7 +13,7 @@ static size_t heap_bytes;   /* updated with __atomic builtins: storage is shared
  * virtualised (the 2-vCPU benchmark machines) that first touch costs about 10 us per 4 KiB even
  * inside a transparent huge page, so a 1024x1024 matmul into fresh memory ran at a third of its
  * speed. Arrays die only when Lua's GC collects them: the cache holds a whole collection's
- * worth of blocks (the GC runs every 32 MiB of new arrays at least, hl_lua.c), so a loop's
+ * worth of blocks (the GC runs after every 32 MiB or more of new arrays, hl_lua.c), so a loop's
  * outputs are written into memory the loop has used before. */
 enum { CACHE_SLOTS = 256, CACHE_MIN = 1 << 18 };
 static const size_t cache_max_bytes = (size_t)1 << 30;

@@ -210,8 +210,7 @@ bool schedule_inner_reduction(hl_lowered &L, int i, Func red, int r, int vec, bo
     Stage ost = owner.update(0);
     /* a long axis takes four vectors of lanes: four independent chains of adds hide the add's
      * latency, where one vector's chain ran at a third of the memory bandwidth (a 4096x4096 sum) */
-    const Expr len = rd[0].extent();
-    const int64_t *n_inner = Internal::as_const_int(len);
+    const int64_t *n_inner = Internal::as_const_int(rd[0].extent());
     int lanes_n = n_inner && *n_inner >= 64 * vec ? 4 * vec : vec;
     ost.split(inner, xo, xi, lanes_n, TailStrategy::GuardWithIf);
     Func lanes = ost.rfactor(xi, u);
@@ -393,16 +392,15 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
       } else {
         /* the update runs innermost over the reduction; vectorising the output's innermost
          * dimension is legal when that dimension is not reduced */
-        bool inner_reduced = g->nodes[hl_node_inputs(g, &n)[0]].type.ndim > 0 &&
-                             (n.attrs.i[0] >> (g->nodes[hl_node_inputs(g, &n)[0]].type.ndim - 1) & 1);
+        const hl_node &src = g->nodes[hl_node_inputs(g, &n)[0]];
+        bool inner_reduced = src.type.ndim > 0 && (n.attrs.i[0] >> (src.type.ndim - 1) & 1);
         /* a float32 sum reduces in its float64 accumulator, a float max or min in integer
          * keys: the node is the conversion back, inlined */
         Func red = L.helpers[i].defined() ? L.helpers[i] : L.funcs[i];
         int rvec = L.helpers[i].defined() ? t.natural_vector_size(red.output_types()[0]) : vec;
-        const hl_node &src = g->nodes[hl_node_inputs(g, &n)[0]];
-        bool big = !g->dynamic && hl_shape_size(src.type.ndim, src.type.shape) >= kParallelMinElems;
-        schedule_root(red, n, g->dynamic, inner_reduced ? 1 : rvec, !inner_reduced, L.outputs[0],
-                      hl_shape_size(src.type.ndim, src.type.shape));
+        int64_t reads = hl_shape_size(src.type.ndim, src.type.shape);
+        bool big = !g->dynamic && reads >= kParallelMinElems;
+        schedule_root(red, n, g->dynamic, inner_reduced ? 1 : rvec, !inner_reduced, L.outputs[0], reads);
         if (inner_reduced && !g->dynamic && hl_dtype_is_float(src.type.dtype))
           schedule_inner_reduction(L, i, red, n.type.ndim, rvec, big);
       }

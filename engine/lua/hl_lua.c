@@ -39,13 +39,13 @@ int hl_lua_raisef(lua_State *L, const char *fmt, ...) {
 
 /* ---- heap tracking: step Lua's GC by engine bytes, which Lua cannot see ---- */
 
-/* Process-wide like the byte count it is compared with; embedders run a lua_State per thread,
- * so it is read and written atomically. */
 /* A collection runs after 32 MiB of new arrays, or more: an eighth of the arrays that survived
  * the last one, or four times the Lua heap. A collection walks the Lua heap, not the arrays'
  * bytes (about 0.15 ms with halua loaded and a thousand live arrays), so its cost stays a small
  * part of the work; the blocks it frees are then reused warm (hl_storage.c's cache), where new
- * memory costs more to touch than most kernels take. */
+ * memory costs more to touch than most kernels take. The threshold is process-wide like the byte
+ * count it is compared with; embedders run a lua_State per thread, so it is read and written
+ * atomically. */
 #define GC_MIN_BYTES ((size_t)32 << 20)
 static size_t gc_soft_max = GC_MIN_BYTES;
 
