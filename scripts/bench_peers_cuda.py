@@ -20,6 +20,19 @@ def best_of(f, sync, reps=5, inner=10):
 
 N = 1 << 26
 M = 4096
+H = 128   # samples/heat.lua's plate, 1,000 steps
+
+def heat_plate(xp, n):
+    i = xp.arange(n)
+    hot = (i >= (n * 3) // 8) & (i < (n * 5) // 8)
+    inside = (i > 0) & (i < n - 1)
+    return (hot[:, None] & hot[None, :]).astype(xp.float32) * 100, (inside[:, None] & inside[None, :]).astype(xp.float32)
+
+def heat_step(cat, u, interior):
+    # one explicit Euler step with fixed borders, as samples/heat.lua writes it
+    up = cat([u[:1], u[:-1]], 0); down = cat([u[1:], u[-1:]], 0)
+    left = cat([u[:, :1], u[:, :-1]], 1); right = cat([u[:, 1:], u[:, -1:]], 1)
+    return u + 0.2 * interior * (up + down + left + right - 4 * u)
 try:
     import torch
     if torch.cuda.is_available():
@@ -51,6 +64,18 @@ try:
                 return loss, [p - 0.01 * g for p, g in zip(ps, gs)]
         put("mlp_grad_ms", "torch", best_of(value_and_grad, s) * 1e3)
         put("mlp_sgd_ms", "torch", best_of(sgd, s) * 1e3)
+        # the heat sample: a Python loop of eager steps, as a PyTorch user writes it
+        i = torch.arange(H, device="cuda")
+        hot = (i >= (H * 3) // 8) & (i < (H * 5) // 8)
+        inside = (i > 0) & (i < H - 1)
+        plate = (hot[:, None] & hot[None, :]).float() * 100
+        interior = (inside[:, None] & inside[None, :]).float()
+        def heat():
+            u = plate
+            for _ in range(1000):
+                u = heat_step(torch.cat, u, interior)
+            return u
+        put("heat_run_ms", "torch", best_of(heat, s, 3, 1) * 1e3)
 except Exception as e:
     print("torch:", e, file=sys.stderr)
 try:
@@ -85,6 +110,15 @@ try:
     step = jax.jit(sgd).lower(ps, xb, yb).compile()
     put("mlp_compile_ms", "jax", (time.perf_counter() - t0) * 1e3)
     put("mlp_sgd_ms", "jax", best_of(lambda: jax.block_until_ready(step(ps, xb, yb)), s) * 1e3)
+    # the heat sample: jax.lax.fori_loop under jax.jit
+    plate, interior = heat_plate(jnp, H)
+    def heat(steps):
+        return jax.jit(lambda u: jax.lax.fori_loop(0, steps, lambda _, v: heat_step(jnp.concatenate, v, interior), u))
+    t0 = time.perf_counter()
+    heat(10000).lower(plate).compile()
+    put("heat_compile_10000_ms", "jax", (time.perf_counter() - t0) * 1e3)
+    h = heat(1000)
+    put("heat_run_ms", "jax", best_of(lambda: h(plate).block_until_ready(), s, 3, 1) * 1e3)
 except Exception as e:
     print("jax:", e, file=sys.stderr)
 json.dump(rows, sys.stdout)

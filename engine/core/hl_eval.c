@@ -540,20 +540,24 @@ int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, cons
 
 enum { MAX_PROGRAM_ARRAYS = 64 };
 
+int hl_program_place_captures(hl_program *p) {
+  for (int c = 0; c < p->ncaptures; c++) {
+    if (hl_array_device(&p->captures[c]) == p->g.device) continue;
+    hl_array moved;
+    if (hl_to_device(&p->captures[c], p->g.device, &moved)) return -1;
+    hl_array_release(&p->captures[c]);
+    p->captures[c] = moved;
+  }
+  return 0;
+}
+
 int hl_program_run(hl_program *p, int nargs, const hl_array *const *args, hl_array *outs) {
   int nin = nargs + p->ncaptures;
   if (nargs != p->nargs) return hl_error("jit: %d arguments for a program of %d", nargs, p->nargs);
   if (nin > MAX_PROGRAM_ARRAYS) return hl_error("jit: at most %d arrays in and out", MAX_PROGRAM_ARRAYS);
+  if (hl_program_place_captures(p)) return -1;
   const hl_array *in[MAX_PROGRAM_ARRAYS];
-  for (int k = 0; k < nin; k++) {
-    if (k >= nargs && hl_array_device(&p->captures[k - nargs]) != p->g.device) {
-      hl_array moved;
-      if (hl_to_device(&p->captures[k - nargs], p->g.device, &moved)) return -1;
-      hl_array_release(&p->captures[k - nargs]);
-      p->captures[k - nargs] = moved;
-    }
-    in[k] = k < nargs ? args[k] : &p->captures[k - nargs];
-  }
+  for (int k = 0; k < nin; k++) in[k] = k < nargs ? args[k] : &p->captures[k - nargs];
   return hl_program_run_inputs(p, nin, in, outs);
 }
 
@@ -601,6 +605,20 @@ void hl_program_free(hl_program *p) {
   free(p->captures);
   hl_graph_free(&p->g);
   memset(p, 0, sizeof *p);
+}
+
+int hl_copy_into(hl_array *dst, const hl_array *src) {
+  int dev = hl_array_device(dst);
+  if (dev != hl_array_device(src) || dst->dtype != src->dtype || dst->ndim != src->ndim ||
+      memcmp(dst->shape, src->shape, sizeof(int64_t) * (size_t)src->ndim))
+    return hl_error("copy: internal: the views differ in device, dtype or shape");
+  if (dev == HL_DEVICE_CPU) {
+    hl_array_copy_elements(dst, src);
+    return 0;
+  }
+  size_t es = hl_dtype_size(src->dtype);
+  return hl_device_copy_view(dev, dst->storage->device_ptr + (uint64_t)dst->offset * es, dst->strides,
+                             src->storage->device_ptr + (uint64_t)src->offset * es, src->strides, src->ndim, src->shape, es);
 }
 
 int hl_to_device(const hl_array *a, int device, hl_array *out) {

@@ -78,6 +78,11 @@ int hl_program_run(hl_program *p, int nargs, const hl_array *const *args, hl_arr
  * abstract captures are values of the enclosing pipeline. */
 int hl_program_run_inputs(hl_program *p, int nin, const hl_array *const *in, hl_array *outs);
 void hl_program_free(hl_program *p);
+/* Move the program's concrete captures to its device (once; hl_program_run does it itself). */
+int hl_program_place_captures(hl_program *p);
+
+/* Copy src's elements into the allocated view dst: one device, dtype and shape, any strides. */
+int hl_copy_into(hl_array *dst, const hl_array *src);
 
 /* out = a on `device` (a copy when it is elsewhere; a shared reference when it is there). */
 int hl_to_device(const hl_array *a, int device, hl_array *out);

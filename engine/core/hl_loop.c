@@ -1,5 +1,6 @@
-/* Compiled loops: the registry and the host driver (see hl_loop.h). */
+/* Compiled loops: the registry and the driver (see hl_loop.h). */
 #include "hl_loop.h"
+#include "hl_device.h"
 #include "hl_error.h"
 #include <pthread.h>
 #include <stdlib.h>
@@ -96,12 +97,26 @@ void hl_run_end(uint64_t previous) {
   current_run = previous;
 }
 
-/* ---- the driver ---- */
+/* a program's inputs: its arguments, then per capture the loop input it reads or its own array */
+static int program_inputs(const hl_program *p, const int *src, int nargs, const hl_array *const *args,
+                          const hl_array *const *in, const hl_array **all) {
+  if (nargs + p->ncaptures > 64) return hl_error("loop: at most 64 arrays in a loop body");
+  for (int k = 0; k < nargs; k++) all[k] = args[k];
+  for (int c = 0; c < p->ncaptures; c++) all[nargs + c] = src[c] >= 0 ? in[src[c]] : &p->captures[c];
+  return 0;
+}
 
-/* an owned, contiguous host copy of a (inputs are views of the pipeline's buffers) */
+/* ---- the driver ----
+ * Device-neutral: the body runs on its program's device (the enclosing pipeline's), and every
+ * array the driver makes or copies stays there; the host sees only a while loop's predicate. */
+
+/* an owned, contiguous copy of a on its device (inputs are views of the pipeline's buffers) */
 static int owned_copy(const hl_array *a, hl_array *out) {
-  if (hl_array_alloc(out, a->dtype, a->ndim, a->shape)) return -1;
-  hl_array_copy_elements(out, a);
+  if (hl_array_alloc_on(out, hl_array_device(a), a->dtype, a->ndim, a->shape)) return -1;
+  if (hl_copy_into(out, a)) {
+    hl_array_release(out);
+    return -1;
+  }
   return 0;
 }
 
@@ -115,46 +130,67 @@ static hl_array row(const hl_array *a, int64_t s) {
   return r;
 }
 
-/* a program's inputs: its arguments, then per capture the loop input it reads or its own array */
-static int program_inputs(const hl_loop *l, const hl_program *p, const int *src, int nargs, const hl_array *const *args,
-                          const hl_array *const *in, const hl_array **all) {
-  if (nargs + p->ncaptures > 64) return hl_error("loop: at most 64 arrays in a loop body");
-  for (int k = 0; k < nargs; k++) all[k] = args[k];
-  for (int c = 0; c < p->ncaptures; c++) all[nargs + c] = src[c] >= 0 ? in[src[c]] : &p->captures[c];
-  (void)l;
+/* fori's index for step s, a 0-d view into *chunk: the values of INDEX_CHUNK steps are written
+ * on the host and moved to the device at once, not 4 bytes per step */
+enum { INDEX_CHUNK = 1024 };
+static int step_index(const hl_loop *l, int64_t s, int64_t steps, hl_array *chunk, hl_array *out) {
+  int64_t k = s % INDEX_CHUNK;
+  if (k == 0) {
+    int64_t n = steps - s < INDEX_CHUNK ? steps - s : INDEX_CHUNK;
+    hl_array host;
+    if (hl_array_alloc(&host, HL_INT32, 1, &n)) return -1;
+    for (int64_t j = 0; j < n; j++) ((int32_t *)host.storage->data)[j] = (int32_t)(l->lo + s + j);
+    hl_array_release(chunk);
+    int rc = hl_to_device(&host, l->body.g.device, chunk);
+    hl_array_release(&host);
+    if (rc) return -1;
+  }
+  *out = row(chunk, k);
   return 0;
+}
+
+/* a while loop's predicate for the carries: whether to run another step (1, 0), or -1 */
+static int predicate(hl_loop *l, const hl_array *carry, const hl_array *const *in) {
+  const hl_array *args[64], *all[64];
+  hl_array p, on_host;
+  for (int j = 0; j < l->ncarry; j++) args[j] = &carry[j];
+  if (program_inputs(&l->cond, l->cond_src, l->ncarry, args, in, all) ||
+      hl_program_run_inputs(&l->cond, l->ncarry + l->cond.ncaptures, all, &p))
+    return -1;
+  int rc = hl_to_device(&p, HL_DEVICE_CPU, &on_host);
+  hl_array_release(&p);
+  if (rc) return -1;
+  int go = hl_array_get(&on_host, 0) != 0;
+  hl_array_release(&on_host);
+  return go;
 }
 
 /* runs loop l on its inputs; its results go to results[0 .. nresults) */
 static int run_loop(hl_loop *l, const hl_array *const *in, hl_array *results) {
   enum { MAXC = 64 };
-  int nc = l->ncarry, rc = -1;
-  hl_array carry[MAXC], outs[MAXC], ys[MAXC], ivar = {0};
+  int nc = l->ncarry, dev = l->body.g.device, rc = -1;
+  hl_array carry[MAXC], outs[MAXC], ys[MAXC], index_chunk = {0};
   const hl_array *args[MAXC], *all[MAXC];
   if (nc + l->nxs + 1 > MAXC || nc + l->nys > MAXC) return hl_error("loop: at most %d carried arrays", MAXC - 1);
   memset(carry, 0, sizeof carry);
   memset(ys, 0, sizeof ys);
   for (int j = 0; j < nc; j++)
     if (owned_copy(in[j], &carry[j])) goto done;
-  for (int j = 0; j < l->nys; j++)
-    if (hl_array_alloc(&ys[j], l->result_types[nc + j].dtype, l->result_types[nc + j].ndim, l->result_types[nc + j].shape)) goto done;
-  if (l->kind == HL_LOOP_FORI && hl_array_alloc(&ivar, HL_INT32, 0, NULL)) goto done;
+  for (int j = 0; j < l->nys; j++) {
+    const hl_type *t = &l->result_types[nc + j];
+    if (hl_array_alloc_on(&ys[j], dev, t->dtype, t->ndim, t->shape)) goto done;
+  }
   int64_t steps = l->kind == HL_LOOP_FORI ? l->hi - l->lo + 1 : l->hi;
   for (int64_t s = 0; l->kind == HL_LOOP_WHILE || s < steps; s++) {
     if (l->kind == HL_LOOP_WHILE) {
-      hl_array p;
-      for (int j = 0; j < nc; j++) args[j] = &carry[j];
-      if (program_inputs(l, &l->cond, l->cond_src, nc, args, in, all) ||
-          hl_program_run_inputs(&l->cond, nc + l->cond.ncaptures, all, &p))
-        goto done;
-      int go = hl_array_get(&p, 0) != 0;
-      hl_array_release(&p);
+      int go = predicate(l, carry, in);
+      if (go < 0) goto done;
       if (!go) break;
     }
     int na = 0;
-    hl_array xrow[MAXC];
+    hl_array xrow[MAXC], ivar;
     if (l->kind == HL_LOOP_FORI) {
-      hl_array_set(&ivar, 0, (double)(l->lo + s));
+      if (step_index(l, s, steps, &index_chunk, &ivar)) goto done;
       args[na++] = &ivar;
     }
     for (int j = 0; j < nc; j++) args[na++] = &carry[j];
@@ -162,17 +198,19 @@ static int run_loop(hl_loop *l, const hl_array *const *in, hl_array *results) {
       xrow[j] = row(in[nc + j], s);
       args[na++] = &xrow[j];
     }
-    if (program_inputs(l, &l->body, l->body_src, na, args, in, all) ||
+    if (program_inputs(&l->body, l->body_src, na, args, in, all) ||
         hl_program_run_inputs(&l->body, na + l->body.ncaptures, all, outs))
       goto done;
     release_all(carry, nc);
     memcpy(carry, outs, sizeof(hl_array) * (size_t)nc);
-    for (int j = 0; j < l->nys; j++) {
+    int failed = 0;
+    for (int j = 0; j < l->nys && !failed; j++) {
       /* step s's output goes to row s of the stacked result */
       hl_array y = row(&ys[j], s);
-      hl_array_copy_elements(&y, &outs[nc + j]);
+      failed = hl_copy_into(&y, &outs[nc + j]);
     }
     release_all(outs + nc, l->nys);
+    if (failed) goto done;
   }
   for (int j = 0; j < nc; j++) results[j] = carry[j];
   for (int j = 0; j < l->nys; j++) results[nc + j] = ys[j];
@@ -182,14 +220,18 @@ static int run_loop(hl_loop *l, const hl_array *const *in, hl_array *results) {
 done:
   release_all(carry, nc);
   release_all(ys, l->nys);
-  hl_array_release(&ivar);
+  hl_array_release(&index_chunk);
   return rc;
 }
 
 int hl_loop_result(int id, int k, int nin, const hl_array *const *in, const int64_t *mins, hl_array *out) {
   pthread_mutex_lock(&registry);
   hl_loop *l = id >= 0 && id < nloops ? loops[id] : NULL;
+  /* the body's own captures (constants, plain arrays) go to its device at the first run (a
+   * pipeline lowered for CUDA without a GPU never gets here) */
+  int placed = l ? hl_program_place_captures(&l->body) || hl_program_place_captures(&l->cond) : 0;
   pthread_mutex_unlock(&registry);
+  if (placed) return -1;
   if (!l || k < 0 || k >= l->nresults || nin != l->ninputs) return hl_error("loop: bad loop call (%d, %d)", id, k);
   if (!current_run) return hl_error("loop: internal: a loop's result asked for outside a pipeline run");
   kept_results *e = NULL;
@@ -215,6 +257,5 @@ int hl_loop_result(int id, int k, int nin, const hl_array *const *in, const int6
     src.offset += mins[d] * r->strides[d];
     src.shape[d] = out->shape[d];
   }
-  hl_array_copy_elements(out, &src);
-  return 0;
+  return hl_copy_into(out, &src);
 }

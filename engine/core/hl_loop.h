@@ -1,8 +1,9 @@
 /* Compiled loops inside jit pipelines. A loop's body (and a while loop's condition) is a program
  * of its own, compiled once; in the enclosing pipeline each of the loop's results is a LOOP node,
  * an extern stage that calls hl_loop_result. The first result asked for in a pipeline run runs
- * the loop on the host (no return to Lua per step) and keeps every result for the others until
- * the run ends.
+ * the loop (no return to Lua per step) and keeps every result for the others until the run ends.
+ * The host drives the steps; the body's program runs on the enclosing pipeline's device, and on
+ * CUDA the carries and results stay in device memory.
  *
  * A loop node's inputs: the initial carries, then the arrays scanned over (scan), then the
  * values of the enclosing trace that the body and condition use (their abstract captures). */
@@ -32,7 +33,8 @@ int hl_loop_register(hl_loop *l);
 void hl_loop_discard(hl_loop *l);   /* frees a loop that was never registered */
 const hl_loop *hl_loop_get(int id);
 /* The region of result k of loop `id` that starts at `mins` (per axis) and has out's shape, given
- * the loop's inputs, written into out (a host view of the result's dtype). */
+ * the loop's inputs, written into out (a view of the result's dtype): inputs and out are on the
+ * loop's device. */
 int hl_loop_result(int id, int k, int nin, const hl_array *const *in, const int64_t *mins, hl_array *out);
 
 /* Pipeline runs: hl_kernel_run brackets each run so a loop runs once per run of its pipeline.

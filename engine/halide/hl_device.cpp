@@ -227,6 +227,38 @@ extern "C" int hl_device_copy_to_host(int device, void *dst, uint64_t src, size_
   return copy_bytes(device, src, dst, nbytes, false);
 }
 
+/* device to device through the runtime's buffer_copy, which merges the axes that are contiguous
+ * in both views and copies the rest in strided pieces, queued after the kernels before it */
+extern "C" int hl_device_copy_view(int device, uint64_t dst, const int64_t *dst_strides, uint64_t src,
+                                   const int64_t *src_strides, int ndim, const int64_t *shape, size_t elem_size) {
+  if (need_cuda(device, "copy")) return -1;
+  int64_t n = 1;
+  for (int d = 0; d < ndim; d++) n *= shape[d];
+  if (n == 0) return 0;
+  halide_dimension_t dd[16], sd[16];
+  halide_buffer_t bd = halide_buffer_t(), bs = halide_buffer_t();
+  const halide_device_interface_t *di = hl_device_interface(device);
+  for (halide_buffer_t *b : {&bd, &bs}) {
+    b->type = halide_type_t(halide_type_uint, (uint8_t)(8 * elem_size));
+    b->dimensions = ndim;
+    b->device_interface = di;
+  }
+  bd.device = dst;
+  bs.device = src;
+  bd.dim = dd;
+  bs.dim = sd;
+  for (int d = 0; d < ndim; d++) {   /* Halide's order: innermost first */
+    int64_t e = shape[ndim - 1 - d], t = dst_strides[ndim - 1 - d], f = src_strides[ndim - 1 - d];
+    if (e > INT32_MAX || t > INT32_MAX || t < INT32_MIN || f > INT32_MAX || f < INT32_MIN)
+      return hl_error("copy: an axis of %lld elements is too long for one device copy (at most 2^31-1)", (long long)e);
+    dd[d] = halide_dimension_t(0, (int32_t)e, (int32_t)t);
+    sd[d] = halide_dimension_t(0, (int32_t)e, (int32_t)f);
+  }
+  if (di->buffer_copy(call_context(), &bs, di, &bd) != 0)
+    return hl_error("copy: a copy within cuda memory failed: %s", take_runtime_error().c_str());
+  return 0;
+}
+
 extern "C" int hl_device_sync(int device) {
   if (device == HL_DEVICE_CPU) return 0;
   if (need_cuda(device, "sync")) return -1;

@@ -19,6 +19,10 @@ void hl_device_free(int device, void *handle);
 /* Copy nbytes between host memory and device memory. */
 int hl_device_copy_to_device(int device, uint64_t dst, const void *src, size_t nbytes);
 int hl_device_copy_to_host(int device, void *dst, uint64_t src, size_t nbytes);
+/* Copy the elements of the view src into the view dst, both in `device` memory, of one dtype
+ * and shape, with any strides (device_ptr + offset, as hl_array views have them). */
+int hl_device_copy_view(int device, uint64_t dst, const int64_t *dst_strides, uint64_t src, const int64_t *src_strides,
+                        int ndim, const int64_t *shape, size_t elem_size);
 /* Wait for the device's queued work (kernels run asynchronously). */
 int hl_device_sync(int device);
 

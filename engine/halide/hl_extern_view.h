@@ -32,6 +32,16 @@ static inline void hl_view_of_buffer(const halide_buffer_t *b, hl_storage *st, h
   a->storage = st;
 }
 
+/* The view of buffer b's memory on `device`: its host memory, or its device memory (whose
+ * address Halide's CUDA runtime keeps in b->device, as the engine's device arrays do). */
+static inline void hl_view_of_buffer_on(int device, const halide_buffer_t *b, hl_storage *st, hl_array *a) {
+  hl_view_of_buffer(b, st, a);
+  if (device == 0) return;
+  st->data = nullptr;
+  st->device = device;
+  st->device_ptr = b->device;
+}
+
 /* The view of buffer b's region that starts at coordinates min[d] with extents ext[d] (Halide's
  * dimension order). Extern stages need it for inputs that are pipeline parameters: those arrive
  * whole, not as the region the stage's bounds query asked for. */

@@ -1,6 +1,7 @@
 /* The extern stages of compiled loops (see engine/core/hl_loop.h): halua_loop_N takes the loop
  * id, the result index, N input buffers and the output buffer. */
 #include "hl_loop_extern.h"
+#include "hl_device.h"
 #include "hl_extern_view.h"
 #include <mutex>
 #include <string>
@@ -31,12 +32,20 @@ int loop_stage_common(int id, int k, int n, halide_buffer_t **in, halide_buffer_
   hl_array a[MAXI + 1];
   const hl_array *ins[MAXI];
   if (n > MAXI) return -1;
+  /* a loop of a CUDA pipeline is a CUDA stage: its body runs there, on buffers in device memory
+   * (Halide leaves an input a host stage produced on the host; out is allocated there) */
+  int device = l->body.g.device;
+  if (device == HL_DEVICE_CUDA) {
+    for (int j = 0; j < n; j++)
+      if (in[j]->number_of_elements() > 0 && hl_buffer_to_device(in[j])) return -1;
+    if (out->number_of_elements() > 0 && !out->device) return -1;
+  }
   for (int j = 0; j < n; j++) {
-    hl_view_of_buffer(in[j], &st[j], &a[j]);
+    hl_view_of_buffer_on(device, in[j], &st[j], &a[j]);
     a[j].dtype = l->input_types[j].dtype;   /* a uint16 buffer may hold float16 or bfloat16 */
     ins[j] = &a[j];
   }
-  hl_view_of_buffer(out, &st[n], &a[n]);
+  hl_view_of_buffer_on(device, out, &st[n], &a[n]);
   a[n].dtype = l->result_types[k].dtype;
   int64_t mins[HL_MAX_DIMS];
   for (int d = 0; d < out->dimensions; d++) mins[out->dimensions - 1 - d] = out->dim[d].min;

@@ -553,13 +553,14 @@ struct Lowerer {
     return staged;
   }
 
-  /* one result of a compiled loop: an extern stage that runs the loop's driver */
+  /* one result of a compiled loop: an extern stage that runs the loop's driver (hl_loop.c) */
   void loop(int i) {
     const hl_node &n = node(i);
     std::vector<ExternFuncArgument> args = {Expr((int)n.attrs.i[0]), Expr((int)n.attrs.i[1])};
     for (int k = 0; k < n.nin; k++) args.push_back(bits_operand(input(n, k)));
+    DeviceAPI where = g->device == HL_DEVICE_CUDA ? DeviceAPI::CUDA : DeviceAPI::Host;   /* where the body runs */
     L.funcs[i].define_extern("halua_loop_" + std::to_string(n.nin), args, hl_halide_type(n.type.dtype), n.type.ndim,
-                             NameMangling::C, DeviceAPI::Host);
+                             NameMangling::C, where);
   }
 
   /* LAPACK per matrix of the batch, as an extern stage on the host (hl_extern_linalg.cpp) */

@@ -332,9 +332,9 @@ static std::vector<char> materialised(const hl_lowered &L) {
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     hl_prim_kind kind = hl_prims[n.prim].kind;
-    bool host_stage = kind == HL_K_LOOP || kind == HL_K_LINALG || kind == HL_K_SORT;
-    if (kind == HL_K_REDUCE || kind == HL_K_MATMUL || host_stage || n.prim == HL_P_SCATTER_ADD) root[i] = 1;
-    if (host_stage)   /* extern stages read buffers */
+    bool extern_stage = kind == HL_K_LOOP || kind == HL_K_LINALG || kind == HL_K_SORT;   /* loops, LAPACK, sorting */
+    if (kind == HL_K_REDUCE || kind == HL_K_MATMUL || extern_stage || n.prim == HL_P_SCATTER_ADD) root[i] = 1;
+    if (extern_stage)   /* they read buffers */
       for (int k = 0; k < n.nin; k++) {
         int s = hl_node_inputs(g, &n)[k];
         if (g->nodes[s].prim != HL_P_PARAM) root[s] = 1;
@@ -562,7 +562,7 @@ void hl_schedule_cuda(hl_lowered &L, const Target &t) {
     const hl_node &n = g->nodes[i];
     if (!root[i] || n.prim == HL_P_PARAM) continue;
     switch (hl_prims[n.prim].kind) {
-    case HL_K_LOOP:
+    case HL_K_LOOP:      /* a CUDA stage: the loop's body runs as a pipeline of its own */
     case HL_K_LINALG:
     case HL_K_SORT: L.funcs[i].compute_root(); break;   /* host stages */
     case HL_K_INDEXED:

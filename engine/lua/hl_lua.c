@@ -8,6 +8,7 @@
 #include "hl_backend.h"
 #include "hl_device.h"
 #include "hl_lua.h"
+#include "hl_loop.h"
 #include <lauxlib.h>
 #include <lua.h>
 #include <math.h>
@@ -957,6 +958,32 @@ static int l_program_ptx(lua_State *L) {
   return 1;
 }
 
+/* the PTX of the loop bodies and conditions the graph runs, nested loops included, each loop once */
+static void push_loop_ptx(lua_State *L, const hl_graph *g, int list) {
+  for (int i = 0; i < g->nnodes; i++) {
+    if (g->nodes[i].prim != HL_P_LOOP) continue;
+    int id = (int)g->nodes[i].attrs.i[0], seen = 0;
+    for (int j = 0; j < i && !seen; j++) seen = g->nodes[j].prim == HL_P_LOOP && g->nodes[j].attrs.i[0] == id;
+    const hl_loop *l = seen ? NULL : hl_loop_get(id);
+    if (!l) continue;
+    const hl_program *parts[2] = {&l->body, &l->cond};
+    for (int k = 0; k < 2; k++) {
+      if (!parts[k]->kernel) continue;
+      lua_pushstring(L, hl_kernel_ptx(parts[k]->kernel));
+      lua_rawseti(L, list, (int)lua_objlen(L, list) + 1);
+      push_loop_ptx(L, &parts[k]->g, list);
+    }
+  }
+}
+
+/* program_loop_ptx(program) -> {ptx, ...} (empty strings for cpu programs) */
+static int l_program_loop_ptx(lua_State *L) {
+  program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
+  lua_newtable(L);
+  push_loop_ptx(L, &u->p.g, lua_gettop(L));
+  return 1;
+}
+
 static int l_program_compile_ms(lua_State *L) {
   program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
   lua_pushnumber(L, hl_kernel_compile_ms(u->p.kernel));
@@ -1110,6 +1137,7 @@ static const luaL_Reg core_funcs[] = {
     {"program_stmt", l_program_stmt},
     {"program_compile_ms", l_program_compile_ms},
     {"program_ptx", l_program_ptx},
+    {"program_loop_ptx", l_program_loop_ptx},
     {"program_asm", l_program_asm},
     {"cache_info", l_cache_info},
     {"signature", l_signature},

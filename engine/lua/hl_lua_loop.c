@@ -88,6 +88,10 @@ static int l_loop_record(lua_State *L) {
   l->nxs = ninputs - l->ncarry;
   l->nys = nout - l->ncarry;
   l->nresults = nout;
+  if (body->g.device != outer->g.device || (cond && cond->g.device != outer->g.device)) {
+    hl_error("%s: internal: the loop's body is traced for another device than its pipeline", name);
+    goto fail;
+  }
   if (hl_program_build(body, nout, outs, name, &l->body) ||
       map_captures(&l->body, &l->body_src, inputs, &ninputs, name))
     goto fail;

@@ -141,34 +141,23 @@ return function(hl, core, state)
 
   ---------------------------------------------------------------- compiled loops
 
-  -- the jit trace a loop is compiled into, or nil (outside jit, batched by vmap, on CUDA, under
+  -- the jit trace a loop is compiled into, or nil (outside jit, batched by vmap, under
   -- forward-mode autodiff); and whether reverse-mode autodiff is recording there
   local function vmap_trace(t) return state.vmap_traces and state.vmap_traces[t] end
   local function loop_trace()
     local t = state.tracing[#state.tracing]
-    if not t or (state.forward_mode or 0) > 0 or core.trace_device(t) ~= "cpu" then return nil end
+    if not t or (state.forward_mode or 0) > 0 then return nil end
     -- under vmap, loops compile in the vmap trace itself when its replay can batch them
     if (state.batching or 0) > 0 and not vmap_trace(t) then return nil end
     return t, (state.differentiating or 0) > 0
   end
 
-  -- Inside jit for CUDA a loop unrolls (its body is not compiled as a loop there yet); past a
-  -- few dozen steps the unrolled pipeline takes minutes to compile, so that is an error
-  local CUDA_UNROLL_MAX = 64
-  local function check_cuda_unroll(op, steps)
-    local t = state.tracing[#state.tracing]
-    if t and steps > CUDA_UNROLL_MAX and core.trace_device(t) == "cuda" then
-      fail("%s: inside hl.jit for cuda, loops are unrolled (compiled loops run on the cpu only so far), and %d " ..
-           "steps is more than %d: jit this function for the cpu ({device = \"cpu\"}) or run the loop outside jit",
-           op, steps, CUDA_UNROLL_MAX)
-    end
-  end
-
   -- fn(args) traced into a trace nested in `parent`, with one argument per spec
   local function sub_trace(parent, specs, fn)
     local t = core.trace_new(parent)
+    local device = core.trace_device(parent) == "cpu" and 0 or 1   -- the body runs where its pipeline does
     local args = {}
-    for i, s in ipairs(specs) do args[i] = core.trace_arg(t, s.dtype, s.shape, 0) end
+    for i, s in ipairs(specs) do args[i] = core.trace_arg(t, s.dtype, s.shape, device) end
     local tracing = state.tracing
     tracing[#tracing + 1] = t
     local ok, res = pcall(fn, args)
@@ -647,9 +636,8 @@ return function(hl, core, state)
     while true do
       local p = cond_fn(carry)
       if not is_concrete(p) or any_traced(leaves) then
-        fail("while_loop: its number of steps depends on traced values, which cannot be differentiated, " ..
-             "batched by hl.vmap outside hl.jit, or run on CUDA inside hl.jit yet; use hl.fori_loop or hl.scan " ..
-             "with a fixed number of steps")
+        fail("while_loop: its number of steps depends on traced values, which cannot be differentiated " ..
+             "or batched by hl.vmap outside hl.jit; use hl.fori_loop or hl.scan with a fixed number of steps")
       end
       if not truth("while_loop", p) then return carry end
       local new = body_fn(carry)
@@ -676,7 +664,6 @@ return function(hl, core, state)
       return differentiable_fori(t, lo, hi, body_fn, init, leaves, def)
     end
     if t and #leaves > 0 and not differentiating then return compiled_fori(t, lo, hi, body_fn, init, leaves, def) end
-    check_cuda_unroll("fori_loop", hi - lo + 1)
     local carry = tree.unflatten(def, leaves)
     local like = leaves[1]
     for i = lo, hi do
@@ -706,7 +693,6 @@ return function(hl, core, state)
       return differentiable_scan(t, f, init, c_leaves, c_def, x_leaves, x_def, n)
     end
     if t and #c_leaves > 0 then return compiled_scan(t, f, init, c_leaves, c_def, xs, x_leaves, x_def, n) end
-    check_cuda_unroll("scan", n)
     local carry = tree.unflatten(c_def, c_leaves)
     if n == 0 then
       -- no steps: the carry as it is, and empty stacks shaped like f's output on a row of zeros

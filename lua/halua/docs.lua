@@ -376,7 +376,8 @@ E("jit", "hl.jit(f [, opts]) -> jitted function",
   "passed in are static (a new value retraces); pass hl.array(v) for a traced scalar. " ..
   "opts.static_argnums = {2} makes argument 2 static (any Lua value, part of the signature); " ..
   "opts.device = \"cuda\" compiles for the GPU; opts.name names it in logs. jf:lower(...) gives the " ..
-  "compiled form: :ir() (the traced program), :stmt() (Halide's loop nest), :compile_ms(). " ..
+  "compiled form: :ir() (the traced program), :stmt() (Halide's loop nest), :compile_ms(), and " ..
+  "for cuda :ptx() (the kernels) and :loop_ptx() (a list: those of its compiled loops). " ..
   "HALUA_LOG_COMPILES=1 prints every compile.",
   [[local f = hl.jit(function(x, y) return hl.tanh(x * y + 1):sum(1) end)
 local a = hl.ones({2, 3})
@@ -456,7 +457,8 @@ print(hl.switch(2, fns, hl.array({1, 2})))]])
 E("fori_loop", "hl.fori_loop(lo, hi, body_fn, init) -> carry",
   "carry = body_fn(i, carry) for i = lo..hi, inclusive, as Lua's numeric for; i is an int32 0-d " ..
   "array, lo and hi are numbers. The carry is a pytree whose leaves keep their shapes and dtypes. " ..
-  "Inside hl.jit the body is compiled once and run from C, whatever the step count; hl.grad " ..
+  "Inside hl.jit the body is compiled once and run from C, whatever the step count (for cuda a " ..
+  "GPU pipeline whose carries stay in device memory); hl.grad " ..
   "there differentiates it as a second compiled loop that runs the steps backwards.",
   [[local r = hl.fori_loop(1, 10, function(i, s) return s + i end, hl.array(0, "int32"))
 print(r)   -- 1 + 2 + ... + 10]])

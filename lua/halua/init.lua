@@ -758,6 +758,7 @@ end
 function lowered_mt:stmt() return core.program_stmt(program_of(self)) end
 function lowered_mt:compile_ms() return self.entry.program and core.program_compile_ms(self.entry.program) or 0 end
 function lowered_mt:ptx() return core.program_ptx(program_of(self)) end
+function lowered_mt:loop_ptx() return core.program_loop_ptx(program_of(self)) end
 function lowered_mt:asm() return core.program_asm(program_of(self)) end
 lowered_mt.__tostring = function(self) return self.entry.text end
 

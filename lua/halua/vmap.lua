@@ -93,11 +93,11 @@ return function(hl, core, state)
   end
   state.with_batch = with_batch
 
-  -- vmap traces whose compiled loops can be batched: the replay records into a cpu jit trace
-  -- (or a loop body, or such a vmap trace), where a batched loop compiles (control.lua)
+  -- vmap traces whose compiled loops can be batched: the replay records into a jit trace (or a
+  -- loop body, or such a vmap trace), where a batched loop compiles (control.lua)
   state.vmap_traces = setmetatable({}, {__mode = "k"})
   local function loops_compile(parent)
-    if parent == nil or parent ~= state.tracing[#state.tracing] or core.trace_device(parent) ~= "cpu" then return false end
+    if parent == nil or parent ~= state.tracing[#state.tracing] then return false end
     return state.vmap_traces[parent] ~= false
   end
   local function close(trace)

@@ -20,14 +20,6 @@ local function err_of(f, ...)
 end
 local function has(msg, part) assert.is_truthy(msg:find(part, 1, true), "message '" .. msg .. "' lacks '" .. part .. "'") end
 
--- compiled loops run on the host: a describe block that checks them keeps the default device on
--- the cpu, also under HALUA_DEVICE=cuda
-local function on_the_cpu()
-  local saved
-  setup(function() saved = hl.default_device() hl.default_device("cpu") end)
-  teardown(function() hl.default_device(saved) end)
-end
-
 -- each behaviour eagerly (T = identity) and under jit
 local function both(name, body)
   it(name, function() body(function(f) return f end) end)
@@ -89,11 +81,6 @@ describe("loops", function()
     close(T(function(a) return hl.fori_loop(3, 2, function(_, c) return c * 0 end, a) end)(hl.array({4, 5}, F64)), {4, 5})
   end)
   both("while_loop runs while cond_fn is true", function(T)
-    if T == hl.jit and hl.default_device() ~= "cpu" then   -- not compiled on CUDA yet
-      has(err_of(T(function(a) return hl.while_loop(function(c) return hl.lt(hl.sum(c), 100) end, function(c) return c * 3 end, a) end), hl.ones(2)),
-          "halua: while_loop: its number of steps depends on traced values")
-      return
-    end
     local f = T(function(a) return hl.while_loop(function(c) return hl.lt(hl.sum(c.x), 100) end, function(c) return {x = c.x * 3, n = c.n + 1} end, {x = a, n = hl.array(0, "int32")}) end)
     local r = f(hl.array({1, 2}, F64))
     close(r.x, {81, 162})
@@ -138,9 +125,9 @@ describe("loops", function()
   it("arguments are checked", function()
     local loop = function(a) return hl.sum(hl.while_loop(function(c) return hl.lt(c[1], 10) end, function(c) return c * a end, a)) end
     has(err_of(hl.jit(hl.grad(loop)), hl.array({2, 3})),
-        "halua: while_loop: its number of steps depends on traced values, which cannot be differentiated, batched by hl.vmap outside hl.jit, or run on CUDA inside hl.jit yet; use hl.fori_loop or hl.scan")
+        "halua: while_loop: its number of steps depends on traced values, which cannot be differentiated or batched by hl.vmap outside hl.jit; use hl.fori_loop or hl.scan with a fixed number of steps")
     local grow = function(a) return hl.while_loop(function(c) return hl.lt(hl.sum(c), 10) end, function(c) return c * 2 end, a) end
-    has(err_of(hl.vmap(grow), hl.ones({2, 3})), "halua: while_loop: its number of steps depends on traced values, which cannot be differentiated, batched by hl.vmap outside hl.jit")
+    has(err_of(hl.vmap(grow), hl.ones({2, 3})), "halua: while_loop: its number of steps depends on traced values, which cannot be differentiated or batched by hl.vmap outside hl.jit")
     has(err_of(hl.jit(function(n, a) return hl.fori_loop(1, n, function(_, c) return c end, a) end), hl.array(3, "int32"), hl.ones(2)),
         "halua: fori_loop: hi must be known when the function is traced (a number), not a traced array")
     has(err_of(hl.fori_loop, 1, 2.5, function() end, 0), "halua: fori_loop: hi must be an integer, got 2.5")
@@ -163,8 +150,6 @@ describe("compiled loops inside jit", function()
     local want = hl.matmul(c, a)
     assert.is_true(hl.max(hl.abs(f(a) - want)):item() < 1e-4)
   end)
-  -- compiled loops run on the host; on CUDA (HALUA_DEVICE=cuda) jit traces loops step by step
-  on_the_cpu()
   it("compile the body once: the traced program does not grow with the number of steps", function()
     local function sim(steps)
       return function(x, v) return hl.fori_loop(1, steps, function(_, s) return {x = s.x + 0.01 * s.v, v = s.v - 0.01 * s.x} end, {x = x, v = v}) end
@@ -262,9 +247,8 @@ describe("gradients through control flow", function()
 end)
 
 describe("reverse mode through compiled loops inside jit", function()
-  -- under hl.grad inside a cpu jit, fori_loop and scan stay compiled loops: the derivative is a
-  -- backward loop (on the cpu even under HALUA_DEVICE=cuda: compiled loops are the cpu's so far)
-  on_the_cpu()
+  -- under hl.grad inside jit, fori_loop and scan stay compiled loops: the derivative is a
+  -- backward loop
   local w = hl.array({0.5, -0.3, 0.8}, F64)
   local x = hl.array({0.2, 0.4, -0.6}, F64)
   local xs = hl.reshape(hl.linspace(-1, 1, 12):astype(F64), {4, 3})
@@ -363,9 +347,7 @@ describe("reverse mode through compiled loops inside jit", function()
 end)
 
 describe("vmap through compiled loops inside jit", function()
-  -- the replay batches each loop into one compiled loop over the batch (on the cpu even under
-  -- HALUA_DEVICE=cuda: compiled loops are the cpu's so far)
-  on_the_cpu()
+  -- the replay batches each loop into one compiled loop over the batch
   local w = hl.array({0.5, -0.3, 0.8}, F64)
   local X = hl.reshape(hl.linspace(-1, 1, 12):astype(F64), {4, 3})
   local R = hl.reshape(hl.linspace(0, 1, 60):astype(F64), {4, 5, 3})
@@ -447,8 +429,8 @@ end)
 describe("the heat sample", function()
   it("runs its compiled loop and agrees with eager steps (short settings)", function()
     local root = debug.getinfo(1, "S").source:match("^@(.*)/tests/lua/") or "."
-    -- (on the cpu even under HALUA_DEVICE=cuda: compiled loops are the cpu's so far)
-    local p = io.popen("cd '" .. root .. "' && env -u HALUA_DEVICE luajit samples/heat.lua 32 100 2>&1")
+    -- (on the default device: the GPU under scripts/test-gpu)
+    local p = io.popen("cd '" .. root .. "' && luajit samples/heat.lua 32 100 2>&1")
     local out = p:read("*a")
     local ok = p:close()
     assert.is_true(ok == true or ok == 0, out)
@@ -462,21 +444,34 @@ describe("the heat sample", function()
 end)
 
 describe("loops inside jit for cuda", function()
-  -- tracing and lowering for cuda need no GPU
+  -- tracing and lowering for cuda need no GPU; scripts/test-gpu runs the specs above there
   local x = hl.ones({4})
-  it("unroll a few steps", function()
-    local f = hl.jit(function(a) return hl.fori_loop(1, 8, function(_, c) return c * 2 end, a) end, {device = "cuda"})
-    assert.truthy(f:lower(x):ir():find("mul", 1, true))
+  it("compile as loops: the loop is a CUDA stage whose body is a CUDA pipeline of its own", function()
+    local function f(steps)
+      return hl.jit(function(a) return hl.fori_loop(1, steps, function(i, c) return c * 2 + i end, a) * 3 end, {device = "cuda"})
+    end
+    local small, big = f(8):lower(x), f(10000):lower(x)
+    assert.are.equal(select(2, small:ir():gsub("\n", "")), select(2, big:ir():gsub("\n", "")))
+    local stmt = big:stmt()
+    -- the loop's result is allocated in device memory, written by the loop stage, and marked
+    -- as newer there than on the host
+    local produce = stmt:match("produce (n%d+%$?%d*) {")
+    assert.truthy(produce, "no produce block for the loop's result")
+    local block = stmt:match("produce " .. produce:gsub("%$", "%%$") .. " {(.-)\n}")
+    assert.truthy(block:find("halide_device_malloc(", 1, true), block)
+    assert.truthy(block:find("halide_cuda_device_interface", 1, true), block)
+    assert.truthy(block:find("halua_loop_1(", 1, true), block)
+    assert.truthy(block:find("_halide_buffer_set_device_dirty", 1, true), block)
+    local bodies = big:loop_ptx()
+    assert.are.equal(1, #bodies)
+    assert.truthy(bodies[1]:find(".entry", 1, true), "the body has no kernel")
   end)
-  it("refuse to unroll hundreds of steps, saying what to do", function()
-    local f = hl.jit(function(a) return hl.fori_loop(1, 100, function(_, c) return c * 2 end, a) end, {device = "cuda"})
-    local ok, err = pcall(function() return f:lower(x) end)
-    assert.is_false(ok)
-    assert.truthy(tostring(err):find("^halua: fori_loop: inside hl.jit for cuda, loops are unrolled"), err)
-    assert.truthy(tostring(err):find("100 steps is more than 64", 1, true), err)
+  it("compile while loops, scans and reverse-mode loops for cuda too", function()
+    local w = hl.jit(function(a) return hl.while_loop(function(c) return hl.lt(hl.sum(c), 100) end, function(c) return c * 3 end, a) end, {device = "cuda"})
+    assert.are.equal(2, #w:lower(x):loop_ptx())   -- the body and the condition
     local g = hl.jit(function(a) return hl.scan(function(c, r) return c + r, c end, a, hl.ones({200, 4})) end, {device = "cuda"})
-    ok, err = pcall(function() return g:lower(x) end)
-    assert.is_false(ok)
-    assert.truthy(tostring(err):find("^halua: scan: inside hl.jit for cuda"), err)
+    assert.are.equal(1, #g:lower(x):loop_ptx())
+    local d = hl.jit(hl.grad(function(a) return hl.sum(hl.fori_loop(1, 500, function(_, c) return hl.sin(c) * 0.5 end, a)) end), {device = "cuda"})
+    assert.is_true(#d:lower(x):loop_ptx() >= 2)   -- the forward loop and the backward loop
   end)
 end)

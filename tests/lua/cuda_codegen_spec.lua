@@ -11,9 +11,7 @@ for _, p in ipairs {os.getenv("PTXAS") or "", "/usr/local/cuda/bin/ptxas", "ptxa
   end
 end
 
-local function assembles(f, ...)
-  local lowered = hl.jit(f, {device = "cuda"}):lower(...)
-  local ptx = lowered:ptx()
+local function assemble(ptx)
   assert.truthy(ptx:find(".entry", 1, true), "no kernel in the PTX")
   -- a call into a function the module does not define assembles, but the driver refuses to load it
   local ext = ptx:match("%.extern%s+%.func[^\n]*")
@@ -28,6 +26,13 @@ local function assembles(f, ...)
   local ok = p:close()
   os.remove(path)
   assert.is_true(ok == true or ok == 0, "ptxas failed:\n" .. out)
+end
+
+-- the pipeline's kernels and those of its compiled loops' bodies and conditions
+local function assembles(f, ...)
+  local lowered = hl.jit(f, {device = "cuda"}):lower(...)
+  assemble(lowered:ptx())
+  for _, ptx in ipairs(lowered:loop_ptx()) do assemble(ptx) end
 end
 
 describe("CUDA code generation", function()
@@ -89,6 +94,16 @@ describe("CUDA code generation", function()
     assembles(function(a, i) return hl.take(a, i, 1), hl.take_along_axis(a[{{1, 4}}], hl.reshape(i, {4, 1}), 2) end, x, idx)
     assembles(function(a, i) return hl.grad(function(t) return hl.sum(hl.take(t, i, 2) ^ 2) end)(a) end, x, idx)
     assembles(function(a, i) return hl.core.scatter_add(a[1], i[1], 0, 9) end, x, idx)
+  end)
+
+  it("assembles compiled loops: fori_loop, while_loop, scan, nested, and their gradients", function()
+    local v = hl.ones({53})
+    assembles(function(a) return hl.fori_loop(1, 100, function(i, c) return c * 0.5 + i end, a) end, x)
+    assembles(function(a) return hl.while_loop(function(c) return hl.lt(hl.sum(c), 1e6) end, function(c) return c * 3 end, a) end, x)
+    assembles(function(a, xs) return hl.scan(function(c, r) return c + r, hl.tanh(c) end, a, xs) end, v, x)
+    assembles(function(a) return hl.fori_loop(1, 10, function(_, c) return hl.fori_loop(1, 10, function(_, d) return d * 2 end, c) - 1 end, a) end, x)
+    assembles(hl.grad(function(a) return hl.sum(hl.fori_loop(1, 100, function(_, c) return hl.sin(c) * a end, a)) end), x)
+    assembles(hl.grad(function(a, xs) return hl.sum(select(2, hl.scan(function(c, r) return c * r, c end, a, xs))) end), v, x)
   end)
 
   -- float16 and bfloat16 are uint16 bit patterns computed in float32: no Halide bfloat16 reaches

@@ -181,8 +181,6 @@ describe("what the shell shows", function()
     assert.are.equal("halua: reshape: cannot reshape [3] (3 elements) to [2]",
                      message(hl.reshape, hl.ones(3), {2}))
     -- raised in C (engine/lua/hl_lua_loop.c) with a Lua function of control.lua as its caller
-    -- (compiled loops are the cpu's: jitted for cuda, the default under scripts/test-gpu, a loop
-    -- unrolls and its carries have no such limit)
     local f = hl.jit(function(x)
       local init = {}
       for i = 1, 30 do init[i] = x end
@@ -191,7 +189,7 @@ describe("what the shell shows", function()
         for k = 1, #c do o[k] = c[k] + 1 end
         return o
       end, init)
-    end, {device = "cpu"})
+    end)
     assert.truthy(message(f, hl.ones(2)):find("^halua: fori_loop: the loop carries or scans more than"))
     -- wrong argument types reach no Lua internals
     assert.are.equal("halua: tree.map: argument 1 is a number, expected a function", message(hl.tree.map, 1, {1}))
