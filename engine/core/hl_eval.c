@@ -2,6 +2,7 @@
 #include "hl_backend.h"
 #include "hl_cache.h"
 #include "hl_device.h"
+#include "hl_transpose.h"
 #include "hl_error.h"
 #include "hl_linalg.h"
 #include "hl_sort.h"
@@ -270,6 +271,14 @@ static int run_elemwise(int prim, int nin, const hl_array *const *in, const hl_a
     memcpy(v[k].shape, shp, sizeof(int64_t) * (size_t)r);
     memcpy(v[k].strides, mst[k], sizeof(int64_t) * (size_t)r);
     ops[k] = &v[k];
+  }
+  /* a copy that turns a matrix (a transposed view made contiguous): shuffles in cache blocks */
+  if (prim == HL_P_CAST && attrs->dtype == in[0]->dtype && r == 2 && hl_array_device(out) == HL_DEVICE_CPU &&
+      mst[1][1] == 1 && mst[0][0] == 1 && mst[0][1] > 1 && mst[1][0] > 0) {
+    size_t es = hl_dtype_size(out->dtype);
+    hl_transpose((char *)v[1].storage->data + v[1].offset * (int64_t)es, mst[1][0],
+                 (const char *)v[0].storage->data + v[0].offset * (int64_t)es, mst[0][1], shp[0], shp[1], es);
+    return 0;
   }
   return run_single(prim, nin, ops, attrs, &v[nin]);
 }

@@ -8,6 +8,7 @@
 #include "hl_extern_linalg.h"
 #include "hl_extern_sort.h"
 #include "hl_loop_extern.h"
+#include "hl_extern_transpose.h"
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -133,6 +134,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name) {
     deps.push_back(hl_linalg_exports());
     deps.push_back(hl_sort_exports());
     deps.push_back(hl_loop_exports());
+    deps.push_back(hl_transpose_exports());
     k->module = Internal::JITModule(m, m.get_function_by_name(k->symbol), deps);
     k->entry = k->module.argv_function();
     k->nparams = g->nparams;

@@ -783,6 +783,13 @@ struct Lowerer {
 
 }  // namespace
 
+/* a 2-D transpose of a parameter as a pipeline output (CPU pipelines this engine schedules) */
+static bool transposed_parameter(const hl_graph *g, int i) {
+  const hl_node &n = g->nodes[i];
+  if (g->device != HL_DEVICE_CPU || g->dynamic || g->schedule || n.prim != HL_P_TRANSPOSE || n.type.ndim != 2) return false;
+  return g->nodes[hl_node_inputs(g, &n)[0]].prim == HL_P_PARAM;
+}
+
 void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
   L.g = g;
   L.funcs.clear();
@@ -815,6 +822,15 @@ void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
     int i = g->outputs[k];
     int r = g->nodes[i].type.ndim;
     Func out("out" + std::to_string(k));
+    if (transposed_parameter(g, i)) {
+      /* in-register shuffles in cache blocks (hl_transpose.c): a Halide schedule reads each
+       * output vector as a strided gather */
+      int p = (int)g->nodes[hl_node_inputs(g, &g->nodes[i])[0]].attrs.i[0];
+      out.define_extern("halua_cpu_transpose", {L.params[p]}, hl_halide_type(g->nodes[i].type.dtype), 2,
+                        NameMangling::C, DeviceAPI::Host);
+      L.outputs.push_back(out);
+      continue;
+    }
     Expr e = L.funcs[i](hl_vars(r));
     hl_dtype t = g->nodes[i].type.dtype;
     if (hl_dtype_is_half(t) && e.type() != UInt(16)) e = hl_half_encode(e, t);

@@ -259,38 +259,6 @@ void schedule_tiled(Func f, int r, int vec, bool parallel) {
   if (parallel) f.parallel(outer);
 }
 
-/* A 2-D transposing output of a parameter, in two levels of tiles: each 128x128 block of the
- * source is first staged with vector loads along the source's rows (a copy that fits in L1/L2),
- * then written out in one-vector tiles read across the staged block. The stage wraps every read
- * of the parameter, so only a parameter that this transpose alone reads is staged. 4096x4096
- * float32 (standalone Halide): 23 ms with one-vector tiles alone, 9 ms staged. */
-bool schedule_transpose_blocks(hl_lowered &L, int k, int vec, bool parallel) {
-  const hl_graph *g = L.g;
-  int i = g->outputs[k];
-  const hl_node &n = g->nodes[i];
-  if (g->dynamic || n.prim != HL_P_TRANSPOSE || n.type.ndim != 2 || L.consumers[i] != 0 || vec < 2) return false;
-  int s = hl_node_inputs(g, &n)[0];
-  const hl_node &sn = g->nodes[s];
-  if (sn.prim != HL_P_PARAM || L.consumers[s] != 1) return false;
-  for (int j = 0; j < g->noutputs; j++)
-    if ((j != k && g->outputs[j] == i) || g->outputs[j] == s) return false;
-  const int block = 128;
-  if (n.type.shape[0] < block || n.type.shape[1] < block) return false;
-  Func f = L.outputs[k];
-  const std::vector<Var> &v = hl_vars(2);
-  Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), xt("xt"), yt("yt");
-  int tv = std::min(vec, kTransposeTile);
-  f.compute_root();
-  f.tile(v[0], v[1], xo, yo, xi, yi, block, block, TailStrategy::GuardWithIf)
-      .tile(xi, yi, xt, yt, xi, yi, tv, tv, TailStrategy::GuardWithIf)
-      .vectorize(xi)
-      .unroll(yi);
-  if (parallel) f.parallel(yo);
-  Func stage = L.params[sn.attrs.i[0]].in();
-  stage.compute_at(f, xo).vectorize(stage.args()[0], tv).unroll(stage.args()[1], 4);
-  return true;
-}
-
 bool expensive(int prim) {
   if (prim == HL_P_THREEFRY) return true;   /* 20 rounds; its two words are read apart */
   return hl_prims[prim].in == HL_IN_FLOAT && prim != HL_P_DIV && prim != HL_P_RECIPROCAL && prim != HL_P_SQRT;
@@ -421,7 +389,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     /* lanes of the type the Func computes in (float32 for the 2-byte floats) */
     int vec = t.natural_vector_size(hl_compute_type(n.type.dtype));
     bool parallel = hl_shape_size(n.type.ndim, n.type.shape) >= kParallelMinElems;
-    if (schedule_transpose_blocks(L, k, vec, parallel)) continue;
+    if (L.outputs[k].is_extern()) continue;   /* a transpose of a parameter (hl_transpose.c) */
     if (!g->dynamic && n.type.ndim >= 2 && !root[i] && reads_across(L, root, i))
       schedule_tiled(L.outputs[k], n.type.ndim, vec, parallel);
     else

@@ -378,22 +378,39 @@ end)
 
 describe("jit, edge cases", function()
   local x = hl.array({1, 2, 3})
-  it("transposes parameters of every dtype, staged in blocks, edge blocks included", function()
-    for _, sh in ipairs {{130, 200}, {1000, 129}, {128, 128}, {300, 5}, {257, 384}} do
-      for _, d in ipairs {"float32", "float64", "float16", "int8", "bool"} do
-        local a = hl.reshape(hl.arange(sh[1] * sh[2]), sh)
-        a = d == "bool" and hl.eq(a % 3, 0) or (d == "int8" and (a % 100):astype(d) or a:astype(d))
-        local t = hl.jit(function(u) return hl.transpose(u) end)(a)
-        assert.are.same({sh[2], sh[1]}, t.shape)
-        -- the transpose as a view, made contiguous eagerly, element for element
-        assert.are.same(hl.reshape(hl.transpose(a), {sh[1] * sh[2]}):totable(), hl.reshape(t, {sh[1] * sh[2]}):totable())
+  it("transposes matrices of every dtype, jitted and eagerly, edge blocks and parallel bands included", function()
+    local T = hl.jit(function(u) return hl.transpose(u) end)
+    assert.truthy(T:lower(hl.ones({3, 4})):stmt():find("halua_cpu_transpose", 1, true), "not the blocked transpose")
+    -- a[x][y] = x * n + y, so transpose(a)[i][j] = j * n + i: built by broadcasting, no transpose
+    local function cast(v, d)
+      if d == "bool" then return hl.eq(v % 3, 0) end
+      if d == "int8" or d == "uint8" then return (v % 100):astype(d) end
+      if d == "float16" or d == "bfloat16" then return (v % 251):astype(d) end
+      if d == "int64" then return v:astype(d) * 1099511627776 + 7 end   -- values past 32 bits
+      return v:astype(d)
+    end
+    for _, sh in ipairs {{1, 1}, {1, 9}, {9, 1}, {3, 5}, {8, 8}, {130, 200}, {1000, 129}, {256, 256}, {300, 5}, {257, 520}} do
+      local m, n = sh[1], sh[2]
+      for _, d in ipairs {"float32", "float64", "int32", "int64", "float16", "bfloat16", "int8", "uint8", "bool"} do
+        local a = cast(hl.reshape(hl.arange(m * n), sh), d)
+        local want = cast(hl.reshape(hl.arange(n), {n, 1}) + hl.reshape(hl.arange(m), {1, m}) * n, d):totable()
+        local t = T(a)
+        assert.are.same({n, m}, t.shape)
+        assert.are.same(want, t:totable(), d .. " jit " .. m .. "x" .. n)
+        -- the transposed view made contiguous eagerly (a reshape copies it)
+        assert.are.same(want, hl.reshape(hl.reshape(hl.transpose(a), {m * n}), {n, m}):totable(), d .. " eager " .. m .. "x" .. n)
       end
     end
-    -- read elsewhere too, or an output itself: the parameter is not staged, and still right
+    -- a parameter whose rows are apart (a slice), one read elsewhere too, and one that is an output
     local a = hl.reshape(hl.arange(300 * 200):astype("float32"), {300, 200})
-    local t, same = hl.jit(function(u) return hl.transpose(u), u end)(a)
-    assert.are.same(hl.reshape(hl.transpose(a), {60000}):totable(), hl.reshape(t, {60000}):totable())
-    assert.are.same(hl.reshape(a, {60000}):totable(), hl.reshape(same, {60000}):totable())
+    local s = a[{{2, 299}, {3, 150}}]
+    -- s[r][c] = a[r + 1][c + 2] (0-based), so transpose(s)[i][j] = (j + 1) * 200 + i + 2
+    local want = (hl.reshape(hl.arange(148), {148, 1}) + hl.reshape(hl.arange(298), {1, 298}) * 200 + 202):totable()
+    assert.are.same(want, T(s):totable())
+    local t, same, doubled = hl.jit(function(u) return hl.transpose(u), u, u * 2 end)(s)
+    assert.are.same(want, t:totable())
+    assert.are.same(s:totable(), same:totable())
+    assert.are.same((s * 2):totable(), doubled:totable())
   end)
   it("compiles a result that depends only on a captured array", function()
     local cap = hl.array({10, 20, 30})

@@ -1,0 +1,37 @@
+/* The jit pipelines' 2-D transposing outputs as an extern stage (see engine/core/hl_transpose.h). */
+#include "hl_extern_transpose.h"
+extern "C" {
+#include "hl_transpose.h"
+}
+#include <mutex>
+
+using namespace Halide;
+
+/* out[y][x] = X[x][y] over out's region (Halide's dims: 0 = columns, 1 = rows). X is a parameter,
+ * which arrives whole: the element for out's first position is found from X's own mins. */
+extern "C" int halua_cpu_transpose(halide_buffer_t *X, halide_buffer_t *out) {
+  if (X->dimensions != 2 || out->dimensions != 2) return -1;
+  if (X->is_bounds_query() || out->is_bounds_query()) {
+    if (X->is_bounds_query()) {
+      X->dim[0].min = out->dim[1].min;
+      X->dim[0].extent = out->dim[1].extent;
+      X->dim[1].min = out->dim[0].min;
+      X->dim[1].extent = out->dim[0].extent;
+    }
+    return 0;
+  }
+  /* (pipelines take and give rows of unit stride: the engine makes its arrays so) */
+  if ((X->dim[0].extent > 1 && X->dim[0].stride != 1) || (out->dim[0].extent > 1 && out->dim[0].stride != 1)) return -2;
+  int64_t es = out->type.bytes();
+  int64_t at = (int64_t)(out->dim[0].min - X->dim[1].min) * X->dim[1].stride + (int64_t)(out->dim[1].min - X->dim[0].min);
+  hl_transpose(out->host, out->dim[1].stride, X->host + at * es, X->dim[1].stride, out->dim[1].extent, out->dim[0].extent,
+               (size_t)es);
+  return 0;
+}
+
+Internal::JITModule hl_transpose_exports() {
+  static Internal::JITModule m;
+  static std::once_flag once;
+  std::call_once(once, [] { m.add_extern_for_export("halua_cpu_transpose", ExternCFunction(&halua_cpu_transpose)); });
+  return m;
+}
