@@ -551,7 +551,9 @@ enum { MAX_PROGRAM_ARRAYS = 64 };
 
 int hl_program_place_captures(hl_program *p) {
   for (int c = 0; c < p->ncaptures; c++) {
-    if (hl_array_device(&p->captures[c]) == p->g.device) continue;
+    /* (a loop body's abstract captures are values of the enclosing pipeline, whose trace may be
+     * gone: they are not looked at) */
+    if (hl_is_abstract(&p->captures[c]) || hl_array_device(&p->captures[c]) == p->g.device) continue;
     hl_array moved;
     if (hl_to_device(&p->captures[c], p->g.device, &moved)) return -1;
     hl_array_release(&p->captures[c]);

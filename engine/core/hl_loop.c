@@ -67,15 +67,23 @@ static void release_all(hl_array *a, int n) {
 }
 
 /* the results of the loops this thread ran in its unfinished pipeline runs (nested runs: a loop
- * body's pipeline may run loops of its own) */
-enum { MAX_KEPT = 64 };
+ * body's pipeline may run loops of its own); the list is freed whenever it empties */
 typedef struct {
   int id, n;
   uint64_t run;
   hl_array *results;
 } kept_results;
-static _Thread_local kept_results kept[MAX_KEPT];
-static _Thread_local int nkept;
+static _Thread_local kept_results *kept;
+static _Thread_local int nkept, cap_kept;
+
+static int grow_kept(void) {
+  int c = cap_kept ? 2 * cap_kept : 8;
+  kept_results *nk = realloc(kept, sizeof *nk * (size_t)c);
+  if (!nk) return hl_error("out of memory running a loop");
+  kept = nk;
+  cap_kept = c;
+  return 0;
+}
 
 uint64_t hl_run_begin(void) {
   uint64_t previous = current_run;
@@ -94,6 +102,11 @@ void hl_run_end(uint64_t previous) {
     }
   }
   nkept = w;
+  if (!nkept) {
+    free(kept);
+    kept = NULL;
+    cap_kept = 0;
+  }
   current_run = previous;
 }
 
@@ -229,19 +242,24 @@ int hl_loop_result(int id, int k, int nin, const hl_array *const *in, const int6
   hl_loop *l = id >= 0 && id < nloops ? loops[id] : NULL;
   /* the body's own captures (constants, plain arrays) go to its device at the first run (a
    * pipeline lowered for CUDA without a GPU never gets here) */
-  int placed = l ? hl_program_place_captures(&l->body) || hl_program_place_captures(&l->cond) : 0;
+  int failed = 0;
+  if (l && !l->placed) {
+    failed = hl_program_place_captures(&l->body) || hl_program_place_captures(&l->cond);
+    l->placed = !failed;
+  }
   pthread_mutex_unlock(&registry);
-  if (placed) return -1;
+  if (failed) return -1;
   if (!l || k < 0 || k >= l->nresults || nin != l->ninputs) return hl_error("loop: bad loop call (%d, %d)", id, k);
   if (!current_run) return hl_error("loop: internal: a loop's result asked for outside a pipeline run");
   kept_results *e = NULL;
   for (int j = 0; j < nkept && !e; j++)
     if (kept[j].id == id && kept[j].run == current_run) e = &kept[j];
   if (!e) {
-    if (nkept == MAX_KEPT) return hl_error("loop: more than %d compiled loops ran in one pipeline run", MAX_KEPT);
     hl_array *results = calloc((size_t)l->nresults, sizeof *results);
     if (!results) return hl_error("out of memory running a loop");
-    if (run_loop(l, in, results)) {
+    /* (the list grows only now: the loop's own pipeline runs may have freed it) */
+    if (run_loop(l, in, results) || (nkept == cap_kept && grow_kept())) {
+      release_all(results, l->nresults);
       free(results);
       return -1;
     }

@@ -26,6 +26,7 @@ typedef struct hl_loop {
   int *body_src, *cond_src;   /* per capture of body/cond: the loop input it reads, or -1 (its own) */
   int nresults;
   hl_type *result_types;      /* carries, then ys stacked along a new first axis */
+  int placed;                 /* the programs' own captures are on their device (at the first run) */
 } hl_loop;
 
 /* Takes ownership of l (a calloc'd loop with its programs); returns its id, or -1. */

@@ -9,6 +9,7 @@
 #include "hl_extern_sort.h"
 #include "hl_loop_extern.h"
 #include "hl_extern_transpose.h"
+#include "hl_extern_view.h"
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -86,6 +87,9 @@ int to_buffer(const hl_array *a, int rank, halide_buffer_t *b, halide_dimension_
   return 0;
 }
 
+/* whether an extern stage of this thread's current pipeline run failed (hl_stage_failed) */
+thread_local bool stage_failed;
+
 /* Halide's compiler and our lowering keep process-wide state (static Vars, name counters,
  * LLVM's global options), and embedders compile from several threads: one compile at a time.
  * Compiled kernels run concurrently without it. */
@@ -102,6 +106,12 @@ struct QuietReporter : CompileTimeErrorReporter {
   }
   void error(const char *msg) override { throw CompileError(msg); }
 };
+
+int hl_stage_failed(int status, const char *what) {
+  if (!stage_failed && what) hl_error("%s", what);
+  stage_failed = true;
+  return status;
+}
 
 extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name) {
   std::lock_guard<std::mutex> guard(compiler_lock);
@@ -180,9 +190,16 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
     argv[j + 1] = &bufs[j];
   }
   uint64_t outer_run = hl_run_begin();   /* a loop runs once per run of its pipeline */
+  bool outer_failed = stage_failed;      /* (a loop's body runs inside its loop's stage) */
+  stage_failed = false;
   int rc = k->entry(argv);
+  bool failed = stage_failed;
+  stage_failed = outer_failed;
   hl_run_end(outer_run);
-  if (rc != 0) {
+  /* the stage's message, or the run's: with Halide's asserts compiled out, a runtime failure
+   * (a device allocation, a copy) may leave rc 0 but always reports through record_error */
+  if (failed) return -1;
+  if (rc != 0 || !ctx.message.empty()) {
     std::string m = ctx.message;
     while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
     return hl_error("%s: the pipeline failed (%d): %s", k->name.c_str(), rc, m.c_str());

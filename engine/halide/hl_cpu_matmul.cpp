@@ -45,7 +45,7 @@ extern "C" int halua_cpu_matmul(halide_buffer_t *A, halide_buffer_t *B, int K, h
   hl_view_of_region(A, amin, aext, &sa, &a);
   hl_view_of_region(B, bmin, bext, &sb, &b);
   hl_view_of_buffer(C, &sc, &c);
-  return hl_matmul_into(&a, &b, &c) ? -1 : 0;
+  return hl_matmul_into(&a, &b, &c) ? hl_stage_failed(-1, nullptr) : 0;
 }
 
 Internal::JITModule hl_cpu_matmul_exports() {

@@ -2,6 +2,7 @@
 #include "hl_extern_matmul.h"
 #include "hl_backend.h"
 #include "hl_device.h"
+#include "hl_extern_view.h"
 #include <dlfcn.h>
 #include <mutex>
 #include <string>
@@ -89,15 +90,15 @@ extern "C" int hl_cublas_layout_ok(const int64_t *shape, const int64_t *strides,
 extern "C" int halua_cublas_matmul(halide_buffer_t *A, halide_buffer_t *B, int K, halide_buffer_t *C) {
   if (hl_matmul_bounds_query(A, B, K, C)) return 0;
   int r = C->dimensions;
-  if (!hl_cublas_available() || !handle()) return -1;
+  if (!hl_cublas_available() || !handle()) return hl_stage_failed(-1, "matmul: cuBLAS could not be loaded or initialised");
   int N = C->dim[0].extent, M = C->dim[1].extent;
   if (N == 0 || M == 0 || K == 0) return 0;   /* (K = 0: the pipeline selects zeros instead) */
-  if (hl_buffer_to_device(A) || hl_buffer_to_device(B)) return -4;
+  if (hl_buffer_to_device(A) || hl_buffer_to_device(B)) return hl_stage_failed(-4, "matmul: copying an operand to cuda failed");
   int opa, lda, opb, ldb, opc, ldc;
   if (!blas_layout(M, K, A->dim[1].stride, A->dim[0].stride, &opa, &lda) ||
       !blas_layout(K, N, B->dim[1].stride, B->dim[0].stride, &opb, &ldb) ||
       !blas_layout(M, N, C->dim[1].stride, C->dim[0].stride, &opc, &ldc) || opc != OP_N)
-    return -2;   /* the engine makes such operands contiguous before the call */
+    return hl_stage_failed(-2, "matmul: internal: an operand layout cuBLAS cannot read");   /* the engine makes such operands contiguous first */
   int64_t base_a = (int64_t)(C->dim[1].min - A->dim[1].min) * A->dim[1].stride - (int64_t)A->dim[0].min * A->dim[0].stride;
   int64_t base_b = (int64_t)(C->dim[0].min - B->dim[0].min) * B->dim[0].stride - (int64_t)B->dim[1].min * B->dim[1].stride;
   int64_t batches = 1;
@@ -125,7 +126,7 @@ extern "C" int halua_cublas_matmul(halide_buffer_t *A, halide_buffer_t *B, int K
       st = cublas_dgemm(handle(), opb, opa, N, M, K, &one, (const double *)pb, ldb, (const double *)pa, lda, &zero,
                         (double *)pc, ldc);
     }
-    if (st != 0) return -3;
+    if (st != 0) return hl_stage_failed(-3, "matmul: a cuBLAS call failed");
   }
   return 0;
 }

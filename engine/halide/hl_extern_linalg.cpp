@@ -38,7 +38,7 @@ extern "C" int halua_linalg_solve(halide_buffer_t *A, halide_buffer_t *B, int n,
     }
     return 0;
   }
-  if (hl_input_on_host(A) || hl_input_on_host(B)) return -2;
+  if (hl_input_on_host(A) || hl_input_on_host(B)) return hl_stage_failed(-2, "linalg.solve: copying an operand from cuda failed");
   hl_storage sa, sb, sx;
   hl_array a, b, x;
   matrices_view(A, n, X, &sa, &a);
@@ -48,7 +48,7 @@ extern "C" int halua_linalg_solve(halide_buffer_t *A, halide_buffer_t *B, int n,
   ext[1] = n;
   hl_view_of_region(B, min, ext, &sb, &b);
   hl_view_of_buffer(X, &sx, &x);
-  return hl_linalg_solve_into(&a, &b, &x, X->dim[1].min, HL_LINALG_NAN) ? -1 : 0;
+  return hl_linalg_solve_into(&a, &b, &x, X->dim[1].min, HL_LINALG_NAN) ? hl_stage_failed(-1, nullptr) : 0;
 }
 
 extern "C" int halua_linalg_cholesky(halide_buffer_t *A, int n, halide_buffer_t *L) {
@@ -56,12 +56,12 @@ extern "C" int halua_linalg_cholesky(halide_buffer_t *A, int n, halide_buffer_t 
     if (A->is_bounds_query()) whole_matrices(A, n, L);
     return 0;
   }
-  if (hl_input_on_host(A)) return -2;
+  if (hl_input_on_host(A)) return hl_stage_failed(-2, "linalg.cholesky: copying the operand from cuda failed");
   hl_storage sa, sl;
   hl_array a, l;
   matrices_view(A, n, L, &sa, &a);
   hl_view_of_buffer(L, &sl, &l);
-  return hl_linalg_cholesky_into(&a, &l, L->dim[1].min, L->dim[0].min, HL_LINALG_NAN) ? -1 : 0;
+  return hl_linalg_cholesky_into(&a, &l, L->dim[1].min, L->dim[0].min, HL_LINALG_NAN) ? hl_stage_failed(-1, nullptr) : 0;
 }
 
 Internal::JITModule hl_linalg_exports() {

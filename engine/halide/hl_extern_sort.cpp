@@ -12,7 +12,7 @@ using namespace Halide;
  * cut from its own mins; the output's first position along the lane goes to the core. */
 extern "C" int halua_sort(halide_buffer_t *X, int dim, int n, int arg, halide_buffer_t *out) {
   int r = out->dimensions, min[HL_MAX_DIMS], ext[HL_MAX_DIMS];
-  if (dim < 0 || dim >= r || X->dimensions != r) return -1;
+  if (dim < 0 || dim >= r || X->dimensions != r) return hl_stage_failed(-1, "sort: internal: a bad sort stage");
   for (int d = 0; d < r; d++) min[d] = out->dim[d].min, ext[d] = out->dim[d].extent;
   min[dim] = 0;
   ext[dim] = n;
@@ -21,13 +21,13 @@ extern "C" int halua_sort(halide_buffer_t *X, int dim, int n, int arg, halide_bu
       for (int d = 0; d < r; d++) X->dim[d].min = min[d], X->dim[d].extent = ext[d];
     return 0;
   }
-  if (hl_input_on_host(X)) return -2;
+  if (hl_input_on_host(X)) return hl_stage_failed(-2, "sort: copying the operand from cuda failed");
   hl_storage sx, so;
   hl_array x, o;
   hl_view_of_region(X, min, ext, &sx, &x);
   hl_view_of_buffer(out, &so, &o);
   /* (bool arrives as uint8, how pipelines store it: 0 and 1 sort the same either way) */
-  return hl_sort_into(&x, r - 1 - dim, arg, &o, out->dim[dim].min) ? -1 : 0;
+  return hl_sort_into(&x, r - 1 - dim, arg, &o, out->dim[dim].min) ? hl_stage_failed(-1, nullptr) : 0;
 }
 
 Internal::JITModule hl_sort_exports() {

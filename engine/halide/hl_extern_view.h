@@ -8,6 +8,12 @@ extern "C" {
 #include "hl_array.h"
 }
 
+/* An extern stage that fails says so here, and returns status: Halide's own check of a stage's
+ * result is compiled out with its other asserts (Target::NoAsserts), so the pipeline's run looks
+ * here instead (hl_kernel_run). `what` describes a failure the engine has not already recorded
+ * (NULL when it has). */
+int hl_stage_failed(int status, const char *what);
+
 /* An input of a host stage in a CUDA pipeline may hold its newest values in device memory:
  * Halide leaves the copy to the extern stage. 0 on success. */
 static inline int hl_input_on_host(halide_buffer_t *b) {

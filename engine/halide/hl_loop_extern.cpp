@@ -13,7 +13,7 @@ namespace {
 
 int loop_stage_common(int id, int k, int n, halide_buffer_t **in, halide_buffer_t *out) {
   const hl_loop *l = hl_loop_get(id);
-  if (!l || n != l->ninputs) return -1;
+  if (!l || n != l->ninputs) return hl_stage_failed(-1, "loop: internal: a loop stage with an unknown loop or inputs");
   bool query = out->is_bounds_query();
   for (int j = 0; j < n; j++) query = query || in[j]->is_bounds_query();
   if (query) {
@@ -31,14 +31,15 @@ int loop_stage_common(int id, int k, int n, halide_buffer_t **in, halide_buffer_
   hl_storage st[MAXI + 1];
   hl_array a[MAXI + 1];
   const hl_array *ins[MAXI];
-  if (n > MAXI) return -1;
+  if (n > MAXI) return hl_stage_failed(-1, "loop: internal: too many inputs");
   /* a loop of a CUDA pipeline is a CUDA stage: its body runs there, on buffers in device memory
    * (Halide leaves an input a host stage produced on the host; out is allocated there) */
   int device = l->body.g.device;
   if (device == HL_DEVICE_CUDA) {
     for (int j = 0; j < n; j++)
-      if (in[j]->number_of_elements() > 0 && hl_buffer_to_device(in[j])) return -1;
-    if (out->number_of_elements() > 0 && !out->device) return -1;
+      if (in[j]->number_of_elements() > 0 && hl_buffer_to_device(in[j]))
+        return hl_stage_failed(-1, "loop: copying an input of the loop to cuda failed");
+    if (out->number_of_elements() > 0 && !out->device) return hl_stage_failed(-1, "loop: internal: no device memory for the result");
   }
   for (int j = 0; j < n; j++) {
     hl_view_of_buffer_on(device, in[j], &st[j], &a[j]);
@@ -49,7 +50,7 @@ int loop_stage_common(int id, int k, int n, halide_buffer_t **in, halide_buffer_
   a[n].dtype = l->result_types[k].dtype;
   int64_t mins[HL_MAX_DIMS];
   for (int d = 0; d < out->dimensions; d++) mins[out->dimensions - 1 - d] = out->dim[d].min;
-  return hl_loop_result(id, k, n, ins, mins, &a[n]) ? -1 : 0;
+  return hl_loop_result(id, k, n, ins, mins, &a[n]) ? hl_stage_failed(-1, nullptr) : 0;
 }
 
 template <typename... B>

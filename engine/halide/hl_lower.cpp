@@ -783,6 +783,11 @@ struct Lowerer {
 
 }  // namespace
 
+bool hl_empty_on_cuda(const hl_graph *g, int i) {
+  const hl_node &n = g->nodes[i];
+  return g->device == HL_DEVICE_CUDA && !g->dynamic && n.prim != HL_P_PARAM && hl_shape_size(n.type.ndim, n.type.shape) == 0;
+}
+
 /* a 2-D transpose of a parameter as a pipeline output (CPU pipelines this engine schedules) */
 static bool transposed_parameter(const hl_graph *g, int i) {
   const hl_node &n = g->nodes[i];
@@ -803,6 +808,12 @@ void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     for (int k = 0; k < n.nin; k++) L.consumers[hl_node_inputs(g, &n)[k]]++;
+    if (hl_empty_on_cuda(g, i)) {
+      /* nothing to compute: Halide's CUDA runtime aborts the process on a device allocation of
+       * no bytes, so an empty value is a constant, never a GPU stage (hl_schedule_cuda) */
+      L.funcs[i](hl_vars(n.type.ndim)) = make_zero(hl_compute_type(n.type.dtype));
+      continue;
+    }
     switch (hl_prims[n.prim].kind) {
     case HL_K_SOURCE: lw.source(i); break;
     case HL_K_ELEMWISE: lw.elemwise(i); break;

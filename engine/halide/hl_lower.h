@@ -33,6 +33,10 @@ Halide::Expr hl_is_nan(Halide::Expr x);
 Halide::Expr hl_is_inf(Halide::Expr x);
 Halide::Expr hl_is_finite(Halide::Expr x);
 
+/* Node i of a CUDA pipeline holds no elements: it is lowered as a constant, and computed (when an
+ * extern stage needs its buffer) on the host. */
+bool hl_empty_on_cuda(const hl_graph *g, int i);
+
 /* Build the algorithm (no schedule). Throws Halide::Error on failure. */
 void hl_lower_graph(const hl_graph *g, hl_lowered &L);
 /* Give every Func a CPU schedule for target t. */

@@ -296,25 +296,24 @@ static void bound_extern_operands(hl_lowered &L) {
  * already buffers (the CPU kernel reads them in tiles; cuBLAS takes buffers). */
 static std::vector<char> materialised(const hl_lowered &L) {
   const hl_graph *g = L.g;
-  std::vector<char> root(g->nnodes, 0);
+  std::vector<char> root(g->nnodes, 0), operand(g->nnodes, 0);   /* operand: read as a buffer */
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     hl_prim_kind kind = hl_prims[n.prim].kind;
     bool extern_stage = kind == HL_K_LOOP || kind == HL_K_LINALG || kind == HL_K_SORT;   /* loops, LAPACK, sorting */
-    if (kind == HL_K_REDUCE || kind == HL_K_MATMUL || extern_stage || n.prim == HL_P_SCATTER_ADD) root[i] = 1;
-    if (extern_stage)   /* they read buffers */
-      for (int k = 0; k < n.nin; k++) {
-        int s = hl_node_inputs(g, &n)[k];
-        if (g->nodes[s].prim != HL_P_PARAM) root[s] = 1;
-      }
-    if (kind == HL_K_ELEMWISE && L.consumers[i] > 1 && expensive(n.prim)) root[i] = 1;
     bool tiled = g->device == 0 || L.funcs[i].is_extern();
-    if (kind == HL_K_MATMUL && tiled)
-      for (int k = 0; k < 2; k++) {
-        int s = hl_node_inputs(g, &n)[k];
-        if (g->nodes[s].prim != HL_P_PARAM) root[s] = 1;
-      }
+    if (kind == HL_K_REDUCE || kind == HL_K_MATMUL || extern_stage || n.prim == HL_P_SCATTER_ADD) root[i] = 1;
+    if (kind == HL_K_ELEMWISE && L.consumers[i] > 1 && expensive(n.prim)) root[i] = 1;
+    /* extern stages read buffers; so do the CPU kernel's tiles and cuBLAS (an empty node reads
+     * nothing: it is a constant) */
+    bool reads_buffers = (extern_stage || (kind == HL_K_MATMUL && tiled)) && !hl_empty_on_cuda(g, i);
+    for (int k = 0; reads_buffers && k < (extern_stage ? n.nin : 2); k++) {
+      int s = hl_node_inputs(g, &n)[k];
+      if (g->nodes[s].prim != HL_P_PARAM) operand[s] = 1;
+    }
   }
+  /* an empty value of a CUDA pipeline is inlined unless an extern stage needs its buffer */
+  for (int i = 0; i < g->nnodes; i++) root[i] = hl_empty_on_cuda(g, i) ? operand[i] : (root[i] || operand[i]);
   return root;
 }
 
@@ -529,6 +528,10 @@ void hl_schedule_cuda(hl_lowered &L, const Target &t) {
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     if (!root[i] || n.prim == HL_P_PARAM) continue;
+    if (hl_empty_on_cuda(g, i)) {   /* an extern stage's empty operand: a host buffer of nothing */
+      L.funcs[i].compute_root();
+      continue;
+    }
     switch (hl_prims[n.prim].kind) {
     case HL_K_LOOP:      /* a CUDA stage: the loop's body runs as a pipeline of its own */
     case HL_K_LINALG:
@@ -575,7 +578,11 @@ void hl_schedule_cuda(hl_lowered &L, const Target &t) {
     f.compute_root();
     gpu_flat(f, f.dimensions());
   }
-  for (int k = 0; k < g->noutputs; k++) gpu_flat(L.outputs[k], g->nodes[g->outputs[k]].type.ndim);
+  for (int k = 0; k < g->noutputs; k++) {
+    const hl_type &t = g->nodes[g->outputs[k]].type;
+    /* an empty output is left to the host: a GPU kernel of no blocks fails to launch */
+    if (hl_shape_size(t.ndim, t.shape) > 0) gpu_flat(L.outputs[k], t.ndim);
+  }
 }
 
 /* ---- Halide's autoscheduler (opt-in) ---- */

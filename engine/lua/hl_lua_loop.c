@@ -56,6 +56,15 @@ static int map_captures(const hl_program *p, int **src, const hl_array **inputs,
   return 0;
 }
 
+/* a program runs with at most 64 arrays: said when the loop is traced, not when it runs */
+static int check_arrays(const hl_program *p, const char *name) {
+  int n = p->nargs + p->ncaptures;
+  if (n > 64)
+    return hl_error("%s: the loop's body uses %d arrays (its arguments and the values it uses from outside), "
+                    "more than 64", name, n);
+  return 0;
+}
+
 static int l_loop_record(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_getfield(L, 1, "name");
@@ -92,13 +101,13 @@ static int l_loop_record(lua_State *L) {
     hl_error("%s: internal: the loop's body is traced for another device than its pipeline", name);
     goto fail;
   }
-  if (hl_program_build(body, nout, outs, name, &l->body) ||
+  if (hl_program_build(body, nout, outs, name, &l->body) || check_arrays(&l->body, name) ||
       map_captures(&l->body, &l->body_src, inputs, &ninputs, name))
     goto fail;
   if (cond) {
     const hl_array *c[1];
     if (field_arrays(L, "cond_out", c, 1) != 1 || hl_program_build(cond, 1, c, name, &l->cond) ||
-        map_captures(&l->cond, &l->cond_src, inputs, &ninputs, name))
+        check_arrays(&l->cond, name) || map_captures(&l->cond, &l->cond_src, inputs, &ninputs, name))
       goto fail;
   }
   l->ninputs = ninputs;

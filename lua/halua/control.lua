@@ -253,7 +253,7 @@ return function(hl, core, state)
 
   ---------------------------------------------------------------- reverse mode through compiled loops
 
-  -- Under hl.grad (value_and_grad, vjp) inside a cpu jit, fori_loop and scan still compile. The
+  -- Under hl.grad (value_and_grad, vjp) inside jit, fori_loop and scan still compile. The
   -- forward loop also keeps each step's incoming carry; the derivative is a second compiled loop
   -- that runs the steps backwards, each step the reverse-mode derivative of the body at its carry
   -- (the transpose of a scan, as in JAX). The values the body uses from enclosing traces are its
@@ -476,7 +476,7 @@ return function(hl, core, state)
 
   ---------------------------------------------------------------- vmap through compiled loops
 
-  -- Under hl.vmap inside a cpu jit, loops compile in vmap's trace of one example;
+  -- Under hl.vmap inside jit, loops compile in vmap's trace of one example;
   -- when vmap replays that trace on the batch, a loop's batching rule replays its body on the
   -- batch into the body of a new compiled loop, whose carries carry the batch as their first
   -- axis (scanned arrays and stacked outputs carry it second, steps first).

@@ -6,7 +6,7 @@
 -- differentiation rule), which says how the primitive applies to a batch in one op. The replay
 -- is ordinary halua ops, so it runs eagerly, traces into an enclosing jit (one pipeline, not a
 -- loop) or records onto an autodiff tape; vmap of vmap and vmap of grad work the same way.
--- Inside a cpu jit, fori_loop and scan in f stay compiled loops: the replay batches a loop by
+-- Inside jit, fori_loop and scan in f stay compiled loops: the replay batches a loop by
 -- replaying its body on the batch into a new compiled loop (control.lua). Elsewhere, and for
 -- while_loop, control flow inside f is traced step by step.
 return function(hl, core, state)

@@ -443,6 +443,38 @@ describe("the heat sample", function()
   end)
 end)
 
+describe("compiled loops that fail or grow", function()
+  it("fail the call with the loop's message when the loop fails as it runs", function()
+    -- the stacked outputs (2^21 steps of 2^39 elements) cannot be allocated; the pipeline reads
+    -- one row of them, so nothing else is large. (Halide's own check of an extern stage's result
+    -- is compiled out: the run used to return whatever the buffer held.)
+    local f = hl.jit(function(xs)
+      local _, ys = hl.scan(function(c, x) return c, hl.broadcast_to(x, {2 ^ 19, 2 ^ 20}) end, hl.zeros(1), xs)
+      return hl.sum(ys[{1, 1}])
+    end)
+    has(err_of(f, hl.zeros({2 ^ 21, 1})), "halua: array: shape [2097152,524288,1048576] is too large to allocate")
+  end)
+  it("run any number of loops in one pipeline, nested too", function()
+    local f = hl.jit(function(a)
+      local c = a
+      for _ = 1, 70 do c = hl.fori_loop(1, 2, function(_, v) return hl.fori_loop(1, 3, function(_, w) return w + 1 end, v) end, c) end
+      return c
+    end)
+    close(f(hl.zeros(3)), {420, 420, 420})
+  end)
+  it("say when a body uses more than 64 arrays, as the loop is traced", function()
+    local consts = {}
+    for i = 1, 70 do consts[i] = hl.full({3}, i) end
+    local f = hl.jit(function(a)
+      return hl.fori_loop(1, 2, function(_, v)
+        for i = 1, 70 do v = v + consts[i] end
+        return v
+      end, a)
+    end)
+    has(err_of(f, hl.zeros(3)), "halua: fori_loop: the loop's body uses 72 arrays (its arguments and the values it uses from outside), more than 64")
+  end)
+end)
+
 describe("loops inside jit for cuda", function()
   -- tracing and lowering for cuda need no GPU; scripts/test-gpu runs the specs above there
   local x = hl.ones({4})
@@ -465,6 +497,19 @@ describe("loops inside jit for cuda", function()
     local bodies = big:loop_ptx()
     assert.are.equal(1, #bodies)
     assert.truthy(bodies[1]:find(".entry", 1, true), "the body has no kernel")
+  end)
+  it("keep empty values off the device: no allocation of nothing, no launch over nothing", function()
+    -- Halide's CUDA runtime aborts the process on a device allocation of no bytes
+    local f = hl.jit(function(a, e)
+      local c = hl.fori_loop(1, 3, function(_, v) return v * 2 end, e * 1)
+      local d = hl.fori_loop(1, 3, function(_, v) return v + 1 end, c)
+      return a + 1, d, hl.sum(c) + a
+    end, {device = "cuda"})
+    local stmt = f:lower(x, hl.ones({0})):stmt()
+    -- the empty loop results are constants: no loop stage, so no device buffer for them
+    assert.is_nil(stmt:find("halua_loop_", 1, true), stmt)
+    local _, launches = stmt:gsub("halide_cuda_run%(", "")
+    assert.are.equal(2, launches)   -- a + 1 and sum(c) + a; the empty d is written on the host
   end)
   it("compile while loops, scans and reverse-mode loops for cuda too", function()
     local w = hl.jit(function(a) return hl.while_loop(function(c) return hl.lt(hl.sum(c), 100) end, function(c) return c * 3 end, a) end, {device = "cuda"})
