@@ -157,11 +157,11 @@ static int need_cuda(int device, const char *what) {
 
 extern "C" int hl_device_alloc(int device, size_t nbytes, void **handle, uint64_t *ptr) {
   if (need_cuda(device, "device_put")) return -1;
-  /* rows of 1 MiB keep every extent 32-bit */
-  size_t row = (size_t)1 << 20, rows = (nbytes + row - 1) / row;
+  /* rows of at most 1 MiB keep every extent 32-bit (a smaller block is one row of its size) */
+  size_t row = nbytes < ((size_t)1 << 20) ? (nbytes ? nbytes : 1) : (size_t)1 << 20, rows = (nbytes + row - 1) / row;
   halide_buffer_t *b = new halide_buffer_t();
   halide_dimension_t *dims = new halide_dimension_t[2];
-  dims[0] = halide_dimension_t(0, (int32_t)(rows ? row : 1), 1);
+  dims[0] = halide_dimension_t(0, (int32_t)row, 1);
   dims[1] = halide_dimension_t(0, (int32_t)(rows ? rows : 1), (int32_t)row);
   b->type = halide_type_t(halide_type_uint, 8);
   b->dimensions = 2;
@@ -250,7 +250,7 @@ extern "C" int hl_device_copy_view(int device, uint64_t dst, const int64_t *dst_
   for (int d = 0; d < ndim; d++) {   /* Halide's order: innermost first */
     int64_t e = shape[ndim - 1 - d], t = dst_strides[ndim - 1 - d], f = src_strides[ndim - 1 - d];
     if (e > INT32_MAX || t > INT32_MAX || t < INT32_MIN || f > INT32_MAX || f < INT32_MIN)
-      return hl_error("copy: an axis of %lld elements is too long for one device copy (at most 2^31-1)", (long long)e);
+      return hl_error("copy: a view with an axis or a step past 2^31-1 elements cannot be copied on the device");
     dd[d] = halide_dimension_t(0, (int32_t)e, (int32_t)t);
     sd[d] = halide_dimension_t(0, (int32_t)e, (int32_t)f);
   }
