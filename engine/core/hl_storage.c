@@ -16,59 +16,40 @@ static size_t heap_bytes;   /* updated with __atomic builtins: storage is shared
  * worth of blocks (the GC runs after every 32 MiB or more of new arrays, hl_lua.c), so a loop's
  * outputs are written into memory the loop has used before. */
 enum { CACHE_SLOTS = 256, CACHE_MIN = 1 << 18 };
-static const size_t cache_max_bytes = (size_t)1 << 30;   /* per device */
-/* A freed block: host memory at data, or device memory (handle, ptr) of a GPU. */
-typedef struct {
-  int device;
-  void *data, *handle;
-  uint64_t ptr;
-  size_t size;
-} cached_block;
-static cached_block block_cache[CACHE_SLOTS];
-static size_t cached_bytes[2];   /* per device: host, CUDA */
+static const size_t cache_max_bytes = (size_t)1 << 30;
+static struct { void *data; size_t padded; } block_cache[CACHE_SLOTS];
+static size_t cached_bytes;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* a kept block of exactly `size` bytes on `device` into *b (1), or none (0) */
-static int cache_take(int device, size_t size, cached_block *b) {
-  int found = 0;
+static void *cache_take(size_t padded) {
+  void *p = NULL;
   pthread_mutex_lock(&cache_lock);
-  for (int i = 0; i < CACHE_SLOTS && !found; i++)
-    if (block_cache[i].size == size && block_cache[i].device == device && (block_cache[i].data || block_cache[i].handle)) {
-      *b = block_cache[i];
-      memset(&block_cache[i], 0, sizeof block_cache[i]);
-      cached_bytes[device] -= size;
-      found = 1;
+  for (int i = 0; i < CACHE_SLOTS; i++)
+    if (block_cache[i].data && block_cache[i].padded == padded) {
+      p = block_cache[i].data;
+      block_cache[i].data = NULL;
+      cached_bytes -= padded;
+      break;
     }
   pthread_mutex_unlock(&cache_lock);
-  return found;
+  return p;
 }
 
-/* keeps b for reuse (1), or leaves it to the caller to free (0) */
-static int cache_put(const cached_block *b) {
+static int cache_put(void *data, size_t padded) {
   int kept = 0;
   pthread_mutex_lock(&cache_lock);
-  if (cached_bytes[b->device] + b->size <= cache_max_bytes)
+  if (cached_bytes + padded <= cache_max_bytes)
     for (int i = 0; i < CACHE_SLOTS && !kept; i++)
-      if (!block_cache[i].data && !block_cache[i].handle) {
-        block_cache[i] = *b;
-        cached_bytes[b->device] += b->size;
+      if (!block_cache[i].data) {
+        block_cache[i].data = data;
+        block_cache[i].padded = padded;
+        cached_bytes += padded;
         kept = 1;
       }
   pthread_mutex_unlock(&cache_lock);
   return kept;
 }
 
-/* frees every kept block of a GPU (an allocation there failed: the memory may be needed whole) */
-static void cache_flush_device(int device) {
-  pthread_mutex_lock(&cache_lock);
-  for (int i = 0; i < CACHE_SLOTS; i++)
-    if (block_cache[i].handle && block_cache[i].device == device) {
-      hl_device_free(device, block_cache[i].handle);
-      cached_bytes[device] -= block_cache[i].size;
-      memset(&block_cache[i], 0, sizeof block_cache[i]);
-    }
-  pthread_mutex_unlock(&cache_lock);
-}
 
 /* Halide may read a little past the end of a buffer in vector tails: pad allocations. */
 enum { ALIGN = 64, PAD = 64 };
@@ -89,8 +70,7 @@ static void *huge_alloc(size_t padded) {
 hl_storage *hl_storage_new(size_t nbytes) {
   hl_storage *s = malloc(sizeof *s);
   size_t padded = (nbytes + PAD + ALIGN - 1) / ALIGN * ALIGN;
-  cached_block kept;
-  void *data = s && padded >= CACHE_MIN && cache_take(HL_DEVICE_CPU, padded, &kept) ? kept.data : NULL;
+  void *data = s && padded >= CACHE_MIN ? cache_take(padded) : NULL;
   if (s && !data) data = padded >= HUGE_MIN ? huge_alloc(padded) : aligned_alloc(ALIGN, padded);
   if (!data) {
     free(s);
@@ -114,20 +94,9 @@ hl_storage *hl_storage_new_on(int device, size_t nbytes) {
   s->refcount = 1;
   s->device = device;
   s->nbytes = nbytes;
-  /* device blocks are kept for reuse too: each cuMemAlloc and cuMemFree costs, and a free waits
-   * for the device's queued work (a compiled loop makes its carries anew every step) */
-  size_t size = nbytes ? nbytes : 1;
-  cached_block kept;
-  if (device == HL_DEVICE_CUDA && cache_take(device, size, &kept)) {
-    s->device_handle = kept.handle;
-    s->device_ptr = kept.ptr;
-  } else if (hl_device_alloc(device, size, &s->device_handle, &s->device_ptr)) {
-    cache_flush_device(device);
-    if (hl_device_alloc(device, size, &s->device_handle, &s->device_ptr)) {
-      free(s);
-      return NULL;
-    }
-    hl_error_clear();   /* (the first failure's message) */
+  if (hl_device_alloc(device, nbytes ? nbytes : 1, &s->device_handle, &s->device_ptr)) {
+    free(s);
+    return NULL;
   }
   /* device bytes count too: the GC must run when device temporaries pile up */
   __atomic_add_fetch(&heap_bytes, nbytes, __ATOMIC_RELAXED);
@@ -150,15 +119,13 @@ void hl_storage_release(hl_storage *s) {
   if (!s || __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
   if (s->device != HL_DEVICE_CPU) {
     __atomic_sub_fetch(&heap_bytes, s->nbytes, __ATOMIC_RELAXED);
-    cached_block b = {.device = s->device, .handle = s->device_handle, .ptr = s->device_ptr, .size = s->nbytes ? s->nbytes : 1};
-    if (s->device != HL_DEVICE_CUDA || !cache_put(&b)) hl_device_free(s->device, s->device_handle);
+    hl_device_free(s->device, s->device_handle);
   } else if (s->borrowed) {
     if (s->release) s->release(s->release_ctx, s->data);
   } else {
     __atomic_sub_fetch(&heap_bytes, s->nbytes, __ATOMIC_RELAXED);
     size_t padded = (s->nbytes + PAD + ALIGN - 1) / ALIGN * ALIGN;
-    cached_block b = {.device = HL_DEVICE_CPU, .data = s->data, .size = padded};
-    if (padded < CACHE_MIN || !cache_put(&b)) free(s->data);
+    if (padded < CACHE_MIN || !cache_put(s->data, padded)) free(s->data);
   }
   free(s);
 }

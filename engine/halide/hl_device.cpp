@@ -135,6 +135,11 @@ const halide_device_interface_t *hl_device_interface(int device) {
   std::call_once(once, [] {
     try {
       cuda = get_device_interface_for_device_api(DeviceAPI::CUDA, hl_device_target(HL_DEVICE_CUDA), "halua");
+      /* freed device blocks (arrays', and every pipeline run's own buffers) stay with the runtime
+       * for reuse: a cuMemAlloc and cuMemFree per buffer per run cost, and a free waits for the
+       * device's queued work (a compiled loop makes its carries anew every step). The runtime
+       * keeps the 32 most recent and gives them all back when an allocation fails. */
+      if (cuda) Internal::JITSharedRuntime::reuse_device_allocations(true);
     } catch (const std::exception &) {
       cuda = nullptr;
     }
