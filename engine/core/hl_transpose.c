@@ -98,14 +98,14 @@ static void turn(char *out, int64_t ldo, const char *in, int64_t ldi, int64_t ro
 #if defined(__x86_64__)
   for (int64_t i = 0; i < rt; i += tile)
     for (int64_t j = 0; j < ct; j += tile) {
-      char *o = out + (size_t)(i * ldo + j) * es;
-      const char *t = in + (size_t)(j * ldi + i) * es;
+      char *o = out + (i * ldo + j) * (int64_t)es;
+      const char *t = in + (j * ldi + i) * (int64_t)es;
       if (es == 4) block8x8((float *)o, ldo, (const float *)t, ldi);
       else block4x4((double *)o, ldo, (const double *)t, ldi);
     }
 #endif
-  if (ct < cols) plain(out + (size_t)ct * es, ldo, in + (size_t)(ct * ldi) * es, ldi, rt, cols - ct, es);
-  if (rt < rows) plain(out + (size_t)(rt * ldo) * es, ldo, in + (size_t)rt * es, ldi, rows - rt, cols, es);
+  if (ct < cols) plain(out + ct * (int64_t)es, ldo, in + ct * ldi * (int64_t)es, ldi, rt, cols - ct, es);
+  if (rt < rows) plain(out + rt * ldo * (int64_t)es, ldo, in + rt * (int64_t)es, ldi, rows - rt, cols, es);
 }
 
 /* a rows x cols block of the output (at most side x side), from the cols x rows block of in */
@@ -115,8 +115,8 @@ static void block(char *out, int64_t ldo, const char *in, int64_t ldi, int64_t r
   size_t run = (size_t)rows * es;
   for (int64_t j = 0; j < cols; j++) {
     if (j + PREFETCH_ROWS < cols)
-      for (size_t q = 0; q < run; q += 64) __builtin_prefetch(in + (size_t)((j + PREFETCH_ROWS) * ldi) * es + q, 0, 3);
-    memcpy(staged + (size_t)(j * ldt) * es, in + (size_t)(j * ldi) * es, run);
+      for (size_t q = 0; q < run; q += 64) __builtin_prefetch(in + (j + PREFETCH_ROWS) * ldi * (int64_t)es + (int64_t)q, 0, 3);
+    memcpy(staged + j * ldt * (int64_t)es, in + j * ldi * (int64_t)es, run);
   }
   turn(out, ldo, staged, ldt, rows, cols, es);
 }
@@ -133,7 +133,7 @@ static void band(const job *j, int64_t r0) {
   int64_t side = side_of(j->es), rows = j->rows - r0 < side ? j->rows - r0 : side;
   for (int64_t c0 = 0; c0 < j->cols; c0 += side) {
     int64_t cols = j->cols - c0 < side ? j->cols - c0 : side;
-    block(j->out + (size_t)(r0 * j->ldo + c0) * j->es, j->ldo, j->in + (size_t)(c0 * j->ldi + r0) * j->es, j->ldi, rows,
+    block(j->out + (r0 * j->ldo + c0) * (int64_t)j->es, j->ldo, j->in + (c0 * j->ldi + r0) * (int64_t)j->es, j->ldi, rows,
           cols, j->es);
   }
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 /* out (rows x cols, row stride ldo elements) = the transpose of in (cols x rows, row stride ldi
- * elements), for elements of es bytes (1, 2, 4 or 8). The two must not overlap. */
+ * elements; any sign, as in a reversed view), for elements of es bytes (1, 2, 4 or 8). The two must
+ * not overlap. */
 void hl_transpose(void *out, int64_t ldo, const void *in, int64_t ldi, int64_t rows, int64_t cols, size_t es);
 #endif

@@ -411,6 +411,13 @@ describe("jit, edge cases", function()
     assert.are.same(want, t:totable())
     assert.are.same(s:totable(), same:totable())
     assert.are.same((s * 2):totable(), doubled:totable())
+    -- rows in reverse (a negative row stride), every second row reversed, broadcast rows (stride
+    -- 0): against an elementwise kernel over the transposed view
+    for _, v in ipairs {a[{{-1, 1, -1}}], a[{{-1, 1, -2}, {5, 200}}], hl.broadcast_to(a[{{7, 7}}], {300, 200})} do
+      local w = (hl.transpose(v) + 0):totable()
+      assert.are.same(w, T(v):totable())
+      assert.are.same(w, hl.reshape(hl.reshape(hl.transpose(v), {-1}), {#w, #w[1]}):totable())
+    end
   end)
   it("compiles a result that depends only on a captured array", function()
     local cap = hl.array({10, 20, 30})
