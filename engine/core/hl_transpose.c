@@ -1,6 +1,8 @@
 /* Matrix transposes on the host (see hl_transpose.h). */
 #include "hl_transpose.h"
 #include "hl_pool.h"
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -108,9 +110,31 @@ static void turn(char *out, int64_t ldo, const char *in, int64_t ldi, int64_t ro
   if (rt < rows) plain(out + rt * ldo * (int64_t)es, ldo, in + rt * (int64_t)es, ldi, rows - rt, cols, es);
 }
 
+/* This thread's staging buffer, made at its first use (NULL when out of memory). Not a
+ * _Thread_local array: static thread-local storage is carved out of every thread's stack in a
+ * program linked with the engine, and 272 KiB of it left no room in threads made with small
+ * stacks. */
+enum { STAGED_BYTES = MAX_SIDE * (ROW_BYTES + PAD_BYTES) };
+static pthread_key_t staged_key;
+static pthread_once_t staged_once = PTHREAD_ONCE_INIT;
+static void make_staged_key(void) { pthread_key_create(&staged_key, free); }
+static char *staged_buffer(void) {
+  pthread_once(&staged_once, make_staged_key);
+  char *b = pthread_getspecific(staged_key);
+  if (!b && (b = aligned_alloc(64, STAGED_BYTES)) && pthread_setspecific(staged_key, b)) {
+    free(b);
+    b = NULL;
+  }
+  return b;
+}
+
 /* a rows x cols block of the output (at most side x side), from the cols x rows block of in */
 static void block(char *out, int64_t ldo, const char *in, int64_t ldi, int64_t rows, int64_t cols, size_t es) {
-  static _Thread_local _Alignas(64) char staged[MAX_SIDE * (ROW_BYTES + PAD_BYTES)];
+  char *staged = staged_buffer();
+  if (!staged) {   /* (out of memory: turned where it lies) */
+    turn(out, ldo, in, ldi, rows, cols, es);
+    return;
+  }
   int64_t ldt = side_of(es) + PAD_BYTES / (int64_t)es;   /* the staged rows' stride, in elements */
   size_t run = (size_t)rows * es;
   for (int64_t j = 0; j < cols; j++) {

@@ -68,6 +68,10 @@ int to_buffer(const hl_array *a, int rank, halide_buffer_t *b, halide_dimension_
     /* device memory: the address of the view's first element; Halide finds no host copy */
     b->device = a->storage->device_ptr + (uint64_t)byte_offset;
     b->device_interface = hl_device_interface(a->storage->device);
+    /* an empty output of a CUDA pipeline is written on the host (hl_schedule_cuda): nothing is
+     * written, but Halide's checks (HALUA_PIPELINE_CHECKS=1) want a host address */
+    static uint8_t nothing[64];
+    if (hl_shape_size(a->ndim, a->shape) == 0) b->host = nothing;
   } else {
     b->host = (uint8_t *)a->storage->data + byte_offset;
   }
@@ -106,6 +110,8 @@ struct QuietReporter : CompileTimeErrorReporter {
   }
   void error(const char *msg) override { throw CompileError(msg); }
 };
+
+bool hl_stage_run_failed() { return stage_failed; }
 
 int hl_stage_failed(int status, const char *what) {
   if (!stage_failed && what) hl_error("%s", what);

@@ -30,6 +30,7 @@ bool hl_matmul_bounds_query(halide_buffer_t *A, halide_buffer_t *B, int K, halid
 
 extern "C" int halua_cpu_matmul(halide_buffer_t *A, halide_buffer_t *B, int K, halide_buffer_t *C) {
   if (hl_matmul_bounds_query(A, B, K, C)) return 0;
+  if (hl_stage_run_failed()) return -1;   /* (an earlier stage failed) */
   hl_storage sa, sb, sc;
   hl_array a, b, c;
   /* A is [.., m, K] and B [.., K, n] over C's rows, columns and batch items. Inputs that are

@@ -89,6 +89,7 @@ extern "C" int hl_cublas_layout_ok(const int64_t *shape, const int64_t *strides,
  * operand's element for C's first coordinates is found from its own mins. */
 extern "C" int halua_cublas_matmul(halide_buffer_t *A, halide_buffer_t *B, int K, halide_buffer_t *C) {
   if (hl_matmul_bounds_query(A, B, K, C)) return 0;
+  if (hl_stage_run_failed()) return -1;   /* (an earlier stage failed) */
   int r = C->dimensions;
   if (!hl_cublas_available() || !handle()) return hl_stage_failed(-1, "matmul: cuBLAS could not be loaded or initialised");
   int N = C->dim[0].extent, M = C->dim[1].extent;

@@ -38,6 +38,7 @@ extern "C" int halua_linalg_solve(halide_buffer_t *A, halide_buffer_t *B, int n,
     }
     return 0;
   }
+  if (hl_stage_run_failed()) return -1;   /* (an earlier stage failed) */
   if (hl_input_on_host(A) || hl_input_on_host(B)) return hl_stage_failed(-2, "linalg.solve: copying an operand from cuda failed");
   hl_storage sa, sb, sx;
   hl_array a, b, x;
@@ -56,6 +57,7 @@ extern "C" int halua_linalg_cholesky(halide_buffer_t *A, int n, halide_buffer_t 
     if (A->is_bounds_query()) whole_matrices(A, n, L);
     return 0;
   }
+  if (hl_stage_run_failed()) return -1;   /* (an earlier stage failed) */
   if (hl_input_on_host(A)) return hl_stage_failed(-2, "linalg.cholesky: copying the operand from cuda failed");
   hl_storage sa, sl;
   hl_array a, l;

@@ -21,6 +21,7 @@ extern "C" int halua_sort(halide_buffer_t *X, int dim, int n, int arg, halide_bu
       for (int d = 0; d < r; d++) X->dim[d].min = min[d], X->dim[d].extent = ext[d];
     return 0;
   }
+  if (hl_stage_run_failed()) return -1;   /* (an earlier stage failed) */
   if (hl_input_on_host(X)) return hl_stage_failed(-2, "sort: copying the operand from cuda failed");
   hl_storage sx, so;
   hl_array x, o;

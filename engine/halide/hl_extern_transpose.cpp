@@ -21,6 +21,7 @@ extern "C" int halua_cpu_transpose(halide_buffer_t *X, halide_buffer_t *out) {
     }
     return 0;
   }
+  if (hl_stage_run_failed()) return -1;   /* (an earlier stage failed) */
   /* (pipelines take and give rows of unit stride: the engine makes its arrays so) */
   if ((X->dim[0].extent > 1 && X->dim[0].stride != 1) || (out->dim[0].extent > 1 && out->dim[0].stride != 1))
     return hl_stage_failed(-2, "transpose: internal: rows of a stride other than 1");

@@ -13,6 +13,10 @@ extern "C" {
  * here instead (hl_kernel_run). `what` describes a failure the engine has not already recorded
  * (NULL when it has). */
 int hl_stage_failed(int status, const char *what);
+/* A stage of this run has failed: the pipeline goes on (its asserts are compiled out), and the
+ * stages after it return at once rather than work on what the failed one left (a loop could run
+ * long on it). Extern stages run on the pipeline's own thread (they are computed at root). */
+bool hl_stage_run_failed();
 
 /* An input of a host stage in a CUDA pipeline may hold its newest values in device memory:
  * Halide leaves the copy to the extern stage. 0 on success. */

@@ -27,6 +27,7 @@ int loop_stage_common(int id, int k, int n, halide_buffer_t **in, halide_buffer_
     }
     return 0;
   }
+  if (hl_stage_run_failed()) return -1;   /* (an earlier stage failed) */
   enum { MAXI = 64 };
   hl_storage st[MAXI + 1];
   hl_array a[MAXI + 1];

@@ -526,7 +526,8 @@ struct Lowerer {
    * float32 goes through a materialised copy of its bit patterns */
   ExternFuncArgument bits_operand(int s) {
     const hl_node &sn = node(s);
-    if (!hl_dtype_is_half(sn.type.dtype) || sn.prim == HL_P_PARAM || L.funcs[s].is_extern()) return operand(s);
+    if (!hl_dtype_is_half(sn.type.dtype) || sn.prim == HL_P_PARAM || L.funcs[s].is_extern() || hl_empty_on_cuda(g, s))
+      return operand(s);
     Func bits("bits" + std::to_string(s));
     const std::vector<Var> &v = hl_vars(sn.type.ndim);
     bits(v) = hl_half_encode(L.funcs[s](v), sn.type.dtype);
@@ -600,8 +601,11 @@ struct Lowerer {
       /* cuBLAS as an extern stage. An empty contraction (K = 0) is all zeros, which the
        * extern leaves unwritten: the result selects zeros for it */
       Expr K = extent(a, r - 1);
-      if (!g->dynamic && node(a).type.shape[r - 1] > 0) {
-        L.funcs[i].define_extern("halua_cublas_matmul", {operand(a), operand(b), K}, ty, r, NameMangling::C, DeviceAPI::CUDA);
+      if (!g->dynamic) {
+        if (node(a).type.shape[r - 1] > 0)
+          L.funcs[i].define_extern("halua_cublas_matmul", {operand(a), operand(b), K}, ty, r, NameMangling::C, DeviceAPI::CUDA);
+        else
+          L.funcs[i](v) = make_zero(ty);   /* K = 0, known: no stage at all */
         return;
       }
       Func ext("cublas" + std::to_string(i));
@@ -792,7 +796,8 @@ bool hl_empty_on_cuda(const hl_graph *g, int i) {
 static bool transposed_parameter(const hl_graph *g, int i) {
   const hl_node &n = g->nodes[i];
   if (g->device != HL_DEVICE_CPU || g->dynamic || g->schedule || n.prim != HL_P_TRANSPOSE || n.type.ndim != 2) return false;
-  return g->nodes[hl_node_inputs(g, &n)[0]].prim == HL_P_PARAM;
+  /* (axes {1, 0}: a transpose by {0, 1} is the identity) */
+  return n.attrs.i[0] == 1 && n.attrs.i[1] == 0 && g->nodes[hl_node_inputs(g, &n)[0]].prim == HL_P_PARAM;
 }
 
 void hl_lower_graph(const hl_graph *g, hl_lowered &L) {

@@ -552,6 +552,9 @@ void hl_schedule_cuda(hl_lowered &L, const Target &t) {
         L.helpers[i].compute_root();   /* cuBLAS, then zeros where K = 0 */
         L.funcs[i].compute_root();
         gpu_flat(L.funcs[i], n.type.ndim);
+      } else if (!L.helpers[i].defined()) {   /* zeros: a product over K = 0 */
+        L.funcs[i].compute_root();
+        gpu_flat(L.funcs[i], n.type.ndim);
       } else {
         gpu_matmul(L, i);
       }

@@ -381,6 +381,9 @@ describe("jit, edge cases", function()
   it("transposes matrices of every dtype, jitted and eagerly, edge blocks and parallel bands included", function()
     local T = hl.jit(function(u) return hl.transpose(u) end)
     assert.truthy(T:lower(hl.ones({3, 4})):stmt():find("halua_cpu_transpose", 1, true), "not the blocked transpose")
+    -- a transpose by axes {1, 2} is the identity
+    local same = hl.reshape(hl.arange(6), {2, 3})
+    assert.are.same(same:totable(), hl.jit(function(u) return hl.transpose(u, {1, 2}) end)(same):totable())
     -- a[x][y] = x * n + y, so transpose(a)[i][j] = j * n + i: built by broadcasting, no transpose
     local function cast(v, d)
       if d == "bool" then return hl.eq(v % 3, 0) end
