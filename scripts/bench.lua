@@ -166,9 +166,9 @@ if device == "cuda" then
     {"copy_GBs", "copy 2^26 float32 (GB/s, read+write)", "higher"},
     {"fused_ms", "tanh(a*b+c), 2^26 float32 (ms)", "lower"},
     {"matmul4096_gflops", "matmul 4096^3 float32 (GFLOP/s)", "higher"},
-    mlp_table_rows[1], mlp_table_rows[2], mlp_table_rows[3],
     {"heat_run_ms", "heat sample: 1,000 steps on 128x128, jit fori_loop (ms)", "lower"},
     {"heat_compile_10000_ms", "heat sample: compile, fori_loop of 10,000 steps (ms)", "lower"},
+    unpack(mlp_table_rows),
   }, res, peers, {"Torch", "JAX"}, "Benchmarks on CUDA", "benchmarks-cuda.md")
   return
 end

@@ -33,6 +33,10 @@ int hl_array_is_contiguous(const hl_array *a);
 static inline void *hl_array_data(const hl_array *a) {
   return (char *)a->storage->data + a->offset * (int64_t)hl_dtype_size(a->dtype);
 }
+/* the same for an array in device memory: the address of its first element there */
+static inline uint64_t hl_array_device_address(const hl_array *a) {
+  return a->storage->device_ptr + (uint64_t)(a->offset * (int64_t)hl_dtype_size(a->dtype));
+}
 /* Element at a flat row-major index, as a double (bool/ints converted). */
 double hl_array_get(const hl_array *a, int64_t flat);
 void hl_array_set(hl_array *a, int64_t flat, double v);   /* contiguous arrays being built */

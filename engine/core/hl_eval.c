@@ -275,9 +275,7 @@ static int run_elemwise(int prim, int nin, const hl_array *const *in, const hl_a
   /* a copy that turns a matrix (a transposed view made contiguous): shuffles in cache blocks */
   if (prim == HL_P_CAST && attrs->dtype == in[0]->dtype && r == 2 && hl_array_device(out) == HL_DEVICE_CPU &&
       mst[1][1] == 1 && mst[0][0] == 1 && mst[0][1] > 1 && mst[1][0] > 0) {
-    size_t es = hl_dtype_size(out->dtype);
-    hl_transpose((char *)v[1].storage->data + v[1].offset * (int64_t)es, mst[1][0],
-                 (const char *)v[0].storage->data + v[0].offset * (int64_t)es, mst[0][1], shp[0], shp[1], es);
+    hl_transpose(hl_array_data(&v[1]), mst[1][0], hl_array_data(&v[0]), mst[0][1], shp[0], shp[1], hl_dtype_size(out->dtype));
     return 0;
   }
   return run_single(prim, nin, ops, attrs, &v[nin]);
@@ -627,9 +625,8 @@ int hl_copy_into(hl_array *dst, const hl_array *src) {
     hl_array_copy_elements(dst, src);
     return 0;
   }
-  size_t es = hl_dtype_size(src->dtype);
-  return hl_device_copy_view(dev, dst->storage->device_ptr + (uint64_t)dst->offset * es, dst->strides,
-                             src->storage->device_ptr + (uint64_t)src->offset * es, src->strides, src->ndim, src->shape, es);
+  return hl_device_copy_view(dev, hl_array_device_address(dst), dst->strides, hl_array_device_address(src), src->strides,
+                             src->ndim, src->shape, hl_dtype_size(src->dtype));
 }
 
 int hl_to_device(const hl_array *a, int device, hl_array *out) {
