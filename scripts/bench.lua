@@ -229,16 +229,19 @@ res.solve_batched_ms = best_of(function() return hl.linalg.solve(ba, bb) end, 5,
 package.path = root .. "/samples/?.lua;" .. package.path
 local heat = require "heat"
 local plate = heat.plate(128)
--- and the gradient through that loop (a backward compiled loop): compile time flat too
-for name, make in pairs {heat = heat.simulate, heat_grad = heat.sensitivity} do
+-- and the gradient through that loop (a backward compiled loop), and a perturbation carried
+-- through it by forward mode (a tangent loop): compile time flat too
+local centre = hl.zeros({128, 128}):at({64, 64}):set(1)
+for name, make in pairs {heat = heat.simulate, heat_grad = heat.sensitivity, heat_jvp = heat.perturbation} do
+  local args = name == "heat_jvp" and {plate, centre} or {plate}
   for _, steps in ipairs {100, 10000} do
     hl.cache_clear()   -- each compile from scratch: the body's pipeline included
     local t0 = now()
-    make(steps):lower(plate)
+    make(steps):lower(unpack(args))
     res[name .. "_compile_" .. steps .. "_ms"] = (now() - t0) * 1e3
   end
   local run = make(1000)
-  res[name .. "_run_ms"] = best_of(function() return run(plate) end, 3, 1) * 1e3
+  res[name .. "_run_ms"] = best_of(function() return run(unpack(args)) end, 3, 1) * 1e3
 end
 
 print_table({
@@ -267,6 +270,9 @@ print_table({
   {"heat_grad_compile_100_ms", "its gradient by the plate: compile, 100 steps (ms)", "lower"},
   {"heat_grad_compile_10000_ms", "its gradient by the plate: compile, 10,000 steps (ms)", "lower"},
   {"heat_grad_run_ms", "its gradient by the plate: 1,000 steps, jit grad (ms)", "lower"},
+  {"heat_jvp_compile_100_ms", "a perturbation through it, forward mode: compile, 100 steps (ms)", "lower"},
+  {"heat_jvp_compile_10000_ms", "a perturbation through it, forward mode: compile, 10,000 steps (ms)", "lower"},
+  {"heat_jvp_run_ms", "a perturbation through it: 1,000 steps, jit jvp (ms)", "lower"},
 }, res, peers, {"NumPy", "Torch"}, "Benchmarks on the CPU", "benchmarks.md")
 
 -- the JAX paper's comparison: the same train step interpreted (plain Lua loops), eager, compiled

@@ -120,6 +120,19 @@ try:
             u = u + 0.2 * t_inside * (up + down + left + right - 4 * u)
         return torch.autograd.grad(u[hn // 2 - 1, hn // 2 - 1], u0)
     put("heat_grad_run_ms", "torch", best_of(heat_grad, 3, 1) * 1e3)
+    # a perturbation of the centre carried through the same steps by forward-mode autodiff
+    # (dual numbers)
+    import torch.autograd.forward_ad as fwAD
+    t_du = torch.zeros(hn, hn); t_du[hn // 2 - 1, hn // 2 - 1] = 1
+    def heat_jvp():
+        with fwAD.dual_level():
+            u = fwAD.make_dual(t_u0, t_du)
+            for _ in range(1000):
+                up = torch.cat([u[:1], u[:-1]]); down = torch.cat([u[1:], u[-1:]])
+                left = torch.cat([u[:, :1], u[:, :-1]], 1); right = torch.cat([u[:, 1:], u[:, -1:]], 1)
+                u = u + 0.2 * t_inside * (up + down + left + right - 4 * u)
+            return fwAD.unpack_dual(u).tangent
+    put("heat_jvp_run_ms", "torch", best_of(heat_jvp, 3, 1) * 1e3)
     sa = torch.rand(256, 256, dtype=torch.float64) - 0.5 + 256 * torch.eye(256, dtype=torch.float64)
     sb = torch.ones(256, dtype=torch.float64)
     put("solve256_ms", "torch", best_of(lambda: torch.linalg.solve(sa, sb), 5, 10) * 1e3)

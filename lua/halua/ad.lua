@@ -111,14 +111,13 @@ return function(hl, core, state)
       end
       call_args[info.arg] = tree.unflatten(info.def, vals)
     end
-    -- control flow traced while a derivative is being taken: loops stay compiled in reverse
-    -- mode (their derivative is a compiled loop too), and unroll in forward mode (control.lua)
-    local forward_mode = op == "jvp" or op == "jacfwd"
-    state.differentiating = (state.differentiating or 0) + 1
-    if forward_mode then state.forward_mode = (state.forward_mode or 0) + 1 end
+    -- control flow traced while a derivative is being taken (reverse mode: state.differentiating;
+    -- forward mode: state.forward_mode): loops stay compiled, and their derivative is a compiled
+    -- loop too (control.lua)
+    local mode = (op == "jvp" or op == "jacfwd") and "forward_mode" or "differentiating"
+    state[mode] = (state[mode] or 0) + 1
     local ok, res = pcall(function() return pack(f(unpack(call_args, 1, args.n))) end)
-    state.differentiating = state.differentiating - 1
-    if forward_mode then state.forward_mode = state.forward_mode - 1 end
+    state[mode] = state[mode] - 1
     stop(trace, owner)
     if not ok then
       if owner then core.trace_close(trace) end
@@ -397,19 +396,37 @@ return function(hl, core, state)
     for id, v in pairs(tangents) do t[id] = v end
     if hi < lo then return t end
     local nodes = core.graph_nodes(trace, lo, hi)
+    local custom = customs[trace] or {}
+    -- the nodes the outputs depend on (a compiled loop's results: on the loop's inputs, not on
+    -- the loop node, which has no rule of its own)
     local needed = {}
     for _, o in ipairs(outs) do if o then needed[o] = true end end
     for id = hi, lo, -1 do
       if needed[id] then
-        for _, i in ipairs(nodes[id].ins) do needed[i] = true end
+        local c = custom[id]
+        for _, i in ipairs(c and c.group.jvp and c.ins or nodes[id].ins) do needed[i] = true end
       end
     end
-    local custom = customs[trace] or {}
     local value = valuer(trace)
+    local done_groups = {}
     for id = lo, hi do
       local n = nodes[id]
-      if custom[id] and needed[id] then
-        for _, i in ipairs(custom[id].ins) do
+      local c = custom[id]
+      if c and needed[id] and c.group.jvp then
+        -- a compiled loop's results: their tangents come from its tangent loop, built once
+        if not done_groups[c.group] then
+          done_groups[c.group] = true
+          local ts, any = {}, false
+          for k, i in ipairs(c.ins) do
+            if i >= 0 and t[i] ~= nil then ts[k], any = t[i], true end
+          end
+          if any then
+            local touts = c.group.jvp(ts)
+            for k, oid in ipairs(c.group.nodes) do t[oid] = touts[k] end
+          end
+        end
+      elseif c and needed[id] then
+        for _, i in ipairs(c.ins) do
           if t[i] ~= nil then fail("jvp: functions made with hl.custom_vjp have no forward-mode rule; use grad, vjp or jacrev") end
         end
       elseif needed[id] and not tangents[id] and is_float(n.dtype) and n.op ~= "stop_gradient" then
@@ -549,16 +566,19 @@ return function(hl, core, state)
           for o, l in ipairs(leaves) do
             local basis, n = seeds(l.shape, l.dtype)
             local rows = {}
-            if onodes[o] and n > 0 then
-              rows = {hl.vmap(function(seed)
-                local g = gather(trace, infos, backward(trace, vars, {{onodes[o], seed}}))
-                local flat = {}
-                for k, info in ipairs(infos) do
-                  local gl = info.def == "*" and {g[k]} or tree.flatten(g[k])
-                  for j in ipairs(info.leaves) do flat[#flat + 1] = gl[j] end
-                end
-                return unpack(flat)
-              end)(basis)}
+            local function pass(seed)
+              local g = gather(trace, infos, backward(trace, vars, {{onodes[o], seed}}))
+              local flat = {}
+              for k, info in ipairs(infos) do
+                local gl = info.def == "*" and {g[k]} or tree.flatten(g[k])
+                for j in ipairs(info.leaves) do flat[#flat + 1] = gl[j] end
+              end
+              return unpack(flat)
+            end
+            if onodes[o] and n == 1 then
+              rows = {pass(hl.reshape(basis, l.shape))}   -- one seed (a scalar's gradient) needs no batch
+            elseif onodes[o] and n > 0 then
+              rows = {hl.vmap(pass)(basis)}
             end
             local m = 0
             for k, info in ipairs(infos) do
@@ -575,13 +595,17 @@ return function(hl, core, state)
               local basis, n = seeds(leaf.shape, leaf.dtype)
               local var = node_in(trace, info.vars[j])
               local cols = {}
-              if n > 0 then
-                cols = {hl.vmap(function(seed)
-                  local t = forward(trace, {[var] = seed}, onodes)
-                  local r = {}
-                  for o, l in ipairs(leaves) do r[o] = onodes[o] and t[onodes[o]] or hl.zeros_like(l) end
-                  return unpack(r, 1, #leaves)
-                end)(basis)}
+              local function pass(seed)
+                local t = forward(trace, {[var] = seed}, onodes)
+                local r = {}
+                for o, l in ipairs(leaves) do r[o] = onodes[o] and t[onodes[o]] or hl.zeros_like(l) end
+                return unpack(r, 1, #leaves)
+              end
+              if n == 1 then
+                cols = {pass(hl.reshape(basis, leaf.shape))}
+                for o, c in ipairs(cols) do cols[o] = hl.expand_dims(c, 1) end
+              elseif n > 0 then
+                cols = {hl.vmap(pass)(basis)}
               end
               for o, l in ipairs(leaves) do
                 -- (n, out...) -> (out..., n) -> out .. leaf
@@ -621,8 +645,8 @@ return function(hl, core, state)
   -- Values `leaves` of a trace whose derivative bwd gives: they stand for fresh nodes that
   -- depend, for autodiff, on the nodes `ins` (-1: none). bwd(cts) gets the outputs' cotangents as
   -- the tree `def` and returns `nargs` trees whose leaves line up with `ins`.
-  local function custom_group(trace, ins, leaves, def, bwd, nargs, sparse)
-    local group = {def = def, nodes = {}, sparse = sparse}
+  local function custom_group(trace, ins, leaves, def, bwd, nargs, sparse, jvp)
+    local group = {def = def, nodes = {}, sparse = sparse, jvp = jvp}
     local reg = customs[trace] or {}
     customs[trace] = reg
     local outs = {}
@@ -674,13 +698,15 @@ return function(hl, core, state)
     end
   end
 
-  -- for compiled loops (control.lua): the reverse pass, and groups whose bwd gets false for
-  -- outputs that received no cotangent
+  -- for compiled loops (control.lua): the reverse and forward passes, and groups whose bwd gets
+  -- false for outputs that received no cotangent and whose jvp(ts) gives the outputs' tangents
+  -- (nil for none) from the tangents ts of `ins` (nil where none)
   state.ad = {
     backward = backward,
-    group = function(trace, ins, leaves, bwd)
+    forward = forward,
+    group = function(trace, ins, leaves, bwd, jvp)
       local _, def = tree.flatten(leaves)
-      return custom_group(trace, ins, leaves, def, bwd, 1, true)
+      return custom_group(trace, ins, leaves, def, bwd, 1, true, jvp)
     end,
   }
 

@@ -3,10 +3,10 @@
 -- any other ops). Inside hl.jit, cond and switch trace every branch and choose with `where`;
 -- loops are compiled: the body is traced once into a program of its own, and the enclosing
 -- pipeline runs it from C (engine/core/hl_loop.h), so compile time does not grow with the number
--- of steps. Under reverse-mode autodiff inside jit, fori_loop and scan stay compiled and their
--- derivative is a compiled loop too; under vmap inside jit they (while_loop too) are batched
--- into compiled loops; under forward mode, or when the pipeline runs on CUDA, fori_loop and scan
--- are traced step by step instead, and while_loop is an error there.
+-- of steps, on the CPU and on CUDA. Under autodiff inside jit, loops stay compiled and their
+-- derivative is a compiled loop too: in reverse mode (fori_loop and scan) a loop that runs the
+-- steps backwards, in forward mode (all three) a loop that carries the tangents. Under vmap
+-- inside jit they are batched into compiled loops.
 return function(hl, core, state)
   local tree = hl.tree
   local is_array = core.is_array
@@ -141,15 +141,16 @@ return function(hl, core, state)
 
   ---------------------------------------------------------------- compiled loops
 
-  -- the jit trace a loop is compiled into, or nil (outside jit, batched by vmap, under
-  -- forward-mode autodiff); and whether reverse-mode autodiff is recording there
+  -- the jit trace a loop is compiled into, or nil (outside jit, or batched by vmap where the
+  -- replay cannot batch it); whether reverse-mode autodiff is recording there, and whether
+  -- forward-mode autodiff is
   local function vmap_trace(t) return state.vmap_traces and state.vmap_traces[t] end
   local function loop_trace()
     local t = state.tracing[#state.tracing]
-    if not t or (state.forward_mode or 0) > 0 then return nil end
+    if not t then return nil end
     -- under vmap, loops compile in the vmap trace itself when its replay can batch them
     if (state.batching or 0) > 0 and not vmap_trace(t) then return nil end
-    return t, (state.differentiating or 0) > 0
+    return t, (state.differentiating or 0) > 0, (state.forward_mode or 0) > 0
   end
 
   -- fn(args) traced into a trace nested in `parent`, with one argument per spec
@@ -203,62 +204,6 @@ return function(hl, core, state)
     return r
   end
 
-  local function compiled_fori(t, lo, hi, body_fn, init, leaves, def)
-    local specs = specs_of(leaves)
-    table.insert(specs, 1, {dtype = "int32", shape = {}})
-    local bt, res = sub_trace(t, specs, function(args)
-      return body_fn(args[1], tree.unflatten(def, {unpack(args, 2)}))
-    end)
-    local out = own(bt, check_same("fori_loop", "body_fn's result", "the initial carry", init, leaves, def, res))
-    local r = record {kind = "fori", name = "fori_loop", trace = t, body = bt, body_out = out, lo = lo, hi = hi,
-                      ncarry = #leaves, inputs = leaves}
-    return tree.unflatten(def, r)
-  end
-
-  local function compiled_while(t, cond_fn, body_fn, init, leaves, def)
-    local ct, p = sub_trace(t, specs_of(leaves), function(args) return cond_fn(tree.unflatten(def, args)) end)
-    if type(p) == "boolean" or type(p) == "number" then p = hl.asarray(p) end
-    if not is_array(p) or p.ndim ~= 0 then
-      core.trace_close(ct)
-      fail("while_loop: cond_fn must return a boolean or a 0-d array, got %s", describe(p))
-    end
-    if p.dtype ~= "bool" then p = hl.ne(p, 0) end
-    local bt, res = sub_trace(t, specs_of(leaves), function(args) return body_fn(tree.unflatten(def, args)) end)
-    local out = own(bt, check_same("while_loop", "body_fn's result", "the initial carry", init, leaves, def, res))
-    local r = record {kind = "while", name = "while_loop", trace = t, body = bt, body_out = out,
-                      cond = ct, cond_out = own(ct, {p}), ncarry = #leaves, inputs = leaves}
-    return tree.unflatten(def, r)
-  end
-
-  local function compiled_scan(t, f, init, c_leaves, c_def, xs, x_leaves, x_def, n)
-    local specs = specs_of(c_leaves)
-    for _, s in ipairs(specs_of(x_leaves, true)) do specs[#specs + 1] = s end
-    local y_tree
-    local bt, res = sub_trace(t, specs, function(args)
-      local carry = tree.unflatten(c_def, {unpack(args, 1, #c_leaves)})
-      local new_carry, y = f(carry, tree.unflatten(x_def, {unpack(args, #c_leaves + 1)}))
-      y_tree = y
-      local out = check_same("scan", "f's carry", "the initial carry", init, c_leaves, c_def, new_carry)
-      local y_leaves, y_def = as_leaves("scan", "f's output", y)
-      for _, l in ipairs(y_leaves) do out[#out + 1] = l end
-      return {out = out, y_def = y_def, ny = #y_leaves}
-    end)
-    local inputs = {unpack(c_leaves)}
-    for _, l in ipairs(x_leaves) do inputs[#inputs + 1] = l end
-    local r = record {kind = "scan", name = "scan", trace = t, body = bt, body_out = own(bt, res.out), hi = n,
-                      ncarry = #c_leaves, inputs = inputs}
-    local _ = y_tree
-    return tree.unflatten(c_def, {unpack(r, 1, #c_leaves)}), tree.unflatten(res.y_def, {unpack(r, #c_leaves + 1)})
-  end
-
-  ---------------------------------------------------------------- reverse mode through compiled loops
-
-  -- Under hl.grad (value_and_grad, vjp) inside jit, fori_loop and scan still compile. The
-  -- forward loop also keeps each step's incoming carry; the derivative is a second compiled loop
-  -- that runs the steps backwards, each step the reverse-mode derivative of the body at its carry
-  -- (the transpose of a scan, as in JAX). The values the body uses from enclosing traces are its
-  -- captures: their cotangents add up in the backward loop's carry. Under a second derivative the
-  -- backward loop is differentiated the same way.
 
   local function is_float(x)
     local d = x.dtype
@@ -318,6 +263,231 @@ return function(hl, core, state)
     end
     return caps, nextra
   end
+
+  ---------------------------------------------------------------- forward mode through compiled loops
+
+  -- Under hl.jvp and hl.jacfwd inside jit, loops still compile. A loop's tangents come from a
+  -- second compiled loop, its tangent loop, whose carries are the loop's carries and beside them
+  -- the float carries' tangents (a scan also stacks its outputs' tangents): each step is the body
+  -- traced again at the carry, then differentiated forward from the tangents of its arguments
+  -- and of its captures (JAX's jvp of a loop). The primal steps run again in the tangent loop,
+  -- as they must: every tangent step needs its carry. A loop is described to it by
+  --   prog(args) -> outs, its body over a list of arguments (fori: the step index, then the
+  --     carries; scan: the carries, then a row of each scanned array; while: the carries) whose
+  --     results are the new carries, then (scan) the step outputs;
+  --   cond(carries), a while loop's condition;
+  --   c, x: the loop's carries and scanned arrays; caps: the body's captures (loop_captures).
+
+  -- prog's results at `args` (values of the current trace) and the tangents of its float results,
+  -- given the tangents `targs` of args (nil where none) and `ctan` of the captures
+  local function tangent_step(prog, args, targs, caps, ctan)
+    local t = state.tracing[#state.tracing]
+    return on_floor(t, function()
+      local vars, seeds = {}, {}
+      for k, a in ipairs(args) do
+        vars[k] = a
+        if targs[k] ~= nil then
+          vars[k] = core.trace_variable(t, a)
+          seeds[core.node_in(t, vars[k])] = as_dtype_of(targs[k], a)
+        end
+      end
+      for j, c in ipairs(caps) do
+        if ctan[j] ~= nil then seeds[node_for(t, c.value)] = as_dtype_of(ctan[j], c.value) end
+      end
+      -- loops inside the body are differentiated in turn
+      state.forward_mode = (state.forward_mode or 0) + 1
+      local ok, outs = pcall(prog, vars)
+      state.forward_mode = state.forward_mode - 1
+      if not ok then error(outs, 0) end
+      outs = own(t, outs)   -- a result that is a capture passes its tangent on
+      local onodes = {}
+      for q, o in ipairs(outs) do onodes[q] = core.node_in(t, o) end
+      local tan = state.ad.forward(t, seeds, onodes)
+      local touts = {}
+      for q, o in ipairs(outs) do
+        if is_float(o) then
+          local g = tan[onodes[q]]
+          touts[q] = g and as_dtype_of(g, o) or hl.zeros_like(o)
+        end
+      end
+      return outs, touts
+    end)
+  end
+
+  -- The tangents of a loop's results (nil for none), given the tangents ts of the loop node's
+  -- inputs (carries, scanned arrays, captures; nil where none).
+  local function tangent_loop(s, ts)
+    local nc, nx = #s.c, #s.x
+    local ctan = {}
+    for j, c in ipairs(s.caps) do ctan[j] = ts[c.slot] end
+    local fc, dc = {}, {}   -- the float carries and their tangents
+    for k, l in ipairs(s.c) do
+      if is_float(l) then
+        fc[#fc + 1] = k
+        dc[#fc] = ts[k] and as_dtype_of(ts[k], l) or hl.zeros_like(l)
+      end
+    end
+    local first = s.kind == "fori" and 1 or 0
+    -- one step of the tangent loop: the body at the carry, and the new tangents
+    local function step(i, carry, row)
+      local args, targs = {i}, {}
+      for k = 1, nc do args[first + k] = carry.c[k] end
+      for q, k in ipairs(fc) do targs[first + k] = carry.dc[q] end
+      for k = 1, nx do args[nc + k] = row.x[k] end
+      for q, k in ipairs(s.fx or {}) do targs[nc + k] = row.dx[q] end
+      local outs, touts = tangent_step(s.prog, args, targs, s.caps, ctan)
+      local new = {c = {unpack(outs, 1, nc)}, dc = {}}
+      for q, k in ipairs(fc) do new.dc[q] = touts[k] end
+      return new, outs, touts
+    end
+    local result = {}
+    if s.kind == "scan" then
+      local dx = {}
+      s.fx = {}   -- the scanned arrays with tangents
+      for k, l in ipairs(s.x) do
+        if is_float(l) and ts[nc + k] ~= nil then
+          s.fx[#s.fx + 1] = k
+          dx[#s.fx] = as_dtype_of(ts[nc + k], l)
+        end
+      end
+      local fy   -- the float step outputs
+      local final, stacked = hl.scan(function(carry, row)
+        local new, outs, touts = step(nil, carry, row)
+        local ys = {}
+        fy = {}
+        for q = nc + 1, #outs do
+          if touts[q] then
+            fy[#fy + 1] = q - nc
+            ys[#ys + 1] = touts[q]
+          end
+        end
+        if #ys == 0 then ys[1] = hl.zeros({}, "float32") end   -- scan stacks at least one output
+        return new, ys
+      end, {c = s.c, dc = dc}, {x = s.x, dx = dx})
+      for q, k in ipairs(fy) do result[nc + k] = stacked[q] end
+      for q, k in ipairs(fc) do result[k] = final.dc[q] end
+      return result
+    end
+    if #fc == 0 then return result end   -- no float carries: the results have no tangents
+    local final
+    if s.kind == "fori" then
+      final = hl.fori_loop(s.lo, s.hi, function(i, carry) return (step(i, carry)) end, {c = s.c, dc = dc})
+    else
+      final = hl.while_loop(function(carry) return s.cond(carry.c) end,
+                            function(carry) return (step(nil, carry)) end, {c = s.c, dc = dc})
+    end
+    for q, k in ipairs(fc) do result[k] = final.dc[q] end
+    return result
+  end
+
+  -- the inputs of the loop node whose first result is r1
+  local function loop_inputs(t, r1)
+    local first = core.node_in(t, r1)
+    return core.graph_nodes(t, first, first)[first].ins
+  end
+
+  -- The results r of a compiled loop (record's spec) as values that forward-mode autodiff goes
+  -- through, by the tangent loop of s (above). bwd: their reverse-mode derivative, if any.
+  local function with_tangents(spec, r, s, bwd)
+    s.caps = loop_captures(spec.body, spec.inputs)
+    s.c, s.x = {unpack(spec.inputs, 1, spec.ncarry)}, {unpack(spec.inputs, spec.ncarry + 1)}
+    bwd = bwd or function() fail("%s: internal: reverse-mode autodiff reached a loop compiled for forward mode", spec.name) end
+    return state.ad.group(spec.trace, loop_inputs(spec.trace, r[1]), r, bwd, function(ts) return tangent_loop(s, ts) end)
+  end
+
+  -- A loop body, prog(args), traced into a trace nested in t on the floor of the body, so that
+  -- its derivative, tracing prog again, captures the same values; with autodiff's `mode` (the
+  -- state's counter: differentiating or forward_mode) off, as the body itself is not being
+  -- differentiated (loops inside it compile plainly).
+  local function floored_body(t, specs, prog, mode)
+    local saved = state[mode]
+    state[mode] = 0
+    local ok, bt, res = pcall(sub_trace, t, specs, function(args)
+      return on_floor(state.tracing[#state.tracing], prog, args)
+    end)
+    state[mode] = saved
+    if not ok then error(bt, 0) end
+    return bt, res
+  end
+  local function body_trace(t, specs, prog, forward)
+    if forward then return floored_body(t, specs, prog, "forward_mode") end
+    return sub_trace(t, specs, prog)
+  end
+
+  ---------------------------------------------------------------- the three compiled loops
+
+  local function compiled_fori(t, lo, hi, body_fn, init, leaves, def, forward)
+    local specs = specs_of(leaves)
+    table.insert(specs, 1, {dtype = "int32", shape = {}})
+    local function prog(args)
+      local res = body_fn(args[1], tree.unflatten(def, {unpack(args, 2)}))
+      return check_same("fori_loop", "body_fn's result", "the initial carry", init, leaves, def, res)
+    end
+    local bt, res = body_trace(t, specs, prog, forward)
+    local spec = {kind = "fori", name = "fori_loop", trace = t, body = bt, body_out = own(bt, res), lo = lo, hi = hi,
+                  ncarry = #leaves, inputs = leaves}
+    local r = record(spec)
+    if forward then r = with_tangents(spec, r, {kind = "fori", lo = lo, hi = hi, prog = prog}) end
+    return tree.unflatten(def, r)
+  end
+
+  local function compiled_while(t, cond_fn, body_fn, init, leaves, def, forward)
+    local function cond(c)
+      local p = cond_fn(tree.unflatten(def, c))
+      if type(p) == "boolean" or type(p) == "number" then p = hl.asarray(p) end
+      if not is_array(p) or p.ndim ~= 0 then
+        fail("while_loop: cond_fn must return a boolean or a 0-d array, got %s", describe(p))
+      end
+      return p.dtype == "bool" and p or hl.ne(p, 0)
+    end
+    local ct, p = sub_trace(t, specs_of(leaves), function(args) return {cond(args)} end)
+    local function prog(args)
+      return check_same("while_loop", "body_fn's result", "the initial carry", init, leaves, def, body_fn(tree.unflatten(def, args)))
+    end
+    local ok, bt, res = pcall(body_trace, t, specs_of(leaves), prog, forward)
+    if not ok then
+      core.trace_close(ct)
+      error(bt, 0)
+    end
+    local spec = {kind = "while", name = "while_loop", trace = t, body = bt, body_out = own(bt, res),
+                  cond = ct, cond_out = own(ct, p), ncarry = #leaves, inputs = leaves}
+    local r = record(spec)
+    if forward then r = with_tangents(spec, r, {kind = "while", cond = cond, prog = prog}) end
+    return tree.unflatten(def, r)
+  end
+
+  local function compiled_scan(t, f, init, c_leaves, c_def, x_leaves, x_def, n, forward)
+    local specs = specs_of(c_leaves)
+    for _, s in ipairs(specs_of(x_leaves, true)) do specs[#specs + 1] = s end
+    local nc, y_def = #c_leaves, nil
+    local function prog(args)
+      local carry = tree.unflatten(c_def, {unpack(args, 1, nc)})
+      local new_carry, y = f(carry, tree.unflatten(x_def, {unpack(args, nc + 1)}))
+      local out = check_same("scan", "f's carry", "the initial carry", init, c_leaves, c_def, new_carry)
+      local y_leaves
+      y_leaves, y_def = as_leaves("scan", "f's output", y)
+      for _, l in ipairs(y_leaves) do out[#out + 1] = l end
+      return out
+    end
+    local bt, res = body_trace(t, specs, prog, forward)
+    local inputs = {unpack(c_leaves)}
+    for _, l in ipairs(x_leaves) do inputs[#inputs + 1] = l end
+    local spec = {kind = "scan", name = "scan", trace = t, body = bt, body_out = own(bt, res), hi = n,
+                  ncarry = nc, inputs = inputs}
+    local r = record(spec)
+    if forward then r = with_tangents(spec, r, {kind = "scan", prog = prog}) end
+    return tree.unflatten(c_def, {unpack(r, 1, nc)}), tree.unflatten(y_def, {unpack(r, nc + 1)})
+  end
+
+  ---------------------------------------------------------------- reverse mode through compiled loops
+
+  -- Under hl.grad (value_and_grad, vjp) inside jit, fori_loop and scan still compile. The
+  -- forward loop also keeps each step's incoming carry; the derivative is a second compiled loop
+  -- that runs the steps backwards, each step the reverse-mode derivative of the body at its carry
+  -- (the transpose of a scan, as in JAX). The values the body uses from enclosing traces are its
+  -- captures: their cotangents add up in the backward loop's carry. Under a second derivative the
+  -- backward loop is differentiated the same way.
+
 
   -- The backward loop of a differentiable loop: the cotangents of the loop node's `nins` inputs
   -- (false where there is none) from `cts`, the cotangents of its results (new carries, step
@@ -421,34 +591,31 @@ return function(hl, core, state)
     for _, s in ipairs(specs_of(x_leaves, true)) do specs[#specs + 1] = s end
     local ny
     -- the forward body: new carries, step outputs, and the incoming carries for the backward loop
-    -- (the body itself is not being differentiated: loops inside it compile plainly)
-    local saved = state.differentiating
-    state.differentiating = 0
-    local ok, bt, out = pcall(sub_trace, t, specs, function(args)
+    local function prog(args)
       local c = {unpack(args, 1, nc)}
-      local new_c, ys = on_floor(state.tracing[#state.tracing], step, c, {unpack(args, nc + 1)})
+      local new_c, ys = step(c, {unpack(args, nc + 1)})
       ny = #ys
       local o = {}
       for _, l in ipairs(new_c) do o[#o + 1] = l end
       for _, l in ipairs(ys) do o[#o + 1] = l end
       for _, l in ipairs(c) do o[#o + 1] = l end
       return o
-    end)
-    state.differentiating = saved
-    if not ok then error(bt, 0) end
+    end
+    local bt, out = floored_body(t, specs, prog, "differentiating")
     out = own(bt, out)
     local inputs = {unpack(c_leaves)}
     for _, l in ipairs(x_leaves) do inputs[#inputs + 1] = l end
     local caps, nextra = loop_captures(bt, inputs)
-    local r = record {kind = "scan", name = name, trace = t, body = bt, body_out = out, hi = n, ncarry = nc, inputs = inputs}
-    local first = core.node_in(t, r[1])
-    local ins = core.graph_nodes(t, first, first)[first].ins
-    if #ins ~= #inputs + nextra then
-      fail("%s: internal: the loop has %d inputs, expected %d", name, #ins, #inputs + nextra)
+    local spec = {kind = "scan", name = name, trace = t, body = bt, body_out = out, hi = n, ncarry = nc, inputs = inputs}
+    local r = record(spec)
+    local nins = #loop_inputs(t, r[1])
+    if nins ~= #inputs + nextra then
+      fail("%s: internal: the loop has %d inputs, expected %d", name, nins, #inputs + nextra)
     end
+    -- forward mode goes through it too (a Hessian's jacfwd of a jacrev), by its tangent loop
     local results
-    results = state.ad.group(t, ins, r, function(cts)
-      return backward_loop(step, c_leaves, x_leaves, caps, #ins, ny, cts, {unpack(results, nc + ny + 1)})
+    results = with_tangents(spec, r, {kind = "scan", prog = prog}, function(cts)
+      return backward_loop(step, c_leaves, x_leaves, caps, nins, ny, cts, {unpack(results, nc + ny + 1)})
     end)
     return {unpack(results, 1, nc)}, {unpack(results, nc + 1, nc + ny)}
   end
@@ -630,8 +797,8 @@ return function(hl, core, state)
     check_fn("while_loop", cond_fn, "cond_fn")
     check_fn("while_loop", body_fn, "body_fn")
     local leaves, def = as_leaves("while_loop", "the initial carry's", init)
-    local t, differentiating = loop_trace()
-    if t and not differentiating and #leaves > 0 then return compiled_while(t, cond_fn, body_fn, init, leaves, def) end
+    local t, differentiating, forward = loop_trace()
+    if t and not differentiating and #leaves > 0 then return compiled_while(t, cond_fn, body_fn, init, leaves, def, forward) end
     local carry = tree.unflatten(def, leaves)
     while true do
       local p = cond_fn(carry)
@@ -659,11 +826,11 @@ return function(hl, core, state)
     lo, hi = static_int("fori_loop", "lo", lo), static_int("fori_loop", "hi", hi)
     check_fn("fori_loop", body_fn, "body_fn")
     local leaves, def = as_leaves("fori_loop", "the initial carry's", init)
-    local t, differentiating = loop_trace()
+    local t, differentiating, forward = loop_trace()
     if t and #leaves > 0 and differentiating and hi >= lo then
       return differentiable_fori(t, lo, hi, body_fn, init, leaves, def)
     end
-    if t and #leaves > 0 and not differentiating then return compiled_fori(t, lo, hi, body_fn, init, leaves, def) end
+    if t and #leaves > 0 and not differentiating then return compiled_fori(t, lo, hi, body_fn, init, leaves, def, forward) end
     local carry = tree.unflatten(def, leaves)
     local like = leaves[1]
     for i = lo, hi do
@@ -688,11 +855,11 @@ return function(hl, core, state)
       n = n or l.shape[1]
     end
     if not n then fail("scan: xs must hold at least one array to scan over") end
-    local t, differentiating = loop_trace()
+    local t, differentiating, forward = loop_trace()
     if t and #c_leaves > 0 and differentiating then
       return differentiable_scan(t, f, init, c_leaves, c_def, x_leaves, x_def, n)
     end
-    if t and #c_leaves > 0 then return compiled_scan(t, f, init, c_leaves, c_def, xs, x_leaves, x_def, n) end
+    if t and #c_leaves > 0 then return compiled_scan(t, f, init, c_leaves, c_def, x_leaves, x_def, n, forward) end
     local carry = tree.unflatten(c_def, c_leaves)
     if n == 0 then
       -- no steps: the carry as it is, and empty stacks shaped like f's output on a row of zeros

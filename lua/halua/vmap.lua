@@ -153,7 +153,8 @@ return function(hl, core, state)
       local trace = parent and core.trace_new(parent) or core.trace_new()
       -- (not where autodiff outside vmap will differentiate the replay: a batched loop has no
       -- derivative rule, so loops there are traced step by step)
-      state.vmap_traces[trace] = loops_compile(parent) and (state.differentiating or 0) == 0
+      state.vmap_traces[trace] = loops_compile(parent) and (state.differentiating or 0) == 0 and
+                                 (state.forward_mode or 0) == 0
       local targs, arg_node, actual = {}, {}, {}
       for i = 1, args.n do
         local fi = flat[i]

@@ -20,6 +20,19 @@ local function err_of(f, ...)
 end
 local function has(msg, part) assert.is_truthy(msg:find(part, 1, true), "message '" .. msg .. "' lacks '" .. part .. "'") end
 
+-- The derivative along `seed` of `steps` steps c -> 0.9999 c + 1e-4 sin(c) from x, by a Lua loop:
+-- d/dc of a step is 0.9999 + 1e-4 cos(c), so the derivative is the product over the steps.
+local function slow_step_derivative(x, seed, steps)
+  local c, g = x:totable(), seed
+  for _ = 1, steps do
+    for k = 1, #c do
+      g[k] = g[k] * (0.9999 + 1e-4 * math.cos(c[k]))
+      c[k] = c[k] * 0.9999 + math.sin(c[k]) * 1e-4
+    end
+  end
+  return g
+end
+
 -- each behaviour eagerly (T = identity) and under jit
 local function both(name, body)
   it(name, function() body(function(f) return f end) end)
@@ -334,15 +347,112 @@ describe("reverse mode through compiled loops inside jit", function()
     local _, lines_small = small:gsub("\n", "")
     local _, lines_big = big:gsub("\n", "")
     assert.are.equal(lines_small, lines_big)
-    -- d/dc of the step is 0.9999 + 1e-4 cos(c): the product over the steps, by a Lua loop
-    local c, g = x:totable(), {1, 1, 1}
-    for _ = 1, 10000 do
-      for k = 1, 3 do
-        g[k] = g[k] * (0.9999 + 1e-4 * math.cos(c[k]))
-        c[k] = c[k] * 0.9999 + math.sin(c[k]) * 1e-4
-      end
+    close(hl.jit(hl.grad(loss(10000)))(x), slow_step_derivative(x, {1, 1, 1}, 10000), 1e-10)
+  end)
+end)
+
+describe("forward mode through compiled loops inside jit", function()
+  -- under hl.jvp and hl.jacfwd inside jit, fori_loop, while_loop and scan stay compiled loops:
+  -- the tangents come from a second loop that carries them beside the carries
+  local w = hl.array({0.5, -0.3, 0.8}, F64)
+  local x = hl.array({0.2, 0.4, -0.6}, F64)
+  local u = hl.array({1.0, -0.5, 2.0}, F64)
+  local xs = hl.reshape(hl.linspace(-1, 1, 12):astype(F64), {4, 3})
+  -- f's derivative along direction d at its first argument, by central differences
+  local function directional(f, args, d)
+    local h = 1e-6
+    local up, dn = {unpack(args)}, {unpack(args)}
+    up[1], dn[1] = args[1] + d * h, args[1] - d * h
+    return (f(unpack(up)) - f(unpack(dn))) / (2 * h)
+  end
+  local function loops_in(stmt)
+    local _, n = stmt:gsub("halua_loop", "")
+    return n
+  end
+  local cases = {
+    {"fori_loop, the weights and the loop index used inside the body", function(a, b)
+      return hl.fori_loop(1, 6, function(i, c) return hl.sin(c * b) + 0.1 * c + i:astype(F64) * 0.01 end, a)
+    end, {x, w}},
+    {"fori_loop with an integer carry beside the float one", function(a, b)
+      local r = hl.fori_loop(1, 5, function(i, c) return {c[1] * b + c[2]:astype(F64) * 0.01, c[2] + i} end, {a, hl.array(0, "int32")})
+      return r[1] * r[2]:astype(F64)
+    end, {x, w}},
+    {"scan: the carry, the scanned rows and the stacked outputs", function(a, r)
+      local c, ys = hl.scan(function(c, row) local n = c * hl.cos(row) + row return n, {hl.tanh(n) * row, hl.sum(n)} end, a, r)
+      return hl.concatenate({c, hl.flatten(ys[1]), ys[2]}, 1)
+    end, {x, xs}},
+    {"while_loop, whose number of steps depends on the carry", function(a, b)
+      local r = hl.while_loop(function(c) return hl.lt(c[2], 7) end,
+                              function(c) return {hl.sin(c[1]) * b + c[1], c[2] + 1} end, {a, hl.array(0, "int32")})
+      return r[1]
+    end, {x, w}},
+    {"values computed outside the loop, the initial carry used inside, a capture as a carry", function(a, b)
+      local scale = hl.exp(b) * 0.5
+      local r = hl.fori_loop(1, 4, function(_, c) return {c[1] * scale + a * 0.1 + c[2], b} end, {a, a})
+      return r[1] + r[2]
+    end, {x, w}},
+    {"nested loops", function(a, b)
+      return hl.fori_loop(1, 3, function(_, c)
+        return hl.fori_loop(1, 4, function(_, d) return hl.sin(d * b) + c * 0.1 end, c)
+      end, a)
+    end, {x, w}},
+  }
+  for _, case in ipairs(cases) do
+    local name, f, args = case[1], case[2], case[3]
+    it(name .. ": jvp against central differences and eager, still a compiled loop", function()
+      local d = hl.ones_like(args[1]) * u[1] + hl.arange(args[1].size):astype(F64):reshape(args[1].shape) * 0.25
+      local jvp = function(a, b, t) return hl.jvp(function(p) return f(p, b) end, {a}, {t}) end
+      local p, t = hl.jit(jvp)(args[1], args[2], d)
+      local pe, te = jvp(args[1], args[2], d)
+      close(p, f(unpack(args)), 1e-12)
+      close(t, directional(f, args, d), 1e-6)
+      close(t, te, 1e-12)
+      close(p, pe, 1e-12)
+      local stmt = hl.jit(jvp):lower(args[1], args[2], d):stmt()
+      assert.is_true(loops_in(stmt) >= 2, "the loop and its tangent loop")
+    end)
+  end
+  it("jacfwd agrees with jacrev and eager, and the tangents of captures flow into the steps", function()
+    local f = function(a, b) return hl.fori_loop(1, 5, function(_, c) return hl.tanh(c * b) + a * 0.2 end, a) end
+    local jf = hl.jit(hl.jacfwd(f, {1, 2}))(x, w)
+    local jr = hl.jacrev(f, {1, 2})(x, w)
+    close(jf[1], jr[1], 1e-12)
+    close(jf[2], jr[2], 1e-12)
+    assert.is_true(loops_in(hl.jit(hl.jacfwd(f, {1, 2})):lower(x, w):stmt()) >= 2)
+  end)
+  it("compile once: the jvp's and the Hessian's traced programs do not grow with the number of steps", function()
+    local function loop(steps)
+      return function(a) return hl.fori_loop(1, steps, function(_, c) return c * 0.9999 + hl.sin(c) * 1e-4 end, a) end
     end
-    close(hl.jit(hl.grad(loss(10000)))(x), g, 1e-10)
+    local function lines(f, ...)
+      local _, n = tostring(hl.trace(f, ...)):gsub("\n", "")
+      return n
+    end
+    local function jvp_of(steps) return function(a, t) return hl.jvp(loop(steps), {a}, {t}) end end
+    assert.are.equal(lines(jvp_of(10), x, u), lines(jvp_of(10000), x, u))
+    local function hess_of(steps) return hl.hessian(function(a) return hl.sum(loop(steps)(a)) end) end
+    assert.are.equal(lines(hess_of(10), x), lines(hess_of(1000), x))
+    local _, t = hl.jit(jvp_of(10000))(x, u)
+    close(t, slow_step_derivative(x, u:totable(), 10000), 1e-10)
+  end)
+  it("take second derivatives in every order: hessian, jvp of grad, grad of jvp, jacfwd of jacfwd", function()
+    local f = function(a) return hl.sum(hl.fori_loop(1, 4, function(_, c) return hl.sin(c) * a + c * 0.5 end, a)) end
+    local h = hl.hessian(f)(x)
+    close(hl.jit(hl.hessian(f))(x), h, 1e-12)
+    local hvp = function(a, t) local _, r = hl.jvp(hl.grad(f), {a}, {t}) return r end
+    close(hl.jit(hvp)(x, u), hl.matmul(h, u), 1e-12)
+    local gjvp = hl.grad(function(a) local _, r = hl.jvp(f, {a}, {u}) return r end)
+    close(hl.jit(gjvp)(x), hl.matmul(h, u), 1e-12)
+    close(hl.jit(hl.jacfwd(hl.jacfwd(f)))(x), h, 1e-12)
+  end)
+  it("under vmap: jvp per example equals the examples one by one", function()
+    local f = function(a) return hl.fori_loop(1, 5, function(_, c) return hl.sin(c) * w + c * 0.5 end, a) end
+    local batch = hl.reshape(hl.linspace(-1, 1, 6):astype(F64), {2, 3})
+    local tb = hl.jit(hl.vmap(function(a) local _, t = hl.jvp(f, {a}, {u}) return t end))(batch)
+    for i = 1, 2 do
+      local _, t = hl.jvp(f, {batch[i]}, {u})
+      close(tb[i], t, 1e-12)
+    end
   end)
 end)
 
@@ -440,6 +550,9 @@ describe("the heat sample", function()
     -- the gradient through the loop: diffusion is linear, so <gradient, plate> is the centre
     local inner, centre = out:match("<gradient, plate> = ([%d%.e%-+]+), the centre's final temperature = ([%d%.e%-+]+)")
     assert.is_true(inner ~= nil and math.abs(tonumber(inner) - tonumber(centre)) < 1e-3 * math.max(1, tonumber(centre)), out)
+    -- and by forward mode: a perturbation moves as a plate does
+    local gap = tonumber(out:match("moves as a plate does: they differ by ([%d%.e%-+]+)"))
+    assert.is_true(gap ~= nil and gap < 1e-5, out)
   end)
 end)
 
@@ -521,12 +634,15 @@ describe("loops inside jit for cuda", function()
     stmt = m:lower(hl.ones({3, 0}), hl.ones({0, 4})):stmt()
     assert.is_nil(stmt:find("halua_cublas_matmul", 1, true), stmt)
   end)
-  it("compile while loops, scans and reverse-mode loops for cuda too", function()
+  it("compile while loops, scans, and loops under reverse and forward mode for cuda too", function()
     local w = hl.jit(function(a) return hl.while_loop(function(c) return hl.lt(hl.sum(c), 100) end, function(c) return c * 3 end, a) end, {device = "cuda"})
     assert.are.equal(2, #w:lower(x):loop_ptx())   -- the body and the condition
     local g = hl.jit(function(a) return hl.scan(function(c, r) return c + r, c end, a, hl.ones({200, 4})) end, {device = "cuda"})
     assert.are.equal(1, #g:lower(x):loop_ptx())
     local d = hl.jit(hl.grad(function(a) return hl.sum(hl.fori_loop(1, 500, function(_, c) return hl.sin(c) * 0.5 end, a)) end), {device = "cuda"})
     assert.is_true(#d:lower(x):loop_ptx() >= 2)   -- the forward loop and the backward loop
+    local loop = function(a) return hl.fori_loop(1, 500, function(_, c) return hl.sin(c) * 0.5 end, a) end
+    local j = hl.jit(function(a, t) return hl.jvp(loop, {a}, {t}) end, {device = "cuda"})
+    assert.are.equal(2, #j:lower(x, x):loop_ptx())   -- the loop and its tangent loop
   end)
 end)

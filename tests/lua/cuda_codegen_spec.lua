@@ -96,7 +96,7 @@ describe("CUDA code generation", function()
     assembles(function(a, i) return hl.core.scatter_add(a[1], i[1], 0, 9) end, x, idx)
   end)
 
-  it("assembles compiled loops: fori_loop, while_loop, scan, nested, and their gradients", function()
+  it("assembles compiled loops: fori_loop, while_loop, scan, nested, their gradients and tangents", function()
     local v = hl.ones({53})
     assembles(function(a) return hl.fori_loop(1, 100, function(i, c) return c * 0.5 + i end, a) end, x)
     assembles(function(a) return hl.while_loop(function(c) return hl.lt(hl.sum(c), 1e6) end, function(c) return c * 3 end, a) end, x)
@@ -104,6 +104,8 @@ describe("CUDA code generation", function()
     assembles(function(a) return hl.fori_loop(1, 10, function(_, c) return hl.fori_loop(1, 10, function(_, d) return d * 2 end, c) - 1 end, a) end, x)
     assembles(hl.grad(function(a) return hl.sum(hl.fori_loop(1, 100, function(_, c) return hl.sin(c) * a end, a)) end), x)
     assembles(hl.grad(function(a, xs) return hl.sum(select(2, hl.scan(function(c, r) return c * r, c end, a, xs))) end), v, x)
+    assembles(function(a, t) return hl.jvp(function(p) return hl.fori_loop(1, 100, function(_, c) return hl.sin(c) * p end, p) end, {a}, {t}) end, x, y)
+    assembles(function(a, t) return hl.jvp(function(p) return hl.while_loop(function(c) return hl.lt(hl.sum(c), 1e6) end, function(c) return c * p end, p) end, {a}, {t}) end, x, y)
   end)
 
   -- float16 and bfloat16 are uint16 bit patterns computed in float32: no Halide bfloat16 reaches
