@@ -229,16 +229,21 @@ bool schedule_inner_reduction(hl_lowered &L, int i, Func red, int r, int vec, bo
  * jitted bool [2,1] transpose: 111 s) */
 const int kTransposeTile = 16;
 
-bool reads_across(const hl_lowered &L, const std::vector<char> &root, int i) {
+/* Remembered per node in `memo` (-1: not yet known): the inlined nodes form a graph whose shared
+ * values (a carry used twice by each of a loop's unrolled steps) would be walked once per path,
+ * 2^steps times. */
+bool reads_across(const hl_lowered &L, const std::vector<char> &root, int i, std::vector<signed char> &memo) {
+  if (memo[i] >= 0) return memo[i];
   const hl_graph *g = L.g;
   const hl_node &n = g->nodes[i];
   int r = n.type.ndim;
-  if (n.prim == HL_P_TRANSPOSE && r >= 2 && n.attrs.i[r - 1] != r - 1) return true;
-  for (int k = 0; k < n.nin; k++) {
+  bool across = n.prim == HL_P_TRANSPOSE && r >= 2 && n.attrs.i[r - 1] != r - 1;
+  for (int k = 0; !across && k < n.nin; k++) {
     int s = hl_node_inputs(g, &n)[k];
-    if (!root[s] && g->nodes[s].prim != HL_P_PARAM && reads_across(L, root, s)) return true;
+    across = !root[s] && g->nodes[s].prim != HL_P_PARAM && reads_across(L, root, s, memo);
   }
-  return false;
+  memo[i] = across;
+  return across;
 }
 
 /* A transposing copy in square tiles of one vector: the tile's rows are unrolled, so each of its
@@ -328,6 +333,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
       output_of[i] = k;
   }
   std::vector<char> output_done(g->noutputs, 0);
+  std::vector<signed char> across(g->nnodes, -1);   /* reads_across, remembered */
   bound_extern_operands(L);
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
@@ -373,7 +379,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
       }
       break;
     default:
-      if (!g->dynamic && n.type.ndim >= 2 && reads_across(L, root, i))
+      if (!g->dynamic && n.type.ndim >= 2 && reads_across(L, root, i, across))
         schedule_tiled(L.funcs[i], n.type.ndim, vec, hl_shape_size(n.type.ndim, n.type.shape) >= kParallelMinElems);
       else
         schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0]);
@@ -389,7 +395,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     int vec = t.natural_vector_size(hl_compute_type(n.type.dtype));
     bool parallel = hl_shape_size(n.type.ndim, n.type.shape) >= kParallelMinElems;
     if (L.outputs[k].is_extern()) continue;   /* a transpose of a parameter (hl_transpose.c) */
-    if (!g->dynamic && n.type.ndim >= 2 && !root[i] && reads_across(L, root, i))
+    if (!g->dynamic && n.type.ndim >= 2 && !root[i] && reads_across(L, root, i, across))
       schedule_tiled(L.outputs[k], n.type.ndim, vec, parallel);
     else
       schedule_root(L.outputs[k], n, g->dynamic, vec, false, L.outputs[k]);

@@ -378,6 +378,13 @@ end)
 
 describe("jit, edge cases", function()
   local x = hl.array({1, 2, 3})
+  it("schedules a Lua loop's unrolled steps that each use a value twice (a walk per path would take 2^60 steps)", function()
+    local f = function(u) for _ = 1, 60 do u = u * 0.5 + u * u end return u end
+    local u = hl.full({3, 4}, 0.01, "float64")
+    local want = f(u)
+    local got = hl.jit(f)(u)
+    assert.is_true(hl.max(hl.abs(got - want)):item() <= 1e-12 * hl.max(hl.abs(want)):item())
+  end)
   it("transposes matrices of every dtype, jitted and eagerly, edge blocks and parallel bands included", function()
     local T = hl.jit(function(u) return hl.transpose(u) end)
     assert.truthy(T:lower(hl.ones({3, 4})):stmt():find("halua_cpu_transpose", 1, true), "not the blocked transpose")
