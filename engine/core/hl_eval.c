@@ -642,11 +642,10 @@ int hl_to_device(const hl_array *a, int device, hl_array *out) {
     return -1;
   }
   size_t nbytes = (size_t)hl_shape_size(a->ndim, a->shape) * hl_dtype_size(a->dtype);
-  size_t off = (size_t)src.offset * hl_dtype_size(a->dtype);
   int rc = 0;
   if (nbytes == 0) rc = 0;
-  else if (device == HL_DEVICE_CPU) rc = hl_device_copy_to_host(from, out->storage->data, src.storage->device_ptr + off, nbytes);
-  else if (from == HL_DEVICE_CPU) rc = hl_device_copy_to_device(device, out->storage->device_ptr, (char *)src.storage->data + off, nbytes);
+  else if (device == HL_DEVICE_CPU) rc = hl_device_copy_to_host(from, out->storage->data, hl_array_device_address(&src), nbytes);
+  else if (from == HL_DEVICE_CPU) rc = hl_device_copy_to_device(device, out->storage->device_ptr, hl_array_data(&src), nbytes);
   else rc = hl_error("device_put: copies between two GPUs are not supported");
   hl_array_release(&src);
   if (rc) hl_array_release(out);

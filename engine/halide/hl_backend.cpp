@@ -63,17 +63,16 @@ int pool_par_for(JITUserContext *ctx, int (*f)(JITUserContext *, int, uint8_t *)
 int to_buffer(const hl_array *a, int rank, halide_buffer_t *b, halide_dimension_t *dims, const char *what) {
   if (a->ndim != rank) return hl_error("%s: internal: rank %d passed where %d was compiled", what, a->ndim, rank);
   *b = halide_buffer_t();
-  int64_t byte_offset = a->offset * (int64_t)hl_dtype_size(a->dtype);
   if (a->storage->device != HL_DEVICE_CPU) {
     /* device memory: the address of the view's first element; Halide finds no host copy */
-    b->device = a->storage->device_ptr + (uint64_t)byte_offset;
+    b->device = hl_array_device_address(a);
     b->device_interface = hl_device_interface(a->storage->device);
     /* an empty output of a CUDA pipeline is written on the host (hl_schedule_cuda): nothing is
      * written, but Halide's checks (HALUA_PIPELINE_CHECKS=1) want a host address */
     static uint8_t nothing[64];
     if (hl_shape_size(a->ndim, a->shape) == 0) b->host = nothing;
   } else {
-    b->host = (uint8_t *)a->storage->data + byte_offset;
+    b->host = (uint8_t *)hl_array_data(a);
   }
   Type t = hl_halide_type(a->dtype);
   b->type = t;
