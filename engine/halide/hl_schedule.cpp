@@ -23,26 +23,35 @@ Expr total_elems(Func f, int r) {
 }
 
 /* Vectorise dim 0, parallelise the rest (or blocks of a 1-D loop). */
-void pointwise(Stage s, int r, int vec, bool parallel, int static_inner, int64_t static_total = 0) {
+/* `pure`: s is a Func's pure definition, which may compute an element twice. Where its size is
+ * known (static_inner, static_total) the last vector or block then shifts inwards to end at the
+ * edge rather than being guarded: Halide 14 miscompiles a guarded tail of a fully known loop
+ * whose body loads from another buffer into a let (after vectorising, its pass that rewrites
+ * vector interleavings dropped the tail's branch: the loop stored its first vector over and over
+ * and left the last elements unwritten, so jit(sort(exp(x) * x + exp(x))) of 5 elements had
+ * returned garbage). */
+void pointwise(Stage s, int r, int vec, bool parallel, int static_inner, int64_t static_total = 0, bool pure = false) {
   const std::vector<Var> &v = hl_vars(r);
   if (r == 0) return;
   int w = vec;
   if (static_inner > 0)
     while (w > 1 && w > static_inner) w /= 2;
+  TailStrategy vector_tail = pure && static_inner >= w ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf;
   if (r == 1) {
     if (parallel) {
       Var xo("xo"), xi("xi");
       /* tasks of at least 16K elements (a task hand-off costs about a microsecond), and about
        * 16 of them when the size is known, so both cores stay busy to the end */
       int64_t block = static_total > 0 ? std::max<int64_t>(1 << 14, (static_total / 16 + vec - 1) / vec * vec) : 1 << 14;
-      s.split(v[0], xo, xi, (int)block, TailStrategy::GuardWithIf).parallel(xo);
-      s.vectorize(xi, w, TailStrategy::GuardWithIf);
+      bool shift = pure && static_total >= block;   /* every block whole: its vectors too */
+      s.split(v[0], xo, xi, (int)block, shift ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf).parallel(xo);
+      s.vectorize(xi, w, shift ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf);
     } else if (w > 1) {
-      s.vectorize(v[0], w, TailStrategy::GuardWithIf);
+      s.vectorize(v[0], w, vector_tail);
     }
     return;
   }
-  if (w > 1) s.vectorize(v[0], w, TailStrategy::GuardWithIf);
+  if (w > 1) s.vectorize(v[0], w, vector_tail);
   if (parallel) {
     Var outer = v[r - 1];
     for (int d = r - 2; d >= 1; d--) {
@@ -65,7 +74,7 @@ void schedule_root(Func f, const hl_node &n, bool dynamic, int vec, bool update_
   int inner = dynamic || r == 0 ? 0 : (int)n.type.shape[r - 1];
   if (dynamic || work < total) work = total;
   auto apply = [&](bool par) {
-    pointwise(f, r, vec, par && total >= kParallelMinElems, inner, dynamic ? 0 : total);
+    pointwise(f, r, vec, par && total >= kParallelMinElems, inner, dynamic ? 0 : total, !dynamic);
     for (int u = 0; u < f.num_update_definitions(); u++) {
       if (update_too) pointwise(f.update(u), r, vec, par, inner);
       else if (r == 1 && par && !dynamic) {
@@ -159,7 +168,7 @@ void schedule_scatter(hl_lowered &L, int i, int vec, Func sized) {
   int64_t total = hl_shape_size(r, n.type.shape);
   bool dynamic = L.g->dynamic;
   pointwise(f, r, vec, !dynamic && total >= kParallelMinElems, dynamic || r == 0 ? 0 : (int)n.type.shape[r - 1],
-            dynamic ? 0 : total);
+            dynamic ? 0 : total, !dynamic);
   Stage u = f.update();
   if (r > 1 && hd != 0 && L.rdoms[i].defined()) {
     const std::vector<Var> &v = hl_vars(r);

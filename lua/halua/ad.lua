@@ -29,10 +29,18 @@ return function(hl, core, state)
   -- The graph a transformation records on: the jit trace of a traced argument or of the function
   -- being traced, else the open tape, else a new tape that this call owns.
   local function open_trace(leaves)
-    for _, l in ipairs(leaves) do
-      if is_array(l) and core.is_tracer(l) then return (core.trace_of(l)), false end
-    end
     local jt = state.tracing[#state.tracing]
+    for _, l in ipairs(leaves) do
+      if is_array(l) and core.is_tracer(l) then
+        local lt = core.trace_of(l)
+        -- a value of a trace that encloses the one being traced (a loop body's capture): the
+        -- function's ops go to the inner trace, so the derivative is taken there
+        for _, t in ipairs(state.tracing) do
+          if rawequal(t, lt) then return jt, false end
+        end
+        return lt, false
+      end
+    end
     if jt then return jt, false end
     if state.tape then return state.tape, false end
     local t = core.tape_new()

@@ -803,8 +803,13 @@ return function(hl, core, state)
     while true do
       local p = cond_fn(carry)
       if not is_concrete(p) or any_traced(leaves) then
-        fail("while_loop: its number of steps depends on traced values, which cannot be differentiated " ..
-             "or batched by hl.vmap outside hl.jit; use hl.fori_loop or hl.scan with a fixed number of steps")
+        if (state.differentiating or 0) > 0 then
+          fail("while_loop: its number of steps depends on traced values, so reverse-mode autodiff (grad, vjp, " ..
+               "jacrev, hessian) cannot go through it; use hl.fori_loop or hl.scan with a fixed number of steps " ..
+               "(jvp and jacfwd can, inside hl.jit)")
+        end
+        fail("while_loop: its number of steps depends on traced values, which hl.vmap batches only inside hl.jit " ..
+             "(and not inside jvp or jacfwd there); use hl.fori_loop or hl.scan with a fixed number of steps")
       end
       if not truth("while_loop", p) then return carry end
       local new = body_fn(carry)

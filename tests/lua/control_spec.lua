@@ -138,9 +138,13 @@ describe("loops", function()
   it("arguments are checked", function()
     local loop = function(a) return hl.sum(hl.while_loop(function(c) return hl.lt(c[1], 10) end, function(c) return c * a end, a)) end
     has(err_of(hl.jit(hl.grad(loop)), hl.array({2, 3})),
-        "halua: while_loop: its number of steps depends on traced values, which cannot be differentiated or batched by hl.vmap outside hl.jit; use hl.fori_loop or hl.scan with a fixed number of steps")
+        "halua: while_loop: its number of steps depends on traced values, so reverse-mode autodiff (grad, vjp, jacrev, hessian) cannot go through it; use hl.fori_loop or hl.scan with a fixed number of steps (jvp and jacfwd can, inside hl.jit)")
+    has(err_of(hl.jit(hl.hessian(loop)), hl.array({2, 3})), "so reverse-mode autodiff (grad, vjp, jacrev, hessian) cannot go through it")
     local grow = function(a) return hl.while_loop(function(c) return hl.lt(hl.sum(c), 10) end, function(c) return c * 2 end, a) end
-    has(err_of(hl.vmap(grow), hl.ones({2, 3})), "halua: while_loop: its number of steps depends on traced values, which cannot be differentiated or batched by hl.vmap outside hl.jit")
+    has(err_of(hl.vmap(grow), hl.ones({2, 3})),
+        "halua: while_loop: its number of steps depends on traced values, which hl.vmap batches only inside hl.jit (and not inside jvp or jacfwd there); use hl.fori_loop or hl.scan with a fixed number of steps")
+    local jvp_of_vmap = function(a, t) return hl.jvp(hl.vmap(grow), {a}, {t}) end
+    has(err_of(hl.jit(jvp_of_vmap), hl.ones({2, 3}), hl.ones({2, 3})), "which hl.vmap batches only inside hl.jit (and not inside jvp or jacfwd there)")
     has(err_of(hl.jit(function(n, a) return hl.fori_loop(1, n, function(_, c) return c end, a) end), hl.array(3, "int32"), hl.ones(2)),
         "halua: fori_loop: hi must be known when the function is traced (a number), not a traced array")
     has(err_of(hl.fori_loop, 1, 2.5, function() end, 0), "halua: fori_loop: hi must be an integer, got 2.5")
@@ -444,6 +448,16 @@ describe("forward mode through compiled loops inside jit", function()
     local gjvp = hl.grad(function(a) local _, r = hl.jvp(f, {a}, {u}) return r end)
     close(hl.jit(gjvp)(x), hl.matmul(h, u), 1e-12)
     close(hl.jit(hl.jacfwd(hl.jacfwd(f)))(x), h, 1e-12)
+  end)
+  it("jvp and grad inside a loop body, by a value from outside the body", function()
+    local f = function(a, b)
+      return hl.fori_loop(1, 3, function(_, c)
+        local _, t = hl.jvp(function(q) return hl.sin(q) * c end, {b}, {hl.ones_like(b)})
+        local g = hl.grad(function(q) return hl.sum(hl.exp(q) * c) end)(b)
+        return c * 0.5 + t + g
+      end, a)
+    end
+    close(hl.jit(f)(x, w), f(x, w), 1e-12)
   end)
   it("under vmap: jvp per example equals the examples one by one", function()
     local f = function(a) return hl.fori_loop(1, 5, function(_, c) return hl.sin(c) * w + c * 0.5 end, a) end
