@@ -23,27 +23,29 @@ Expr total_elems(Func f, int r) {
 }
 
 /* Vectorise dim 0, parallelise the rest (or blocks of a 1-D loop). */
-/* `pure`: s is a Func's pure definition, which may compute an element twice. Where its size is
- * known (static_inner, static_total) the last vector or block then shifts inwards to end at the
- * edge rather than being guarded: Halide 14 miscompiles a guarded tail of a fully known loop
- * whose body loads from another buffer into a let (after vectorising, its pass that rewrites
- * vector interleavings dropped the tail's branch: the loop stored its first vector over and over
- * and left the last elements unwritten, so jit(sort(exp(x) * x + exp(x))) of 5 elements had
- * returned garbage). */
-void pointwise(Stage s, int r, int vec, bool parallel, int static_inner, int64_t static_total = 0, bool pure = false) {
+/* `whole`: s is the pure definition of a Func computed over exactly its whole shape, of size
+ * static_inner (innermost) and static_total (a pipeline output, or an extern stage's operand,
+ * bounded so). The last vector or block then shifts inwards to end at the edge, computing some
+ * elements twice, rather than being guarded: Halide 14 miscompiles a guarded tail of a fully
+ * known loop whose body loads from another buffer into a let (after vectorising, its pass that
+ * rewrites vector interleavings dropped the tail's branch: the loop stored its first vector over
+ * and over and left the last elements unwritten, so jit(sort(exp(x) * x + exp(x))) of 5 elements
+ * had returned garbage). Not for a Func of which consumers need less than the whole: a shifted
+ * vector would start before the region, reading its inputs before their first element. */
+void pointwise(Stage s, int r, int vec, bool parallel, int static_inner, int64_t static_total = 0, bool whole = false) {
   const std::vector<Var> &v = hl_vars(r);
   if (r == 0) return;
   int w = vec;
   if (static_inner > 0)
     while (w > 1 && w > static_inner) w /= 2;
-  TailStrategy vector_tail = pure && static_inner >= w ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf;
+  TailStrategy vector_tail = whole && static_inner >= w ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf;
   if (r == 1) {
     if (parallel) {
       Var xo("xo"), xi("xi");
       /* tasks of at least 16K elements (a task hand-off costs about a microsecond), and about
        * 16 of them when the size is known, so both cores stay busy to the end */
       int64_t block = static_total > 0 ? std::max<int64_t>(1 << 14, (static_total / 16 + vec - 1) / vec * vec) : 1 << 14;
-      bool shift = pure && static_total >= block;   /* every block whole: its vectors too */
+      bool shift = whole && static_total >= block;   /* every block whole: its vectors too */
       s.split(v[0], xo, xi, (int)block, shift ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf).parallel(xo);
       s.vectorize(xi, w, shift ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf);
     } else if (w > 1) {
@@ -67,14 +69,16 @@ void pointwise(Stage s, int r, int vec, bool parallel, int static_inner, int64_t
  * (eager kernels have one output, the shape of their single node). */
 /* `work`: the elements a reduction reads (0: as many as f has), which decides parallelism: a
  * row logsumexp of 4096x4096 has only 4096 results but reads 16M elements */
-void schedule_root(Func f, const hl_node &n, bool dynamic, int vec, bool update_too, Func sized, int64_t work = 0) {
+/* `whole`: f is computed over exactly its whole shape (pointwise) */
+void schedule_root(Func f, const hl_node &n, bool dynamic, int vec, bool update_too, Func sized, int64_t work = 0,
+                   bool whole = false) {
   int r = n.type.ndim;
   f.compute_root();
   int64_t total = hl_shape_size(r, n.type.shape);
   int inner = dynamic || r == 0 ? 0 : (int)n.type.shape[r - 1];
   if (dynamic || work < total) work = total;
   auto apply = [&](bool par) {
-    pointwise(f, r, vec, par && total >= kParallelMinElems, inner, dynamic ? 0 : total, !dynamic);
+    pointwise(f, r, vec, par && total >= kParallelMinElems, inner, dynamic ? 0 : total, whole && !dynamic);
     for (int u = 0; u < f.num_update_definitions(); u++) {
       if (update_too) pointwise(f.update(u), r, vec, par, inner);
       else if (r == 1 && par && !dynamic) {
@@ -168,7 +172,7 @@ void schedule_scatter(hl_lowered &L, int i, int vec, Func sized) {
   int64_t total = hl_shape_size(r, n.type.shape);
   bool dynamic = L.g->dynamic;
   pointwise(f, r, vec, !dynamic && total >= kParallelMinElems, dynamic || r == 0 ? 0 : (int)n.type.shape[r - 1],
-            dynamic ? 0 : total, !dynamic);
+            dynamic ? 0 : total);
   Stage u = f.update();
   if (r > 1 && hd != 0 && L.rdoms[i].defined()) {
     const std::vector<Var> &v = hl_vars(r);
@@ -285,9 +289,10 @@ bool expensive(int prim) {
  * computed for an operand stay symbolic; deep index maps (an im2col of a padded, pooled
  * activation) then overflow Halide's constant folding. Declaring each operand's full extent
  * makes them constants. */
-static void bound_extern_operands(hl_lowered &L) {
+static std::vector<char> bound_extern_operands(hl_lowered &L) {
   const hl_graph *g = L.g;
-  if (g->dynamic) return;
+  std::vector<char> bounded(g->nnodes, 0);
+  if (g->dynamic) return bounded;
   for (int i = 0; i < g->nnodes; i++) {
     if (!L.funcs[i].is_extern()) continue;
     const hl_node &n = g->nodes[i];
@@ -301,8 +306,10 @@ static void bound_extern_operands(hl_lowered &L) {
       int r = sn.type.ndim;
       const std::vector<Var> &v = hl_vars(r);
       for (int d = 0; d < r; d++) L.funcs[s].bound(v[d], 0, (int)sn.type.shape[r - 1 - d]);
+      bounded[s] = 1;
     }
   }
+  return bounded;
 }
 
 /* Which nodes get their own buffer (the rest inline into their consumers): reductions and
@@ -343,7 +350,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
   }
   std::vector<char> output_done(g->noutputs, 0);
   std::vector<signed char> across(g->nnodes, -1);   /* reads_across, remembered */
-  bound_extern_operands(L);
+  std::vector<char> bounded = bound_extern_operands(L);
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     if (!root[i] || n.prim == HL_P_PARAM) continue;
@@ -360,7 +367,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     case HL_K_SORT: L.funcs[i].compute_root(); break;   /* LAPACK, sorting: on the host */
     case HL_K_INDEXED:
       if (n.prim == HL_P_SCATTER_ADD) schedule_scatter(L, i, vec, L.outputs[0]);
-      else schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0]);
+      else schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0], 0, bounded[i]);
       break;
     case HL_K_MATMUL:
       if (L.funcs[i].is_extern()) L.funcs[i].compute_root();   /* the engine's matmul kernel */
@@ -391,7 +398,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
       if (!g->dynamic && n.type.ndim >= 2 && reads_across(L, root, i, across))
         schedule_tiled(L.funcs[i], n.type.ndim, vec, hl_shape_size(n.type.ndim, n.type.shape) >= kParallelMinElems);
       else
-        schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0]);
+        schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0], 0, bounded[i]);
       break;
     }
   }
@@ -407,7 +414,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     if (!g->dynamic && n.type.ndim >= 2 && !root[i] && reads_across(L, root, i, across))
       schedule_tiled(L.outputs[k], n.type.ndim, vec, parallel);
     else
-      schedule_root(L.outputs[k], n, g->dynamic, vec, false, L.outputs[k]);
+      schedule_root(L.outputs[k], n, g->dynamic, vec, false, L.outputs[k], 0, true);
   }
 }
 
