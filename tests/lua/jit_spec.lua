@@ -397,6 +397,13 @@ describe("jit, edge cases", function()
       end
     end
   end)
+  it("computes a stored value that consumers read in part inside its region, reading no input before its first element", function()
+    local f = function(u) local e = hl.exp(u) return e[3] + e[4] * 2 end
+    local u = hl.linspace(0, 1, 100)
+    assert.is_true(math.abs(hl.jit(f)(u):item() - f(u):item()) < 1e-5)
+    local stmt = hl.jit(f):lower(u):stmt()
+    assert.is_nil(stmt:find("ramp((int64)-", 1, true), "a vector starts before the input's first element")
+  end)
   it("schedules a Lua loop's unrolled steps that each use a value twice (a walk per path would take 2^60 steps)", function()
     local f = function(u) for _ = 1, 60 do u = u * 0.5 + u * u end return u end
     local u = hl.full({3, 4}, 0.01, "float64")
