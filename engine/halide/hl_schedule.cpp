@@ -24,14 +24,15 @@ Expr total_elems(Func f, int r) {
 
 /* Vectorise dim 0, parallelise the rest (or blocks of a 1-D loop). */
 /* `whole`: s is the pure definition of a Func computed over exactly its whole shape, of size
- * static_inner (innermost) and static_total (a pipeline output, or an extern stage's operand,
- * bounded so). The last vector or block then shifts inwards to end at the edge, computing some
+ * static_inner (innermost) and static_total (a pipeline output, or a stored value bounded so:
+ * bound_whole). The last vector or block then shifts inwards to end at the edge, computing some
  * elements twice, rather than being guarded: Halide 14 miscompiles a guarded tail of a fully
  * known loop whose body loads from another buffer into a let (after vectorising, its pass that
  * rewrites vector interleavings dropped the tail's branch: the loop stored its first vector over
  * and over and left the last elements unwritten, so jit(sort(exp(x) * x + exp(x))) of 5 elements
- * had returned garbage). Not for a Func of which consumers need less than the whole: a shifted
- * vector would start before the region, reading its inputs before their first element. */
+ * had returned garbage; so had a sum over such a value). Not for a Func of which consumers may
+ * need less than the whole: a shifted vector would start before the region, reading its inputs
+ * before their first element. */
 void pointwise(Stage s, int r, int vec, bool parallel, int static_inner, int64_t static_total = 0, bool whole = false) {
   const std::vector<Var> &v = hl_vars(r);
   if (r == 0) return;
@@ -289,6 +290,18 @@ bool expensive(int prim) {
  * computed for an operand stay symbolic; deep index maps (an im2col of a padded, pooled
  * activation) then overflow Halide's constant folding. Declaring each operand's full extent
  * makes them constants. */
+/* Func i computed over exactly its whole shape, for a tail that shifts inwards (pointwise): a
+ * consumer never reads outside an operand's shape (the lowering clamps every read in bounds, as
+ * an operand may be a parameter's buffer), so this only computes what a consumer reading part of
+ * it leaves out. Not for an empty value: bound to extent 0, it loses its buffer. */
+static bool bound_whole(hl_lowered &L, int i) {
+  const hl_node &n = L.g->nodes[i];
+  if (L.g->dynamic || hl_shape_size(n.type.ndim, n.type.shape) == 0) return false;
+  const std::vector<Var> &v = hl_vars(n.type.ndim);
+  for (int d = 0; d < n.type.ndim; d++) L.funcs[i].bound(v[d], 0, (int)n.type.shape[n.type.ndim - 1 - d]);
+  return true;
+}
+
 static std::vector<char> bound_extern_operands(hl_lowered &L) {
   const hl_graph *g = L.g;
   std::vector<char> bounded(g->nnodes, 0);
@@ -302,11 +315,7 @@ static std::vector<char> bound_extern_operands(hl_lowered &L) {
       if (sn.prim == HL_P_PARAM || L.funcs[s].is_extern()) continue;   /* extern outputs have no pure vars */
       /* an empty operand bound to extent 0 loses its buffer: the extern call names a symbol
        * that is not there (a solve over a zero-size batch) */
-      if (hl_shape_size(sn.type.ndim, sn.type.shape) == 0) continue;
-      int r = sn.type.ndim;
-      const std::vector<Var> &v = hl_vars(r);
-      for (int d = 0; d < r; d++) L.funcs[s].bound(v[d], 0, (int)sn.type.shape[r - 1 - d]);
-      bounded[s] = 1;
+      if (!bounded[s]) bounded[s] = bound_whole(L, s);
     }
   }
   return bounded;
@@ -367,7 +376,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     case HL_K_SORT: L.funcs[i].compute_root(); break;   /* LAPACK, sorting: on the host */
     case HL_K_INDEXED:
       if (n.prim == HL_P_SCATTER_ADD) schedule_scatter(L, i, vec, L.outputs[0]);
-      else schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0], 0, bounded[i]);
+      else schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i));
       break;
     case HL_K_MATMUL:
       if (L.funcs[i].is_extern()) L.funcs[i].compute_root();   /* the engine's matmul kernel */
@@ -398,7 +407,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
       if (!g->dynamic && n.type.ndim >= 2 && reads_across(L, root, i, across))
         schedule_tiled(L.funcs[i], n.type.ndim, vec, hl_shape_size(n.type.ndim, n.type.shape) >= kParallelMinElems);
       else
-        schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0], 0, bounded[i]);
+        schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i));
       break;
     }
   }
