@@ -328,13 +328,14 @@ return function(hl, core, state)
       end
     end
     local first = s.kind == "fori" and 1 or 0
+    local fx = {}   -- the scanned arrays with tangents (scan)
     -- one step of the tangent loop: the body at the carry, and the new tangents
     local function step(i, carry, row)
       local args, targs = {i}, {}
       for k = 1, nc do args[first + k] = carry.c[k] end
       for q, k in ipairs(fc) do targs[first + k] = carry.dc[q] end
       for k = 1, nx do args[nc + k] = row.x[k] end
-      for q, k in ipairs(s.fx or {}) do targs[nc + k] = row.dx[q] end
+      for q, k in ipairs(fx) do targs[nc + k] = row.dx[q] end
       local outs, touts = tangent_step(s.prog, args, targs, s.caps, ctan)
       local new = {c = {unpack(outs, 1, nc)}, dc = {}}
       for q, k in ipairs(fc) do new.dc[q] = touts[k] end
@@ -343,11 +344,10 @@ return function(hl, core, state)
     local result = {}
     if s.kind == "scan" then
       local dx = {}
-      s.fx = {}   -- the scanned arrays with tangents
       for k, l in ipairs(s.x) do
         if is_float(l) and ts[nc + k] ~= nil then
-          s.fx[#s.fx + 1] = k
-          dx[#s.fx] = as_dtype_of(ts[nc + k], l)
+          fx[#fx + 1] = k
+          dx[#fx] = as_dtype_of(ts[nc + k], l)
         end
       end
       local fy   -- the float step outputs
@@ -387,9 +387,10 @@ return function(hl, core, state)
   end
 
   -- The results r of a compiled loop (record's spec) as values that forward-mode autodiff goes
-  -- through, by the tangent loop of s (above). bwd: their reverse-mode derivative, if any.
+  -- through, by the tangent loop of s (above; s.caps when the caller has them). bwd: their
+  -- reverse-mode derivative, if any.
   local function with_tangents(spec, r, s, bwd)
-    s.caps = loop_captures(spec.body, spec.inputs)
+    s.caps = s.caps or loop_captures(spec.body, spec.inputs)
     s.c, s.x = {unpack(spec.inputs, 1, spec.ncarry)}, {unpack(spec.inputs, spec.ncarry + 1)}
     bwd = bwd or function() fail("%s: internal: reverse-mode autodiff reached a loop compiled for forward mode", spec.name) end
     return state.ad.group(spec.trace, loop_inputs(spec.trace, r[1]), r, bwd, function(ts) return tangent_loop(s, ts) end)
@@ -614,7 +615,7 @@ return function(hl, core, state)
     end
     -- forward mode goes through it too (a Hessian's jacfwd of a jacrev), by its tangent loop
     local results
-    results = with_tangents(spec, r, {kind = "scan", prog = prog}, function(cts)
+    results = with_tangents(spec, r, {kind = "scan", prog = prog, caps = caps}, function(cts)
       return backward_loop(step, c_leaves, x_leaves, caps, nins, ny, cts, {unpack(results, nc + ny + 1)})
     end)
     return {unpack(results, 1, nc)}, {unpack(results, nc + 1, nc + ny)}
