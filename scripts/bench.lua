@@ -1,5 +1,6 @@
--- scripts/bench: halua against NumPy and PyTorch, side by side in one run.
+-- scripts/bench: halua against NumPy, PyTorch and JAX, side by side in one run.
 -- Usage: scripts/bench [--write]   (--write also writes docs/benchmarks.md)
+-- The peers run under $HALUA_PEERS_PYTHON (scripts/bench sets it: build/peers' venv, or Debian's).
 local hl = require "halua"
 local ffi = require "ffi"
 ffi.cdef [[typedef struct { long tv_sec; long tv_nsec; } hl_timespec; int clock_gettime(int, hl_timespec *);]]
@@ -27,12 +28,20 @@ for i, a in ipairs(arg) do
 end
 
 local function fmt(v) return v and string.format("%.2f", v) or "n/a" end
--- the table, with the ratio against the first peer that has the row; --write puts it into
--- docs/<doc> between the bench markers, keeping the notes written around it
+-- halua's figure against a peer's: "85% of NumPy", "1.62x faster than Torch"
+local function ratio(h, ref, refname, better)
+  if not (h and ref) then return "n/a" end
+  if better == "higher" then return string.format("%.0f%% of %s", 100 * h / ref, refname)
+  elseif ref >= h then return string.format("%.2fx faster than %s", ref / h, refname)
+  else return string.format("%.2fx slower than %s", h / ref, refname) end
+end
+-- the table, with the ratio against the first peer that has the row, and (`vs`) against one peer
+-- named in the last column; `note` goes under it; --write puts both into docs/<doc> between the
+-- bench markers, keeping the notes written around them
 local BEGIN, END = "<!-- bench table: written by scripts/bench -->", "<!-- end of bench table -->"
-local function print_table(rows, res, peers, names, title, doc)
-  local lines = {"| work | halua | " .. table.concat(names, " | ") .. " | halua vs peer |",
-                 "|---|---|" .. string.rep("---|", #names) .. "---|"}
+local function print_table(rows, res, peers, names, title, doc, vs, note)
+  local lines = {"| work | halua | " .. table.concat(names, " | ") .. " | halua vs peer |" .. (vs and " halua vs " .. vs .. " |" or ""),
+                 "|---|---|" .. string.rep("---|", #names) .. "---|" .. (vs and "---|" or "")}
   for _, r in ipairs(rows) do
     local key, label, better = r[1], r[2], r[3]
     local h, cells, ref, refname = res[key], {}, nil, nil
@@ -41,15 +50,11 @@ local function print_table(rows, res, peers, names, title, doc)
       cells[i] = fmt(v)
       if v and not ref then ref, refname = v, nm end
     end
-    local ratio = "n/a"
-    if h and ref then
-      if better == "higher" then ratio = string.format("%.0f%% of %s", 100 * h / ref, refname)
-      elseif ref >= h then ratio = string.format("%.2fx faster than %s", ref / h, refname)
-      else ratio = string.format("%.2fx slower than %s", h / ref, refname) end
-    end
-    lines[#lines + 1] = string.format("| %s | %s | %s | %s |", label, fmt(h), table.concat(cells, " | "), ratio)
+    local line = string.format("| %s | %s | %s | %s |", label, fmt(h), table.concat(cells, " | "), ratio(h, ref, refname, better))
+    if vs then line = line .. " " .. ratio(h, peers[key] and peers[key][vs:lower()], vs, better) .. " |" end
+    lines[#lines + 1] = line
   end
-  local text = table.concat(lines, "\n")
+  local text = table.concat(lines, "\n") .. (note and "\n\n" .. note or "")
   print(text)
   if write then
     os.execute("mkdir -p '" .. root .. "/docs'")
@@ -69,6 +74,7 @@ local function print_table(rows, res, peers, names, title, doc)
   end
 end
 
+-- the peers' JSON: {row: {peer: number}}, and {peer: string} under "_versions", "_source", "_failed"
 local function read_peers(cmd)
   local p = io.popen(cmd)
   local json = p and p:read("*a") or ""
@@ -76,7 +82,11 @@ local function read_peers(cmd)
   local peers = {}
   for row, body in json:gmatch('"([%w_]+)": {(.-)}') do
     peers[row] = {}
-    for k, v in body:gmatch('"(%w+)": ([%d%.e%-+]+)') do peers[row][k] = tonumber(v) end
+    if row:sub(1, 1) == "_" then
+      for k, v in body:gmatch('"([^"]+)": "([^"]*)"') do peers[row][k] = v end
+    else
+      for k, v in body:gmatch('"(%w+)": ([%d%.e%-+]+)') do peers[row][k] = tonumber(v) end
+    end
   end
   return peers
 end
@@ -173,9 +183,19 @@ if device == "cuda" then
   return
 end
 
-io.stderr:write("bench: running the peers (NumPy, PyTorch)...\n")
+io.stderr:write("bench: running the peers (NumPy, PyTorch, JAX)...\n")
 -- the peers' OpenBLAS picks its AVX-512 kernels only with these two unset (benchmark only)
-local peers = read_peers("env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 " .. root .. "/scripts/bench_peers.py 2>/dev/null")
+local peers = read_peers("env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE " .. (os.getenv("HALUA_PEERS_PYTHON") or "/usr/bin/python3") ..
+                         " " .. root .. "/scripts/bench_peers.py 2>/dev/null")
+for what, why in pairs(peers._failed or {}) do io.stderr:write("bench: n/a: ", what, ": ", why, "\n") end
+-- the line under the table: which peers, which versions, from where
+local versions, v = {}, peers._versions or {}
+for _, p in ipairs {{"numpy", "NumPy"}, {"torch", "PyTorch"}, {"jax", "JAX"}} do
+  versions[#versions + 1] = p[2] .. " " .. (v[p[1]] or "n/a")
+end
+local peers_note = "Peers: " .. table.concat(versions, ", ") ..
+                   ((v.jaxlib and v.jaxlib ~= v.jax) and " (jaxlib " .. v.jaxlib .. ")" or "") ..
+                   ", on the CPU, from " .. ((peers._source or {}).python or "nowhere") .. "."
 
 io.stderr:write("bench: running halua...\n")
 local res = {}
@@ -211,6 +231,7 @@ res.logsumexp4096_ms = best_of(function() return lse(big) end, 3, 1) * 1e3
 local transpose = hl.jit(function(u) return hl.transpose(u) end)
 res.transpose4096_GBs = 2 * 4 * 4096 ^ 2 / best_of(function() return transpose(big) end, 3, 2) / 1e9
 mlp_rows(res, "cpu", best_of)
+res.mlp_sgd_compiled_ms = res.mlp_sgd_ms   -- halua's step is always compiled; the row is for torch.compile's
 
 -- hl.linalg.solve: one 256x256 system, and a batch of 64 small ones (LAPACK per matrix)
 local function wellcond(shape)
@@ -259,21 +280,26 @@ print_table({
   {"transpose4096_GBs", "transpose 4096x4096 float32 (GB/s, read+write)", "higher"},
   {"mlp_grad_ms", "MLP 784-1024-1024-10, batch 256: value_and_grad, jit (ms)", "lower"},
   {"mlp_sgd_ms", "MLP train step (value_and_grad + SGD), jit (ms)", "lower"},
-  {"mlp_compile_ms", "compile time of that train step (ms)", "lower"},
+  {"mlp_compile_ms", "compile time of that train step, cold (ms)", "lower"},
+  {"mlp_compile_warm_ms", "its compile, warm: persistent cache, new process (ms; halua has none)", "lower"},
+  {"mlp_sgd_compiled_ms", "the train step compiled: halua's jit, torch.compile (ms)", "lower"},
   {"mlp_auto_sgd_ms", "that train step, schedule = \"auto\" (Mullapudi2016), jit (ms)", "lower"},
   {"mlp_auto_compile_ms", "compile time of the autoscheduled step (ms)", "lower"},
   {"solve256_ms", "linalg.solve 256x256 float64, one right-hand side (ms)", "lower"},
   {"solve_batched_ms", "linalg.solve 64 x (32x32) float64, batched (ms)", "lower"},
   {"heat_compile_100_ms", "heat sample: compile, fori_loop of 100 steps (ms)", "lower"},
   {"heat_compile_10000_ms", "heat sample: compile, fori_loop of 10,000 steps (ms)", "lower"},
+  {"heat_compile_warm_ms", "heat sample: compile, 10,000 steps, warm: persistent cache (ms)", "lower"},
   {"heat_run_ms", "heat sample: 1,000 steps on 128x128, jit fori_loop (ms)", "lower"},
   {"heat_grad_compile_100_ms", "its gradient by the plate: compile, 100 steps (ms)", "lower"},
   {"heat_grad_compile_10000_ms", "its gradient by the plate: compile, 10,000 steps (ms)", "lower"},
+  {"heat_grad_compile_warm_ms", "its gradient: compile, 10,000 steps, warm: persistent cache (ms)", "lower"},
   {"heat_grad_run_ms", "its gradient by the plate: 1,000 steps, jit grad (ms)", "lower"},
   {"heat_jvp_compile_100_ms", "a perturbation through it, forward mode: compile, 100 steps (ms)", "lower"},
   {"heat_jvp_compile_10000_ms", "a perturbation through it, forward mode: compile, 10,000 steps (ms)", "lower"},
+  {"heat_jvp_compile_warm_ms", "a perturbation: compile, 10,000 steps, warm: persistent cache (ms)", "lower"},
   {"heat_jvp_run_ms", "a perturbation through it: 1,000 steps, jit jvp (ms)", "lower"},
-}, res, peers, {"NumPy", "Torch"}, "Benchmarks on the CPU", "benchmarks.md")
+}, res, peers, {"NumPy", "Torch", "JAX"}, "Benchmarks on the CPU", "benchmarks.md", "JAX", peers_note)
 
 -- the JAX paper's comparison: the same train step interpreted (plain Lua loops), eager, compiled
 package.path = root .. "/scripts/?.lua;" .. package.path

@@ -1,7 +1,15 @@
 #!/usr/bin/env python3
-"""The peers' side of scripts/bench: the same work in NumPy and PyTorch, timed the same way.
-Prints one JSON object {row: {peer: value}}; a missing peer is simply absent ("n/a")."""
-import json, os, sys, time
+"""The peers' side of scripts/bench: the same work in NumPy, PyTorch and JAX (CPU), timed the same
+way. Prints one JSON object {row: {peer: value}} plus "_versions" (peer: version), "_source" and
+"_failed" (what could not run, and why); a missing peer's cells are simply absent ("n/a").
+
+Each peer runs in its own process (`bench_peers.py SECTION`), so that one library's threads and
+memory do not weigh on another's figures and a failing peer costs only its own rows. The compile
+times run in fresh processes sharing one new cache directory: cold first, then warm from the
+persistent caches a process before had filled (see section_compile)."""
+import json, os, subprocess, sys, tempfile, time
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 def best_of(f, reps, inner):
     f()
@@ -13,133 +21,362 @@ def best_of(f, reps, inner):
         best = min(best, (time.perf_counter() - t0) / inner)
     return best
 
-rows = {}
+rows, failed = {}, {}
 def put(row, peer, value):
     rows.setdefault(row, {})[peer] = value
 
-try:
-    import numpy as np
-    a = np.ones(8, np.float32); b = np.ones(8, np.float32)
-    put("eager_add8_us", "numpy", best_of(lambda: a + b, 5, 20000) * 1e6)
-    n = 1 << 24
-    x = np.full(n, 0.5, np.float32); y = np.full(n, 0.25, np.float32); z = np.full(n, 0.1, np.float32)
-    put("fused_ms", "numpy", best_of(lambda: np.tanh(x * y + z), 3, 3) * 1e3)
-    put("copy_GBs", "numpy", 2 * 4 * n / best_of(lambda: x.copy(), 3, 5) / 1e9)
-    m = np.ones((1024, 1024), np.float32)
-    put("matmul1024_gflops", "numpy", 2 * 1024 ** 3 / best_of(lambda: m @ m, 3, 5) / 1e9)
-    for k, reps, inner in ((256, 5, 50), (2048, 3, 1)):
-        mk = np.ones((k, k), np.float32)
-        put("matmul%d_gflops" % k, "numpy", 2 * k ** 3 / best_of(lambda: mk @ mk, reps, inner) / 1e9)
-    la, lw = np.ones((256, 784), np.float32), np.ones((784, 1024), np.float32)
-    put("mlp_layer_gflops", "numpy", 2 * 256 * 784 * 1024 / best_of(lambda: la @ lw, 5, 10) / 1e9)
-    # 4096x4096 float32: a full sum, row softmax and row logsumexp, a transpose that moves data
-    big = np.random.default_rng(1).random((4096, 4096), dtype=np.float32)
-    put("sum4096_ms", "numpy", best_of(lambda: big.sum(), 3, 3) * 1e3)
-    def softmax(v):
-        e = np.exp(v - v.max(1, keepdims=True))
-        return e / e.sum(1, keepdims=True)
-    def logsumexp(v):
-        mx = v.max(1, keepdims=True)
-        return (mx + np.log(np.exp(v - mx).sum(1, keepdims=True)))[:, 0]
-    put("softmax4096_ms", "numpy", best_of(lambda: softmax(big), 3, 1) * 1e3)
-    put("logsumexp4096_ms", "numpy", best_of(lambda: logsumexp(big), 3, 1) * 1e3)
-    put("transpose4096_GBs", "numpy", 2 * 4 * 4096 ** 2 / best_of(lambda: np.ascontiguousarray(big.T), 3, 2) / 1e9)
-    # samples/heat.lua's 1,000 explicit diffusion steps on a 128x128 plate, as a NumPy loop
-    hn = 128
-    inside = np.zeros((hn, hn), np.float32); inside[1:-1, 1:-1] = 1
-    u0 = np.zeros((hn, hn), np.float32); u0[hn * 3 // 8:hn * 5 // 8, hn * 3 // 8:hn * 5 // 8] = 100
-    def heat():
-        u = u0
-        for _ in range(1000):
-            up = np.concatenate([u[:1], u[:-1]]); down = np.concatenate([u[1:], u[-1:]])
-            left = np.concatenate([u[:, :1], u[:, :-1]], 1); right = np.concatenate([u[:, 1:], u[:, -1:]], 1)
-            u = u + np.float32(0.2) * inside * (up + down + left + right - 4 * u)
-        return u
-    put("heat_run_ms", "numpy", best_of(heat, 3, 1) * 1e3)
-    # linalg.solve: one 256x256 system, a batch of 64 32x32 ones (diagonally dominant)
-    rng = np.random.default_rng(0)
-    sa = rng.random((256, 256)) - 0.5 + 256 * np.eye(256); sb = np.ones(256)
-    put("solve256_ms", "numpy", best_of(lambda: np.linalg.solve(sa, sb), 5, 10) * 1e3)
-    ba = rng.random((64, 32, 32)) - 0.5 + 32 * np.eye(32); bb = np.ones((64, 32))
-    put("solve_batched_ms", "numpy", best_of(lambda: np.linalg.solve(ba, bb), 5, 10) * 1e3)
-except ImportError:
-    pass
+def attempt(name, f):
+    """Runs one group of rows; a failure is reported, and the other groups still run."""
+    try:
+        f()
+    except Exception as e:   # a peer that lacks an op, or a compiler that fails: its cells stay n/a
+        failed[name] = ("%s: %s" % (type(e).__name__, e)).splitlines()[0][:160]
 
-try:
+# samples/heat.lua's step, on a 128x128 plate: u + 0.2 * interior * laplacian(u), the border fixed
+HN, HC = 128, 128 // 2 - 1   # the plate's size; its centre, 0-based (halua's 64, 1-based)
+# the MLP of scripts/bench.lua: 784 -> 1024 -> 1024 -> 10, batch 256, float32
+MLP_SHAPES = [("w1", (784, 1024), 0.1), ("b1", (1024,), 0), ("w2", (1024, 1024), 0.06),
+              ("b2", (1024,), 0), ("w3", (1024, 10), 0.1), ("b3", (10,), 0)]
+
+def mlp_data(np):
+    rng = np.random.default_rng(1)
+    params = {k: ((rng.random(s, dtype=np.float32) - 0.5) * sc).astype(np.float32) for k, s, sc in MLP_SHAPES}
+    x = ((rng.random((256, 784), dtype=np.float32) - 0.5) * 2).astype(np.float32)
+    y = np.eye(10, dtype=np.float32)[np.arange(256) % 10]
+    return params, x, y
+
+def section_numpy():
+    import numpy as np
+    put("_versions", "numpy", np.__version__)
+    def small():
+        a = np.ones(8, np.float32); b = np.ones(8, np.float32)
+        put("eager_add8_us", "numpy", best_of(lambda: a + b, 5, 20000) * 1e6)
+    def streams():
+        n = 1 << 24
+        x = np.full(n, 0.5, np.float32); y = np.full(n, 0.25, np.float32); z = np.full(n, 0.1, np.float32)
+        put("fused_ms", "numpy", best_of(lambda: np.tanh(x * y + z), 3, 3) * 1e3)
+        put("copy_GBs", "numpy", 2 * 4 * n / best_of(lambda: x.copy(), 3, 5) / 1e9)
+    def matmuls():
+        for k, reps, inner in ((1024, 3, 5), (256, 5, 50), (2048, 3, 1)):
+            mk = np.ones((k, k), np.float32)
+            put("matmul%d_gflops" % k, "numpy", 2 * k ** 3 / best_of(lambda: mk @ mk, reps, inner) / 1e9)
+        la, lw = np.ones((256, 784), np.float32), np.ones((784, 1024), np.float32)
+        put("mlp_layer_gflops", "numpy", 2 * 256 * 784 * 1024 / best_of(lambda: la @ lw, 5, 10) / 1e9)
+    def reductions():
+        # 4096x4096 float32: a full sum, row softmax and row logsumexp, a transpose that moves data
+        big = np.random.default_rng(1).random((4096, 4096), dtype=np.float32)
+        put("sum4096_ms", "numpy", best_of(lambda: big.sum(), 3, 3) * 1e3)
+        def softmax(v):
+            e = np.exp(v - v.max(1, keepdims=True))
+            return e / e.sum(1, keepdims=True)
+        def logsumexp(v):
+            mx = v.max(1, keepdims=True)
+            return (mx + np.log(np.exp(v - mx).sum(1, keepdims=True)))[:, 0]
+        put("softmax4096_ms", "numpy", best_of(lambda: softmax(big), 3, 1) * 1e3)
+        put("logsumexp4096_ms", "numpy", best_of(lambda: logsumexp(big), 3, 1) * 1e3)
+        put("transpose4096_GBs", "numpy", 2 * 4 * 4096 ** 2 / best_of(lambda: np.ascontiguousarray(big.T), 3, 2) / 1e9)
+    def heat():
+        # samples/heat.lua's 1,000 explicit diffusion steps, as a NumPy loop
+        inside = np.zeros((HN, HN), np.float32); inside[1:-1, 1:-1] = 1
+        u0 = np.zeros((HN, HN), np.float32); u0[HN * 3 // 8:HN * 5 // 8, HN * 3 // 8:HN * 5 // 8] = 100
+        def run():
+            u = u0
+            for _ in range(1000):
+                up = np.concatenate([u[:1], u[:-1]]); down = np.concatenate([u[1:], u[-1:]])
+                left = np.concatenate([u[:, :1], u[:, :-1]], 1); right = np.concatenate([u[:, 1:], u[:, -1:]], 1)
+                u = u + np.float32(0.2) * inside * (up + down + left + right - 4 * u)
+            return u
+        put("heat_run_ms", "numpy", best_of(run, 3, 1) * 1e3)
+    def solve():
+        # one 256x256 system, a batch of 64 32x32 ones (diagonally dominant, float64)
+        rng = np.random.default_rng(0)
+        sa = rng.random((256, 256)) - 0.5 + 256 * np.eye(256); sb = np.ones(256)
+        put("solve256_ms", "numpy", best_of(lambda: np.linalg.solve(sa, sb), 5, 10) * 1e3)
+        ba = rng.random((64, 32, 32)) - 0.5 + 32 * np.eye(32); bb = np.ones((64, 32, 1))
+        put("solve_batched_ms", "numpy", best_of(lambda: np.linalg.solve(ba, bb), 5, 10) * 1e3)
+    for name, f in [("small", small), ("streams", streams), ("matmuls", matmuls),
+                    ("reductions", reductions), ("heat", heat), ("solve", solve)]:
+        attempt("numpy " + name, f)
+
+def section_torch():
     import torch
+    put("_versions", "torch", torch.__version__.split("+")[0])
     torch.set_num_threads(os.cpu_count())
-    a = torch.ones(8); b = torch.ones(8)
-    put("eager_add8_us", "torch", best_of(lambda: a + b, 5, 20000) * 1e6)
-    n = 1 << 24
-    x = torch.full((n,), 0.5); y = torch.full((n,), 0.25); z = torch.full((n,), 0.1)
-    put("fused_ms", "torch", best_of(lambda: torch.tanh(x * y + z), 3, 3) * 1e3)
-    m = torch.ones(1024, 1024)
-    put("matmul1024_gflops", "torch", 2 * 1024 ** 3 / best_of(lambda: m @ m, 3, 5) / 1e9)
-    for k, reps, inner in ((256, 5, 50), (2048, 3, 1)):
-        mk = torch.ones(k, k)
-        put("matmul%d_gflops" % k, "torch", 2 * k ** 3 / best_of(lambda: mk @ mk, reps, inner) / 1e9)
-    la, lw = torch.ones(256, 784), torch.ones(784, 1024)
-    put("mlp_layer_gflops", "torch", 2 * 256 * 784 * 1024 / best_of(lambda: la @ lw, 5, 10) / 1e9)
-    big = torch.rand(4096, 4096)
-    put("sum4096_ms", "torch", best_of(lambda: big.sum(), 3, 3) * 1e3)
-    put("softmax4096_ms", "torch", best_of(lambda: torch.softmax(big, 1), 3, 1) * 1e3)
-    put("logsumexp4096_ms", "torch", best_of(lambda: torch.logsumexp(big, 1), 3, 1) * 1e3)
-    put("transpose4096_GBs", "torch", 2 * 4 * 4096 ** 2 / best_of(lambda: big.t().contiguous(), 3, 2) / 1e9)
-    # the MLP rows: eager PyTorch autograd, the way a PyTorch user writes the step
-    torch.manual_seed(1)
-    def uniform(*shape, scale):
-        return ((torch.rand(*shape) - 0.5) * scale).requires_grad_()
-    ps = [uniform(784, 1024, scale=0.1), torch.zeros(1024, requires_grad=True),
-          uniform(1024, 1024, scale=0.06), torch.zeros(1024, requires_grad=True),
-          uniform(1024, 10, scale=0.1), torch.zeros(10, requires_grad=True)]
-    xb = (torch.rand(256, 784) - 0.5) * 2
-    yb = torch.nn.functional.one_hot(torch.arange(256) % 10, 10).float()
-    def value_and_grad():
-        w1, b1, w2, b2, w3, b3 = ps
-        h = torch.relu(xb @ w1 + b1)
-        h = torch.relu(h @ w2 + b2)
-        loss = -(torch.log_softmax(h @ w3 + b3, -1) * yb).sum() / 256
-        return loss, torch.autograd.grad(loss, ps)
-    def sgd():
-        loss, gs = value_and_grad()
-        with torch.no_grad():
-            return loss, [p - 0.01 * g for p, g in zip(ps, gs)]
-    put("mlp_grad_ms", "torch", best_of(value_and_grad, 5, 3) * 1e3)
-    put("mlp_sgd_ms", "torch", best_of(sgd, 5, 3) * 1e3)
-    # the gradient of the heat sample's centre temperature by the initial plate: autograd
-    # through the same 1,000 steps written as a Python loop
-    hn = 128
-    t_inside = torch.zeros(hn, hn); t_inside[1:-1, 1:-1] = 1
-    t_u0 = torch.zeros(hn, hn); t_u0[hn * 3 // 8:hn * 5 // 8, hn * 3 // 8:hn * 5 // 8] = 100
-    def heat_grad():
-        u0 = t_u0.clone().requires_grad_()
-        u = u0
+    def small():
+        a = torch.ones(8); b = torch.ones(8)
+        put("eager_add8_us", "torch", best_of(lambda: a + b, 5, 20000) * 1e6)
+    def streams():
+        n = 1 << 24
+        x = torch.full((n,), 0.5); y = torch.full((n,), 0.25); z = torch.full((n,), 0.1)
+        put("fused_ms", "torch", best_of(lambda: torch.tanh(x * y + z), 3, 3) * 1e3)
+        put("copy_GBs", "torch", 2 * 4 * n / best_of(lambda: x.clone(), 3, 5) / 1e9)
+    def matmuls():
+        for k, reps, inner in ((1024, 3, 5), (256, 5, 50), (2048, 3, 1)):
+            mk = torch.ones(k, k)
+            put("matmul%d_gflops" % k, "torch", 2 * k ** 3 / best_of(lambda: mk @ mk, reps, inner) / 1e9)
+        la, lw = torch.ones(256, 784), torch.ones(784, 1024)
+        put("mlp_layer_gflops", "torch", 2 * 256 * 784 * 1024 / best_of(lambda: la @ lw, 5, 10) / 1e9)
+    def reductions():
+        big = torch.rand(4096, 4096)
+        put("sum4096_ms", "torch", best_of(lambda: big.sum(), 3, 3) * 1e3)
+        put("softmax4096_ms", "torch", best_of(lambda: torch.softmax(big, 1), 3, 1) * 1e3)
+        put("logsumexp4096_ms", "torch", best_of(lambda: torch.logsumexp(big, 1), 3, 1) * 1e3)
+        put("transpose4096_GBs", "torch", 2 * 4 * 4096 ** 2 / best_of(lambda: big.t().contiguous(), 3, 2) / 1e9)
+    def mlp():
+        # the MLP rows: eager PyTorch autograd, the way a PyTorch user writes the step
+        torch.manual_seed(1)
+        def uniform(*shape, scale):
+            return ((torch.rand(*shape) - 0.5) * scale).requires_grad_()
+        ps = [uniform(784, 1024, scale=0.1), torch.zeros(1024, requires_grad=True),
+              uniform(1024, 1024, scale=0.06), torch.zeros(1024, requires_grad=True),
+              uniform(1024, 10, scale=0.1), torch.zeros(10, requires_grad=True)]
+        xb = (torch.rand(256, 784) - 0.5) * 2
+        yb = torch.nn.functional.one_hot(torch.arange(256) % 10, 10).float()
+        def value_and_grad():
+            w1, b1, w2, b2, w3, b3 = ps
+            h = torch.relu(xb @ w1 + b1)
+            h = torch.relu(h @ w2 + b2)
+            loss = -(torch.log_softmax(h @ w3 + b3, -1) * yb).sum() / 256
+            return loss, torch.autograd.grad(loss, ps)
+        def sgd():
+            loss, gs = value_and_grad()
+            with torch.no_grad():
+                return loss, [p - 0.01 * g for p, g in zip(ps, gs)]
+        put("mlp_grad_ms", "torch", best_of(value_and_grad, 5, 3) * 1e3)
+        put("mlp_sgd_ms", "torch", best_of(sgd, 5, 3) * 1e3)
+    t_inside = torch.zeros(HN, HN); t_inside[1:-1, 1:-1] = 1
+    t_u0 = torch.zeros(HN, HN); t_u0[HN * 3 // 8:HN * 5 // 8, HN * 3 // 8:HN * 5 // 8] = 100
+    def steps(u):
         for _ in range(1000):
             up = torch.cat([u[:1], u[:-1]]); down = torch.cat([u[1:], u[-1:]])
             left = torch.cat([u[:, :1], u[:, :-1]], 1); right = torch.cat([u[:, 1:], u[:, -1:]], 1)
             u = u + 0.2 * t_inside * (up + down + left + right - 4 * u)
-        return torch.autograd.grad(u[hn // 2 - 1, hn // 2 - 1], u0)
-    put("heat_grad_run_ms", "torch", best_of(heat_grad, 3, 1) * 1e3)
-    # a perturbation of the centre carried through the same steps by forward-mode autodiff
-    # (dual numbers)
-    import torch.autograd.forward_ad as fwAD
-    t_du = torch.zeros(hn, hn); t_du[hn // 2 - 1, hn // 2 - 1] = 1
+        return u
+    def heat_grad():
+        # the gradient of the centre's final temperature by the initial plate: autograd through
+        # the same 1,000 steps written as a Python loop
+        def run():
+            u0 = t_u0.clone().requires_grad_()
+            return torch.autograd.grad(steps(u0)[HC, HC], u0)
+        put("heat_grad_run_ms", "torch", best_of(run, 3, 1) * 1e3)
     def heat_jvp():
-        with fwAD.dual_level():
-            u = fwAD.make_dual(t_u0, t_du)
-            for _ in range(1000):
-                up = torch.cat([u[:1], u[:-1]]); down = torch.cat([u[1:], u[-1:]])
-                left = torch.cat([u[:, :1], u[:, :-1]], 1); right = torch.cat([u[:, 1:], u[:, -1:]], 1)
-                u = u + 0.2 * t_inside * (up + down + left + right - 4 * u)
-            return fwAD.unpack_dual(u).tangent
-    put("heat_jvp_run_ms", "torch", best_of(heat_jvp, 3, 1) * 1e3)
-    sa = torch.rand(256, 256, dtype=torch.float64) - 0.5 + 256 * torch.eye(256, dtype=torch.float64)
-    sb = torch.ones(256, dtype=torch.float64)
-    put("solve256_ms", "torch", best_of(lambda: torch.linalg.solve(sa, sb), 5, 10) * 1e3)
-    ba = torch.rand(64, 32, 32, dtype=torch.float64) - 0.5 + 32 * torch.eye(32, dtype=torch.float64)
-    bb = torch.ones(64, 32, 1, dtype=torch.float64)
-    put("solve_batched_ms", "torch", best_of(lambda: torch.linalg.solve(ba, bb), 5, 10) * 1e3)
-except ImportError:
-    pass
+        # a perturbation of the centre carried through the same steps by forward-mode autodiff
+        # (dual numbers)
+        import torch.autograd.forward_ad as fwAD
+        t_du = torch.zeros(HN, HN); t_du[HC, HC] = 1
+        def run():
+            with fwAD.dual_level():
+                return fwAD.unpack_dual(steps(fwAD.make_dual(t_u0, t_du))).tangent
+        put("heat_jvp_run_ms", "torch", best_of(run, 3, 1) * 1e3)
+    def solve():
+        sa = torch.rand(256, 256, dtype=torch.float64) - 0.5 + 256 * torch.eye(256, dtype=torch.float64)
+        sb = torch.ones(256, dtype=torch.float64)
+        put("solve256_ms", "torch", best_of(lambda: torch.linalg.solve(sa, sb), 5, 10) * 1e3)
+        ba = torch.rand(64, 32, 32, dtype=torch.float64) - 0.5 + 32 * torch.eye(32, dtype=torch.float64)
+        bb = torch.ones(64, 32, 1, dtype=torch.float64)
+        put("solve_batched_ms", "torch", best_of(lambda: torch.linalg.solve(ba, bb), 5, 10) * 1e3)
+    for name, f in [("small", small), ("streams", streams), ("matmuls", matmuls), ("reductions", reductions),
+                    ("mlp", mlp), ("heat grad", heat_grad), ("heat jvp", heat_jvp), ("solve", solve)]:
+        attempt("torch " + name, f)
 
-json.dump(rows, sys.stdout)
+# JAX: float32 on the CPU; every timed call ends in block_until_ready() (JAX dispatches
+# asynchronously), and every figure but the eager op's is a jax.jit'd function, as halua's are
+def jax_heat(jax, jnp):
+    def step(u):
+        up = jnp.concatenate([u[:1], u[:-1]]); down = jnp.concatenate([u[1:], u[-1:]])
+        left = jnp.concatenate([u[:, :1], u[:, :-1]], 1); right = jnp.concatenate([u[:, 1:], u[:, -1:]], 1)
+        i = jnp.arange(HN)
+        edge = (i > 0) & (i < HN - 1)
+        inside = (edge[:, None] & edge[None, :]).astype(u.dtype)
+        return u + 0.2 * inside * (up + down + left + right - 4 * u)
+    def simulate(steps):
+        return jax.jit(lambda u: jax.lax.fori_loop(0, steps, lambda _, v: step(v), u))
+    def sensitivity(steps):
+        return jax.jit(jax.grad(lambda u: jax.lax.fori_loop(0, steps, lambda _, v: step(v), u)[HC, HC]))
+    def perturbation(steps):
+        return jax.jit(lambda u, du: jax.jvp(lambda p: jax.lax.fori_loop(0, steps, lambda _, v: step(v), p),
+                                             (u,), (du,))[1])
+    i = jnp.arange(HN)
+    hot = (i >= HN * 3 // 8) & (i < HN * 5 // 8)
+    plate = (hot[:, None] & hot[None, :]).astype(jnp.float32) * 100
+    centre = jnp.zeros((HN, HN), jnp.float32).at[HC, HC].set(1)
+    return {"heat": (simulate, (plate,)), "heat_grad": (sensitivity, (plate,)),
+            "heat_jvp": (perturbation, (plate, centre))}
+
+def jax_mlp(jax, jnp, np):
+    params, x, y = mlp_data(np)
+    params = {k: jnp.asarray(v) for k, v in params.items()}
+    def loss(p, x, y):
+        h = jax.nn.relu(x @ p["w1"] + p["b1"])
+        h = jax.nn.relu(h @ p["w2"] + p["b2"])
+        return -(jax.nn.log_softmax(h @ p["w3"] + p["b3"], -1) * y).sum() / 256
+    def sgd(p, x, y):
+        l, g = jax.value_and_grad(loss)(p, x, y)
+        return l, jax.tree.map(lambda a, b: a - 0.01 * b, p, g)
+    return loss, sgd, (params, jnp.asarray(x), jnp.asarray(y))
+
+def section_jax():
+    import numpy as np
+    import jax, jaxlib
+    import jax.numpy as jnp
+    put("_versions", "jax", jax.__version__)
+    put("_versions", "jaxlib", jaxlib.__version__)
+    ready = jax.block_until_ready
+    def small():
+        a = jnp.ones(8, jnp.float32); b = jnp.ones(8, jnp.float32)
+        put("eager_add8_us", "jax", best_of(lambda: (a + b).block_until_ready(), 5, 20000) * 1e6)
+        add3 = jax.jit(lambda x, y, w: x + y + w)
+        put("jit_call_us", "jax", best_of(lambda: add3(a, b, a).block_until_ready(), 5, 20000) * 1e6)
+    def streams():
+        n = 1 << 24
+        x = jnp.full(n, 0.5, jnp.float32); y = jnp.full(n, 0.25, jnp.float32); z = jnp.full(n, 0.1, jnp.float32)
+        fused = jax.jit(lambda u, v, w: jnp.tanh(u * v + w))
+        put("fused_ms", "jax", best_of(lambda: fused(x, y, z).block_until_ready(), 3, 3) * 1e3)
+        copy = jax.jit(lambda u: u + 0)
+        put("copy_GBs", "jax", 2 * 4 * n / best_of(lambda: copy(x).block_until_ready(), 3, 5) / 1e9)
+    def matmuls():
+        mm = jax.jit(jnp.matmul)
+        for k, reps, inner in ((1024, 3, 5), (256, 5, 50), (2048, 3, 1)):
+            mk = jnp.ones((k, k), jnp.float32)
+            put("matmul%d_gflops" % k, "jax", 2 * k ** 3 / best_of(lambda: mm(mk, mk).block_until_ready(), reps, inner) / 1e9)
+        la, lw = jnp.ones((256, 784), jnp.float32), jnp.ones((784, 1024), jnp.float32)
+        put("mlp_layer_gflops", "jax", 2 * 256 * 784 * 1024 / best_of(lambda: mm(la, lw).block_until_ready(), 5, 10) / 1e9)
+    def reductions():
+        big = jnp.asarray(np.random.default_rng(1).random((4096, 4096), dtype=np.float32))
+        total = jax.jit(jnp.sum)
+        put("sum4096_ms", "jax", best_of(lambda: total(big).block_until_ready(), 3, 3) * 1e3)
+        softmax = jax.jit(lambda u: jax.nn.softmax(u, axis=1))
+        put("softmax4096_ms", "jax", best_of(lambda: softmax(big).block_until_ready(), 3, 1) * 1e3)
+        lse = jax.jit(lambda u: jax.nn.logsumexp(u, axis=1))
+        put("logsumexp4096_ms", "jax", best_of(lambda: lse(big).block_until_ready(), 3, 1) * 1e3)
+        transpose = jax.jit(lambda u: u.T)
+        put("transpose4096_GBs", "jax", 2 * 4 * 4096 ** 2 / best_of(lambda: transpose(big).block_until_ready(), 3, 2) / 1e9)
+    def mlp():
+        loss, sgd, args = jax_mlp(jax, jnp, np)
+        grad_step = jax.jit(jax.value_and_grad(loss))
+        put("mlp_grad_ms", "jax", best_of(lambda: ready(grad_step(*args)), 5, 3) * 1e3)
+        sgd_step = jax.jit(sgd)
+        put("mlp_sgd_ms", "jax", best_of(lambda: ready(sgd_step(*args)), 5, 3) * 1e3)
+        rows["mlp_sgd_compiled_ms"] = {"jax": rows["mlp_sgd_ms"]["jax"]}   # JAX's step is compiled anyway
+    def heat():
+        for name, (make, args) in jax_heat(jax, jnp).items():
+            run = make(1000)
+            put(name + "_run_ms", "jax", best_of(lambda: ready(run(*args)), 3, 1) * 1e3)
+    for name, f in [("small", small), ("streams", streams), ("matmuls", matmuls),
+                    ("reductions", reductions), ("mlp", mlp), ("heat", heat)]:
+        attempt("jax " + name, f)
+
+def section_jax_x64():
+    # linalg.solve in float64, which JAX computes only with jax_enable_x64 (hence its own process)
+    import numpy as np
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    def solve():
+        solve = jax.jit(jnp.linalg.solve)
+        rng = np.random.default_rng(0)
+        sa = jnp.asarray(rng.random((256, 256)) - 0.5 + 256 * np.eye(256)); sb = jnp.ones(256, jnp.float64)
+        put("solve256_ms", "jax", best_of(lambda: solve(sa, sb).block_until_ready(), 5, 10) * 1e3)
+        ba = jnp.asarray(rng.random((64, 32, 32)) - 0.5 + 32 * np.eye(32)); bb = jnp.ones((64, 32, 1), jnp.float64)
+        put("solve_batched_ms", "jax", best_of(lambda: solve(ba, bb).block_until_ready(), 5, 10) * 1e3)
+    attempt("jax solve", solve)
+
+def section_compile(cache, phase):
+    """Compile times, in a fresh process: JAX's jit(f).lower(args).compile() (trace, lower, XLA
+    compile: what a first call does before it runs), and torch.compile's first call of the MLP
+    train step less one later call. Three phases, one process each: "cold" (JAX without its
+    persistent cache; torch.compile's cache, on by default, empty under `cache`, which it fills),
+    "fill" (JAX fills its persistent cache under `cache`; nothing is recorded) and "warm" (both
+    from those caches: the *_warm_ms rows). The cold phase keeps JAX's cache off because JAX drops
+    the unused primal loop from the heat perturbation (diffusion is linear), which leaves the
+    same program as the heat loop itself: it would be found in the cache the heat loop had just
+    filled."""
+    suffix = "_warm_ms" if phase == "warm" else "_ms"
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cache, "inductor")   # before torch loads
+    import numpy as np
+    def jax_compiles():
+        import jax
+        import jax.numpy as jnp
+        if phase != "cold":
+            jax.config.update("jax_compilation_cache_dir", os.path.join(cache, "jax"))
+            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+            jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+        jax.jit(lambda v: v + 1)(jnp.ones(2)).block_until_ready()   # the backend's start, not timed
+        _, sgd, args = jax_mlp(jax, jnp, np)
+        t0 = time.perf_counter()
+        jax.jit(sgd).lower(*args).compile()
+        put("mlp_compile" + suffix, "jax", (time.perf_counter() - t0) * 1e3)
+        for name, (make, hargs) in jax_heat(jax, jnp).items():
+            for steps in (100, 10000):
+                if phase == "warm" and steps == 100:
+                    continue
+                t0 = time.perf_counter()
+                make(steps).lower(*hargs).compile()
+                put("%s_compile_%s" % (name, "warm_ms" if phase == "warm" else "%d_ms" % steps), "jax",
+                    (time.perf_counter() - t0) * 1e3)
+    def torch_compile():
+        import torch
+        torch.set_num_threads(os.cpu_count())
+        params, x, y = mlp_data(np)
+        params = {k: torch.from_numpy(v) for k, v in params.items()}
+        x, y = torch.from_numpy(x), torch.from_numpy(y)
+        def loss(p, x, y):
+            h = torch.relu(x @ p["w1"] + p["b1"])
+            h = torch.relu(h @ p["w2"] + p["b2"])
+            return -(torch.log_softmax(h @ p["w3"] + p["b3"], -1) * y).sum() / 256
+        def sgd(p, x, y):
+            g, l = torch.func.grad_and_value(loss)(p, x, y)
+            return l, {k: p[k] - 0.01 * g[k] for k in p}
+        step = torch.compile(sgd)
+        t0 = time.perf_counter()
+        step(params, x, y)
+        first = time.perf_counter() - t0
+        later = best_of(lambda: step(params, x, y), 5, 3)
+        put("mlp_compile" + suffix, "torch", (first - later) * 1e3)
+        if phase == "cold":
+            put("mlp_sgd_compiled_ms", "torch", later * 1e3)
+    attempt("jax compile " + phase, jax_compiles)
+    if phase == "fill":
+        rows.clear()
+    else:
+        attempt("torch.compile " + phase, torch_compile)
+
+def run_section(args):
+    """Runs one section in a fresh process and merges what it printed."""
+    try:
+        p = subprocess.run([sys.executable, os.path.abspath(__file__)] + args, capture_output=True, text=True)
+        out = json.loads(p.stdout.strip().splitlines()[-1])
+    except Exception as e:
+        failed[" ".join(args)] = "the process failed (%s)" % type(e).__name__
+        return
+    for row, cells in out.items():
+        if row == "_failed":
+            failed.update(cells)
+        else:
+            rows.setdefault(row, {}).update(cells)
+
+def main():
+    if len(sys.argv) > 1:
+        section = sys.argv[1]
+        if section == "compile":
+            section_compile(sys.argv[2], sys.argv[3])
+        else:
+            try:
+                globals()["section_" + section]()
+            except ImportError as e:
+                failed[section] = "not installed (%s)" % e
+    else:
+        for section in ("numpy", "torch", "jax", "jax_x64"):
+            run_section([section])
+        with tempfile.TemporaryDirectory(prefix="halua-bench-caches-") as cache:
+            for phase in ("cold", "fill", "warm"):
+                run_section(["compile", cache, phase])
+        venv = sys.prefix != sys.base_prefix
+        rows["_source"] = {"python": "PyPI, build/peers venv" if venv else "Debian's python3 packages"}
+    if failed:
+        rows["_failed"] = {k: v.replace('"', "'").replace("{", "(").replace("}", ")").replace("\\", "/")
+                           for k, v in failed.items()}
+    json.dump(rows, sys.stdout)
+    print()
+
+main()
