@@ -1,0 +1,113 @@
+-- Cold compile times, each probe in a fresh process (a compile is only cold once per process).
+--   luajit scripts/bench_compile.lua [--rounds N] [PROBE ...]   every probe (or those named), N rounds
+--                                                               (default 3), the median of each
+--   luajit scripts/bench_compile.lua --one PROBE                 one probe in this process: "PROBE ms"
+-- Used for docs/halide.md's comparison of Halide versions; the first call of each probe includes
+-- tracing and, for the jitted ones, one run.
+local hl = require "halua"
+local ffi = require "ffi"
+ffi.cdef [[typedef struct { long tv_sec; long tv_nsec; } hl_ts; int clock_gettime(int, hl_ts *);]]
+local ts = ffi.new("hl_ts")
+local function now() ffi.C.clock_gettime(1, ts) return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9 end
+local function uniform(shape, scale)
+  local n, t = 1, {}
+  for _, v in ipairs(shape) do n = n * v end
+  for i = 1, n do t[i] = (math.random() - 0.5) * scale end
+  return hl.reshape(hl.array(t), shape)
+end
+local probes = {}
+function probes.first_pipeline() return function() hl.jit(function(a) return a * 2 + 1 end)(hl.arange(8)) end end
+function probes.second_pipeline()
+  hl.jit(function(a) return a * 2 + 1 end)(hl.arange(8))
+  return function() hl.jit(function(a) return hl.tanh(a) * 3 - a end)(hl.arange(8)) end
+end
+function probes.eager_first_uses()
+  local x = hl.arange(8) + 0
+  return function() hl.sin(x); hl.cos(x); hl.exp(x); x:astype("float64"); hl.sum(x); hl.matmul(hl.ones({4, 4}), hl.ones({4, 4})) end
+end
+for _, n in ipairs{20, 40, 80} do
+  probes["chain" .. n] = function()
+    local h = hl.jit(function(a) for i = 1, n do a = hl.tanh(a * 1.0001 + i * 1e-6) end return a end)
+    local x = hl.ones({1000}) + 0
+    return function() h(x) end
+  end
+end
+for _, depth in ipairs{2, 4, 8} do
+  probes["deep_mlp" .. depth] = function()
+    math.randomseed(1)
+    local p = {}
+    for i = 1, depth do p[i] = {w = uniform({64, 64}, 0.2), b = hl.zeros(64) + 0} end
+    local function loss(q, xb)
+      local h = xb
+      for i = 1, depth do h = hl.tanh(hl.matmul(h, q[i].w) + q[i].b) end
+      return (h * h):mean()
+    end
+    local step = hl.jit(function(q, xb)
+      local l, g = hl.value_and_grad(loss)(q, xb)
+      local r = {}
+      for i = 1, depth do r[i] = {w = q[i].w - 0.01 * g[i].w, b = q[i].b - 0.01 * g[i].b} end
+      return r, l
+    end)
+    local xb = hl.ones({32, 64}) + 0
+    return function() step(p, xb) end
+  end
+end
+function probes.mlp_step_compile()
+  math.randomseed(1)
+  local params = {w1 = uniform({784, 1024}, 0.1), b1 = hl.zeros(1024), w2 = uniform({1024, 1024}, 0.06),
+                  b2 = hl.zeros(1024), w3 = uniform({1024, 10}, 0.1), b3 = hl.zeros(10)}
+  local batch = uniform({256, 784}, 2)
+  local labels = hl.zeros({256, 10}) + 0.1
+  local function mlp_loss(p, x, y)
+    local h = hl.maximum(hl.matmul(x, p.w1) + p.b1, 0)
+    h = hl.maximum(hl.matmul(h, p.w2) + p.b2, 0)
+    return -(hl.nn.log_softmax(hl.matmul(h, p.w3) + p.b3, -1) * y):sum() / 256
+  end
+  local sgd_step = hl.jit(function(p, x, y)
+    local l, g = hl.value_and_grad(mlp_loss)(p, x, y)
+    local q = {}
+    for k, v in pairs(p) do q[k] = v - 0.01 * g[k] end
+    return l, q
+  end)
+  return function() sgd_step:lower(params, batch, labels) end
+end
+local order = {"first_pipeline", "second_pipeline", "eager_first_uses", "chain20", "chain40", "chain80",
+               "deep_mlp2", "deep_mlp4", "deep_mlp8", "mlp_step_compile"}
+
+if arg[1] == "--one" then
+  local make = probes[arg[2]]
+  if not make then error("bench_compile: no probe " .. tostring(arg[2])) end
+  local f = make()
+  local t0 = now()
+  f()
+  print(arg[2], string.format("%.1f", (now() - t0) * 1e3))
+  return
+end
+
+local rounds, chosen = 3, {}
+local i = 1
+while arg[i] do
+  if arg[i] == "--rounds" then rounds = assert(tonumber(arg[i + 1]), "bench_compile: --rounds takes a number"); i = i + 1
+  elseif probes[arg[i]] then chosen[#chosen + 1] = arg[i]
+  else error("bench_compile: no probe " .. arg[i] .. " (probes: " .. table.concat(order, " ") .. ")") end
+  i = i + 1
+end
+if #chosen == 0 then chosen = order end
+local self = arg[0]
+local times = {}
+for _ = 1, rounds do
+  for _, p in ipairs(chosen) do
+    local h = assert(io.popen("HALUA_QUIET=1 luajit '" .. self .. "' --one " .. p .. " 2>&1"))
+    local out = h:read("*a")
+    h:close()
+    local ms = tonumber(out:match(p .. "%s+([%d%.]+)"))
+    if not ms then error("bench_compile: probe " .. p .. " failed:\n" .. out) end
+    times[p] = times[p] or {}
+    table.insert(times[p], ms)
+  end
+end
+for _, p in ipairs(chosen) do
+  local t = times[p]
+  table.sort(t)
+  print(string.format("%-18s median %9.1f ms   (%s)", p, t[math.floor((#t + 1) / 2)], table.concat(t, ", ")))
+end
