@@ -1,0 +1,495 @@
+-- The persistent compile cache: compiled CPU pipelines written to a directory as shared objects
+-- and loaded by later processes. Every test runs child processes (luajit, with this process's
+-- LUA_PATH and LUA_CPATH) on a fresh temporary directory of its own, and checks what they print
+-- (values, hl.cache_info()), what they log under HALUA_LOG_COMPILES=1, and the directory's files.
+local root = debug.getinfo(1, "S").source:match("^@(.*/)tests/lua/") or "./"
+
+local HEX16 = ("%x"):rep(16)
+
+local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+local function sh(cmd)
+  local r = os.execute(cmd)
+  return r == 0 or r == true
+end
+
+local function slurp(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+local function spit(path, s)
+  local f = assert(io.open(path, "wb"))
+  f:write(s)
+  f:close()
+end
+
+local function file_size(path)
+  local f = assert(io.open(path, "rb"))
+  local n = f:seek("end")
+  f:close()
+  return n
+end
+
+local function popen_lines(cmd)
+  local p = assert(io.popen(cmd))
+  local t = {}
+  for l in p:lines() do t[#t + 1] = l end
+  p:close()
+  return t
+end
+
+-- directories and files made by the current test, removed after it
+local made = {}
+local function tmpdir()
+  local p = os.tmpname()
+  os.remove(p)
+  assert(sh("mkdir -m 0700 " .. q(p)), "cannot make " .. p)
+  made[#made + 1] = p
+  return p
+end
+local function tmpfile()
+  local p = os.tmpname()
+  made[#made + 1] = p
+  return p
+end
+
+local function mode_of(path) return popen_lines("stat -c %a " .. q(path))[1] end
+
+-- the names in dir (sorted), split into entries (16 hex digits .so), runtimes and the rest
+local function listing(dir)
+  local all = popen_lines("ls -A " .. q(dir) .. " 2>/dev/null | LC_ALL=C sort")
+  local r = {all = all, entries = {}, runtimes = {}, other = {}}
+  for _, name in ipairs(all) do
+    if name:match("^" .. HEX16 .. "%.so$") then r.entries[#r.entries + 1] = name
+    elseif name:match("^runtime%-" .. HEX16 .. "%.so$") then r.runtimes[#r.runtimes + 1] = name
+    else r.other[#r.other + 1] = name end
+  end
+  return r
+end
+
+local function entries_bytes(dir)
+  local n = 0
+  for _, name in ipairs(listing(dir).entries) do n = n + file_size(dir .. "/" .. name) end
+  return n
+end
+
+-- every file below dir, recursively (relative names)
+local function files_below(dir)
+  return popen_lines("cd " .. q(dir) .. " && find . -mindepth 1 | LC_ALL=C sort")
+end
+
+-- What every child script starts with: halua, a serialiser, info(tag) recording hl.cache_info()'s
+-- fields, program() (one jitted function and the eager ops it takes) and finish() printing the
+-- recorded table as a Lua chunk after "RESULT ".
+local HEADER = [==[
+local hl = require "halua"
+local function ser(v)
+  if type(v) == "table" then
+    local parts = {}
+    for k, x in pairs(v) do parts[#parts + 1] = "[" .. ser(k) .. "] = " .. ser(x) end
+    return "{" .. table.concat(parts, ", ") .. "}"
+  elseif type(v) == "number" then return string.format("%.17g", v)
+  elseif type(v) == "string" then return string.format("%q", v)
+  else return tostring(v) end
+end
+local result = {}
+local function info(tag)
+  local i, t = hl.cache_info(), {}
+  for _, k in ipairs({"entries", "hits", "misses", "compile_ms", "disk_hits", "disk_misses",
+                      "disk_bytes", "disk_load_ms", "disk_dir"}) do t[k] = i[k] end
+  result[tag] = t
+end
+local function program()
+  local x = hl.arange(6)
+  local f = hl.jit(function(a) return hl.tanh(a * 2) + a:sum() end, {name = "disk_f"})
+  return {f = f(x):totable(), e = hl.exp(x):totable()}
+end
+local function finish() io.write("RESULT return ", ser(result), "\n") end
+]==]
+
+-- the usual child: the program once, then its cache statistics
+local PROGRAM = HEADER .. [==[
+result.values = program()
+info("info")
+finish()
+]==]
+
+-- Starting a child. env: name -> value (false: unset). Every child logs its compiles, and runs
+-- without the variables of the caller that would change what it does.
+local function child_command(script, env)
+  local base = tmpfile()
+  spit(base .. ".lua", script)
+  local vars = {HALUA_LOG_COMPILES = "1", HALUA_QUIET = false, HALUA_DEVICE = false,
+                HALUA_CACHE_MAX_MB = false, HALUA_CACHE_DIR = false}
+  for k, v in pairs(env or {}) do vars[k] = v end
+  local unset, set = {}, {}   -- env takes its -u options before the assignments
+  for k, v in pairs(vars) do
+    if v == false then unset[#unset + 1] = "-u " .. k else set[#set + 1] = k .. "=" .. q(tostring(v)) end
+  end
+  local parts = {"env", table.concat(unset, " "), table.concat(set, " ")}
+  local cmd = string.format("(cd %s && %s luajit %s > %s 2> %s; echo $? > %s)", q(root), table.concat(parts, " "),
+    q(base .. ".lua"), q(base .. ".out"), q(base .. ".err"), q(base .. ".rc"))
+  return cmd, base
+end
+
+local function collect(base)
+  local r = {out = slurp(base .. ".out") or "", err = slurp(base .. ".err") or "",
+             rc = tonumber((slurp(base .. ".rc") or ""):match("%d+"))}
+  for _, ext in ipairs({".lua", ".out", ".err", ".rc"}) do os.remove(base .. ext) end
+  local chunk = r.out:match("RESULT (.*)$")
+  if chunk then
+    local fn = loadstring(chunk)
+    r.result = fn and fn()
+  end
+  r.text = "exit status " .. tostring(r.rc) .. "\n--- stdout:\n" .. r.out .. "--- stderr:\n" .. r.err
+  return r
+end
+
+local function run(script, env)
+  local cmd, base = child_command(script, env)
+  sh(cmd)
+  return collect(base)
+end
+
+-- several children started together; returns their results in order
+local function run_together(list)
+  local cmds, bases = {}, {}
+  for i, c in ipairs(list) do cmds[i], bases[i] = child_command(c[1], c[2]) end
+  sh(table.concat(cmds, " & ") .. " & wait")
+  local rs = {}
+  for i, b in ipairs(bases) do rs[i] = collect(b) end
+  return rs
+end
+
+local function succeeded(r)
+  assert(r.rc == 0, "the child failed:\n" .. r.text)
+  assert(type(r.result) == "table", "the child printed no result:\n" .. r.text)
+  return r.result
+end
+
+-- the lines of a child's stderr that start with prefix
+local function lines(r, prefix)
+  local t = {}
+  for l in (r.err .. "\n"):gmatch("(.-)\n") do
+    if l:sub(1, #prefix) == prefix then t[#t + 1] = l end
+  end
+  return t
+end
+
+local DAMAGED = "halua: disk cache: removed a damaged entry"
+local WARNING = "halua: warning:"
+
+-- program()'s values, against Lua's
+local function check_values(v, text)
+  assert(type(v) == "table" and type(v.f) == "table" and type(v.e) == "table", "no values:\n" .. (text or ""))
+  assert.are.equal(6, #v.f, text)
+  assert.are.equal(6, #v.e, text)
+  for i = 0, 5 do
+    local f, e = math.tanh(2 * i) + 15, math.exp(i)
+    assert(math.abs(v.f[i + 1] - f) <= 1e-5, string.format("f[%d] = %s, expected %.7g\n%s", i + 1, tostring(v.f[i + 1]), f, text or ""))
+    assert(math.abs(v.e[i + 1] - e) <= 1e-6 * e, string.format("exp[%d] = %s, expected %.7g\n%s", i + 1, tostring(v.e[i + 1]), e, text or ""))
+  end
+end
+
+local function number(v) return type(v) == "number" end
+
+-- a first run on dir: checks it compiled and wrote its entries; returns the result and the listing
+local function first_run(dir, env)
+  env = env or {}
+  env.HALUA_CACHE_DIR = dir
+  local r = run(PROGRAM, env)
+  local res = succeeded(r)
+  check_values(res.values, r.text)
+  local ls = listing(dir)
+  assert(#ls.entries >= 2, "expected entry files (the jitted function and eager kernels):\n" .. table.concat(ls.all, "\n") .. "\n" .. r.text)
+  assert(res.info.disk_misses and res.info.disk_misses >= 1, r.text)
+  return res, ls, r
+end
+
+-- a run on dir that must load everything from the disk, without damage
+local function clean_hit(dir, n_entries)
+  local r = run(PROGRAM, {HALUA_CACHE_DIR = dir})
+  local res = succeeded(r)
+  check_values(res.values, r.text)
+  assert(number(res.info.disk_hits) and res.info.disk_hits >= 1, "no disk hits:\n" .. r.text)
+  assert.are.equal(0, res.info.disk_misses, r.text)
+  if n_entries then assert.are.equal(n_entries, res.info.disk_hits, r.text) end
+  assert.are.same({}, lines(r, DAMAGED), r.text)
+  assert.are.same({}, lines(r, "halua: compiled "), r.text)
+  return res, r
+end
+
+-- rewrites every entry file of dir with edit(bytes) -> bytes; returns the paths
+local function damage_entries(dir, edit)
+  local paths = {}
+  for _, name in ipairs(listing(dir).entries) do
+    local path = dir .. "/" .. name
+    spit(path, edit(assert(slurp(path))))
+    paths[#paths + 1] = path
+  end
+  return paths
+end
+
+-- a run after damage: right values, one damaged-entry line per path in `damaged` naming it
+local function damaged_run(dir, damaged)
+  local r = run(PROGRAM, {HALUA_CACHE_DIR = dir})
+  local res = succeeded(r)
+  check_values(res.values, r.text)
+  local found = lines(r, DAMAGED)
+  assert.are.equal(#damaged, #found, "damaged-entry lines:\n" .. r.text)
+  for _, path in ipairs(damaged) do
+    local named = false
+    for _, l in ipairs(found) do
+      if l:find(path, 1, true) and l:match("^" .. DAMAGED .. " %(.+%)") then named = true end
+    end
+    assert(named, "no damaged-entry line '" .. DAMAGED .. " (reason) ...' naming " .. path .. ":\n" .. r.text)
+  end
+  assert(res.info.disk_misses >= #damaged, "damaged entries count as disk misses:\n" .. r.text)
+  return res, r
+end
+
+describe("the disk cache", function()
+  after_each(function()
+    for _, p in ipairs(made) do sh("rm -rf " .. q(p)) end
+    made = {}
+  end)
+
+  it("a second process loads what the first compiled: same values, disk hits, no compiles", function()
+    local dir = tmpdir() .. "/cache"   -- halua makes it
+    local res1, ls1, r1 = first_run(dir)
+    assert.are.equal(dir, res1.info.disk_dir, r1.text)
+    assert.are.equal(0, res1.info.disk_hits, r1.text)
+    assert.are.equal(#ls1.entries, res1.info.disk_misses, "every pipeline missed and was written:\n" .. r1.text)
+    assert.are.equal("700", mode_of(dir))
+    assert.are.equal(1, #ls1.runtimes, "one shared runtime:\n" .. table.concat(ls1.all, "\n"))
+    for _, name in ipairs(ls1.other) do
+      assert(name:match("%.lock$"), "a file left in the cache directory: " .. name)
+    end
+    assert.are.equal(entries_bytes(dir), res1.info.disk_bytes, "disk_bytes: the entries' total, runtime excluded")
+    assert.are.equal(1, #lines(r1, "halua: compiled disk_f in "), r1.text)
+
+    local res2, r2 = clean_hit(dir, #ls1.entries)
+    assert.are.same(res1.values, res2.values)
+    assert.are.equal(dir, res2.info.disk_dir, r2.text)
+    assert.are.equal(1, #lines(r2, "halua: loaded disk_f from the disk cache in "), r2.text)
+    assert.truthy(r2.err:match("halua: loaded disk_f from the disk cache in [%d.]+ ms"), r2.text)
+    assert(number(res2.info.disk_load_ms) and res2.info.disk_load_ms > 0, r2.text)
+    assert.are.equal(entries_bytes(dir), res2.info.disk_bytes, r2.text)
+    assert.are.same(ls1.all, listing(dir).all, "a run that only loads writes nothing")
+  end)
+
+  it("a truncated entry is removed and recompiled, then hit cleanly", function()
+    local dir = tmpdir()
+    local _, ls = first_run(dir)
+    local damaged = damage_entries(dir, function(s) return s:sub(1, math.floor(#s / 2)) end)
+    assert.are.equal(#ls.entries, #damaged)
+    local res = damaged_run(dir, damaged)
+    assert.are.equal(0, res.info.disk_hits)
+    assert.are.equal(#ls.entries, #listing(dir).entries, "the damaged entries are written again")
+    clean_hit(dir, #ls.entries)
+  end)
+
+  it("an entry with bytes flipped in its middle is removed and recompiled, then hit cleanly", function()
+    local dir = tmpdir()
+    local _, ls = first_run(dir)
+    local damaged = damage_entries(dir, function(s)
+      local mid = math.floor(#s / 2)
+      local flipped = s:sub(mid, mid + 15):gsub(".", function(c) return string.char(bit.bxor(c:byte(), 0xa5)) end)
+      return s:sub(1, mid - 1) .. flipped .. s:sub(mid + 16)
+    end)
+    local res = damaged_run(dir, damaged)
+    assert.are.equal(0, res.info.disk_hits)
+    assert.are.equal(#ls.entries, #listing(dir).entries, "the damaged entries are written again")
+    clean_hit(dir, #ls.entries)
+  end)
+
+  it("another pipeline's entry under this one's name (a foreign key) is removed and recompiled", function()
+    local dir = tmpdir()
+    local _, ls = first_run(dir)
+    local from, to = dir .. "/" .. ls.entries[1], dir .. "/" .. ls.entries[2]
+    spit(to, assert(slurp(from)))
+    local res = damaged_run(dir, {to})
+    assert.are.equal(#ls.entries - 1, res.info.disk_hits, "the other entries still load")
+    clean_hit(dir, #ls.entries)
+  end)
+
+  it("a directory that cannot be made: one warning naming it, in-memory caching, right values", function()
+    local file = tmpfile()
+    spit(file, "not a directory\n")
+    local dir = file .. "/sub"
+    local r = run(PROGRAM, {HALUA_CACHE_DIR = dir})
+    local res = succeeded(r)
+    check_values(res.values, r.text)
+    local w = lines(r, WARNING)
+    assert.are.equal(1, #w, "one warning per process:\n" .. r.text)
+    assert.truthy(w[1]:find(dir, 1, true), r.text)
+    assert.is_nil(res.info.disk_dir, r.text)
+    assert.are.equal(0, res.info.disk_hits, r.text)
+    assert.are.same({}, lines(r, "halua: loaded "), r.text)
+    assert.are.equal("not a directory\n", slurp(file))
+  end)
+
+  it("a directory others can write is refused: one warning naming it, nothing written there", function()
+    for _, mode in ipairs({"777", "775"}) do
+      local dir = tmpdir()
+      assert(sh("chmod " .. mode .. " " .. q(dir)))
+      local r = run(PROGRAM, {HALUA_CACHE_DIR = dir})
+      local res = succeeded(r)
+      check_values(res.values, r.text)
+      local w = lines(r, WARNING)
+      assert.are.equal(1, #w, "mode " .. mode .. ": one warning per process:\n" .. r.text)
+      assert.truthy(w[1]:find(dir, 1, true), r.text)
+      assert.is_nil(res.info.disk_dir, r.text)
+      assert.are.same({}, files_below(dir), "mode " .. mode .. ": nothing may be written to " .. dir)
+      assert.are.equal(mode, mode_of(dir), "the directory is left as it was")
+    end
+  end)
+
+  it("two processes compiling the same pipelines at once both succeed; a third loads them", function()
+    local dir = tmpdir()
+    local rs = run_together({{PROGRAM, {HALUA_CACHE_DIR = dir}}, {PROGRAM, {HALUA_CACHE_DIR = dir}}})
+    for _, r in ipairs(rs) do
+      local res = succeeded(r)
+      check_values(res.values, r.text)
+      assert.are.same({}, lines(r, DAMAGED), r.text)
+      assert.are.same({}, lines(r, WARNING), r.text)
+    end
+    local ls = listing(dir)
+    assert(#ls.entries >= 2, table.concat(ls.all, "\n"))
+    assert.are.equal(1, #ls.runtimes, table.concat(ls.all, "\n"))
+    for _, name in ipairs(ls.other) do
+      assert(name:match("%.lock$"), "a file left in the cache directory: " .. name)
+    end
+    clean_hit(dir, #ls.entries)
+  end)
+
+  it("HALUA_CACHE_MAX_MB bounds the entries: least recently used go first, the runtime stays", function()
+    local dir = tmpdir()
+    local limit = 0.3 * 2 ^ 20
+    local n = 25
+    local many = HEADER .. [==[
+local x = hl.arange(6)
+local only = os.getenv("ONLY")
+result.values = {}
+for c = 1, ]==] .. n .. [==[ do
+  if not only or only:find("," .. c .. ",", 1, true) then
+    local f = hl.jit(function(a) return hl.tanh(a * c) + c end, {name = "f" .. c})
+    result.values[c] = f(x):totable()[6]
+  end
+end
+info("info")
+finish()
+]==]
+    local r = run(many, {HALUA_CACHE_DIR = dir, HALUA_CACHE_MAX_MB = "0.3"})
+    local res = succeeded(r)
+    for c = 1, n do
+      local v, want = res.values[c], math.tanh(5 * c) + c
+      assert(v and math.abs(v - want) <= 1e-4, "f" .. c .. " = " .. tostring(v) .. ", expected " .. want)
+    end
+    local ls = listing(dir)
+    local total = entries_bytes(dir)
+    assert(total <= limit, string.format("the entries take %d bytes, over %d", total, limit))
+    assert(#ls.entries >= 1, "the entry just written fits and stays:\n" .. r.text)
+    assert(number(res.info.disk_bytes) and res.info.disk_bytes <= limit, r.text)
+    assert.are.equal(total, res.info.disk_bytes, r.text)
+    assert.are.equal(1, #ls.runtimes, "the runtime is never evicted:\n" .. table.concat(ls.all, "\n"))
+    assert(res.info.disk_misses >= n, r.text)
+    assert(#ls.entries < n, "the limit must have evicted entries for this test to mean anything (" .. #ls.entries .. " kept)")
+
+    -- the newest entry (f25) is still there; the oldest jitted one (f1) was evicted
+    local r2 = run(many, {HALUA_CACHE_DIR = dir, HALUA_CACHE_MAX_MB = "0.3", ONLY = "," .. n .. ",1,"})
+    local res2 = succeeded(r2)
+    assert.truthy(math.abs(res2.values[1] - (math.tanh(5) + 1)) <= 1e-4, r2.text)
+    assert.truthy(math.abs(res2.values[n] - (math.tanh(5 * n) + n)) <= 1e-4, r2.text)
+    assert.are.equal(1, #lines(r2, "halua: loaded f" .. n .. " from the disk cache in "), r2.text)
+    assert.are.equal(1, #lines(r2, "halua: compiled f1 in "), r2.text)
+    assert(entries_bytes(dir) <= limit, "still within the limit after the second run")
+    assert.are.equal(1, #listing(dir).runtimes)
+  end)
+
+  it("HALUA_CACHE_DIR=off: no disk cache, no files anywhere, right values", function()
+    local xdg, home = tmpdir(), tmpdir()
+    local r = run(PROGRAM, {HALUA_CACHE_DIR = "off", XDG_CACHE_HOME = xdg, HOME = home})
+    local res = succeeded(r)
+    check_values(res.values, r.text)
+    assert.is_nil(res.info.disk_dir, r.text)
+    assert.are.equal(0, res.info.disk_hits, r.text)
+    assert.are.equal(0, res.info.disk_misses, r.text)
+    assert.are.same({}, lines(r, WARNING), r.text)
+    assert.are.same({}, files_below(xdg))
+    assert.are.same({}, files_below(home))
+  end)
+
+  it("without HALUA_CACHE_DIR: $XDG_CACHE_HOME/halua, else ~/.cache/halua", function()
+    local xdg, home = tmpdir(), tmpdir()
+    local r = run(PROGRAM, {XDG_CACHE_HOME = xdg, HOME = home})
+    local res = succeeded(r)
+    check_values(res.values, r.text)
+    assert.are.equal(xdg .. "/halua", res.info.disk_dir, r.text)
+    assert(#listing(xdg .. "/halua").entries >= 2, r.text)
+    assert.are.same({}, files_below(home))
+
+    local home2 = tmpdir()
+    assert(sh("mkdir -m 0700 " .. q(home2 .. "/.cache")))
+    local r2 = run(PROGRAM, {XDG_CACHE_HOME = false, HOME = home2})
+    local res2 = succeeded(r2)
+    check_values(res2.values, r2.text)
+    assert.are.equal(home2 .. "/.cache/halua", res2.info.disk_dir, r2.text)
+    assert(#listing(home2 .. "/.cache/halua").entries >= 2, r2.text)
+  end)
+
+  it("cache_clear() keeps the disk; cache_clear({disk = true}) empties it but the runtime; bad options are errors", function()
+    local dir = tmpdir()
+    local script = HEADER .. [==[
+local dir = os.getenv("HALUA_CACHE_DIR")
+local function ls()
+  local p, t = io.popen("ls -A '" .. dir .. "' | LC_ALL=C sort"), {}
+  for l in p:lines() do t[#t + 1] = l end
+  p:close()
+  return t
+end
+result.values1 = program()
+info("first")
+hl.cache_clear()                 -- the in-memory index only
+result.values2 = program()       -- a new jitted function: found on disk
+info("memory_cleared")
+hl.cache_clear({disk = true})
+info("disk_cleared")
+result.ls_cleared = ls()
+result.values3 = program()       -- compiled again
+info("last")
+result.ls_last = ls()
+local ok, err = pcall(hl.cache_clear, {bogus = 1})
+result.bogus = {ok = ok, err = tostring(err)}
+finish()
+]==]
+    local r = run(script, {HALUA_CACHE_DIR = dir})
+    local res = succeeded(r)
+    for _, k in ipairs({"values1", "values2", "values3"}) do check_values(res[k], r.text) end
+    local first, mem, cleared, last = res.first, res.memory_cleared, res.disk_cleared, res.last
+    -- cache_clear(): the next lookups go to the disk and hit
+    assert(mem.disk_hits > first.disk_hits, "after cache_clear() the pipelines load from disk:\n" .. r.text)
+    assert.are.equal(first.disk_misses, mem.disk_misses, r.text)
+    assert.are.equal(1, #lines(r, "halua: loaded disk_f from the disk cache in "), r.text)
+    -- cache_clear({disk = true}): no entries left, the runtime kept, and the next call compiles
+    assert.are.equal(0, cleared.disk_bytes, r.text)
+    local entries, runtimes = 0, 0
+    for _, name in ipairs(res.ls_cleared) do
+      if name:match("^" .. HEX16 .. "%.so$") then entries = entries + 1 end
+      if name:match("^runtime%-" .. HEX16 .. "%.so$") then runtimes = runtimes + 1 end
+    end
+    assert.are.equal(0, entries, "entries left after cache_clear({disk = true}): " .. table.concat(res.ls_cleared, " "))
+    assert.are.equal(1, runtimes, "the runtime stays: " .. table.concat(res.ls_cleared, " "))
+    assert(last.disk_misses > cleared.disk_misses, "the call after clearing misses on disk:\n" .. r.text)
+    assert.are.equal(2, #lines(r, "halua: compiled disk_f in "), r.text)
+    assert(#listing(dir).entries >= 2, "the recompiled pipelines are written again")
+    assert.are.equal(entries_bytes(dir), last.disk_bytes, r.text)
+    -- an unknown option
+    assert.is_false(res.bogus.ok)
+    assert.are.equal("halua: cache_clear: unknown option 'bogus'", res.bogus.err)
+  end)
+end)
