@@ -713,14 +713,23 @@ E("default_device", "hl.default_device([name]) -> name",
   "The device new arrays start on (\"cpu\" unless HALUA_DEVICE or a call says otherwise); with a " ..
   "name, sets it first.",
   [[print(hl.default_device())]])
-E("cache_info", "hl.cache_info() -> {entries, hits, misses, compile_ms}",
-  "Statistics of the compiled-kernel cache (eager kernels and jit pipelines): entries cached, " ..
-  "hits, misses (compiles) and the milliseconds spent compiling. The table prints readably.",
+E("cache_info", "hl.cache_info() -> {entries, hits, misses, compile_ms, disk_hits, disk_misses, disk_bytes, disk_load_ms, disk_dir}",
+  "Statistics of the compiled-kernel cache (eager kernels and jit pipelines): entries cached in " ..
+  "memory, hits, misses (compiles) and the milliseconds spent compiling; and of the disk cache " ..
+  "that keeps compiled CPU pipelines between processes: disk_hits (pipelines loaded from disk), " ..
+  "disk_misses (looked up on disk and not found, or found damaged), disk_bytes (the entries' " ..
+  "total size on disk now, the shared runtime excluded), disk_load_ms (the milliseconds spent " ..
+  "loading entries) and disk_dir (the directory in use: $HALUA_CACHE_DIR, else " ..
+  "$XDG_CACHE_HOME/halua, else ~/.cache/halua; nil when HALUA_CACHE_DIR=off or the directory " ..
+  "is unusable). The table prints readably.",
   [[local info = hl.cache_info()
-print(info, info.misses)]])
-E("cache_clear", "hl.cache_clear()",
-  "Empties the compiled-kernel cache (later calls compile again).",
-  [[hl.cache_clear()
+print(info, info.misses, info.disk_dir)]])
+E("cache_clear", "hl.cache_clear([{disk = true}])",
+  "Empties the in-memory index of compiled kernels: later calls look them up again (on disk, then " ..
+  "by compiling). With {disk = true} it also removes every entry of the disk cache directory " ..
+  "(keeping the shared Halide runtime), so the next calls compile. Deleting the directory does " ..
+  "the same between runs. An unknown option is an error.",
+  [[hl.cache_clear()                  -- hl.cache_clear({disk = true}) also empties the disk cache
 print(hl.cache_info().entries)]])
 E("help", "hl.help([fn_or_name] [, opts]) -> nothing, or the text",
   "Prints the signature, a paragraph and a runnable example for a function, given as a value " ..
