@@ -117,6 +117,7 @@ namespace {
 struct Lowerer {
   const hl_graph *g;
   hl_lowered &L;
+  std::vector<Expr> constants;   /* by node: a constant node's value (HL_P_CONST) */
 
   const hl_node &node(int i) const { return g->nodes[i]; }
   int input(const hl_node &n, int k) const { return hl_node_inputs(g, &n)[k]; }
@@ -150,6 +151,10 @@ struct Lowerer {
    * here; a scatter_add holds float32 sums, rounded here; every other node of those dtypes is
    * already a rounded float32 */
   Expr call(int i, const std::vector<Expr> &args) const {
+    /* a constant (through broadcasts and reshapes) is its value: a Func of its own would cost
+     * Halide's per-Func passes for nothing, and most nodes of an unrolled loop are constants */
+    int c = const_source(i);
+    if (c >= 0 && constants[c].defined()) return constants[c];
     Expr e = L.funcs[i](args);
     hl_dtype t = node(i).type.dtype;
     if (!hl_dtype_is_half(t)) return e;
@@ -774,9 +779,10 @@ struct Lowerer {
       /* 2-byte floats: the bits come from the host's conversion, not from float arithmetic on the
        * constant in the pipeline, which fast-math folds to garbage for inf and NaN */
       if (hl_dtype_is_half(n.type.dtype))
-        L.funcs[i](v) = hl_half_decode(Internal::make_const(UInt(16), (uint64_t)hl_half_from_double(n.type.dtype, n.attrs.f)), n.type.dtype);
+        constants[i] = hl_half_decode(Internal::make_const(UInt(16), (uint64_t)hl_half_from_double(n.type.dtype, n.attrs.f)), n.type.dtype);
       else
-        L.funcs[i](v) = n.type.dtype == HL_BOOL ? cast(ty, n.attrs.f != 0) : fit(cast(ty, Expr(n.attrs.f)), n.type.dtype);
+        constants[i] = n.type.dtype == HL_BOOL ? cast(ty, n.attrs.f != 0) : fit(cast(ty, Expr(n.attrs.f)), n.type.dtype);
+      L.funcs[i](v) = constants[i];
       break;
     case HL_P_IOTA:
       L.funcs[i](v) = fit(cast(hl_dtype_is_half(n.type.dtype) ? Int(32) : ty, v[r - 1 - (int)n.attrs.i[0]]), n.type.dtype);
@@ -809,7 +815,7 @@ void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
   L.consumers.assign(g->nnodes, 0);
   L.params.assign(g->nparams, ImageParam());
   L.staged.clear();
-  Lowerer lw{g, L};
+  Lowerer lw{g, L, std::vector<Expr>(g->nnodes)};
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     for (int k = 0; k < n.nin; k++) L.consumers[hl_node_inputs(g, &n)[k]]++;

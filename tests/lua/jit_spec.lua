@@ -541,3 +541,45 @@ describe("jit with Halide's autoscheduler", function()
     assert.truthy(err:find('schedule "auto" cannot schedule sort'), err)
   end)
 end)
+
+describe("jit compile time", function()
+  local ffi = require "ffi"
+  pcall(ffi.cdef, "typedef struct { long tv_sec; long tv_nsec; } hl_compile_ts; int clock_gettime(int, hl_compile_ts *);")
+  local ts = ffi.new("hl_compile_ts")
+  local function now()
+    ffi.C.clock_gettime(1, ts)
+    return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+  end
+  local function chain(n)
+    return function(a)
+      for i = 1, n do a = hl.tanh(a * 1.0001 + i * 1e-6) end
+      return a
+    end
+  end
+  local function compile_seconds(n, x)
+    hl.cache_clear()
+    local jf = hl.jit(chain(n))
+    local t0 = now()
+    jf:lower(x)
+    return now() - t0, jf
+  end
+
+  it("grows about linearly with an unrolled body (400 rounds against 100)", function()
+    local x = hl.ones({1000}) + 0
+    compile_seconds(10, x)   -- the process's first pipeline builds Halide's runtime: not counted
+    local t100 = compile_seconds(100, x)
+    local t400, jf = compile_seconds(400, x)
+    -- linear growth is 4x; the whole body inlined into one expression had grown as n^2 to n^3
+    -- (40 rounds: 5 s, 80 rounds: 53 s, 400 rounds: not done in 9 minutes)
+    assert.is_true(t400 / t100 < 8, string.format("100 rounds: %.2f s, 400 rounds: %.2f s", t100, t400))
+    -- and the values are right: 400 rounds of tanh(a * 1.0001 + i * 1e-6) from 1, against a Lua loop
+    local want = 1
+    for i = 1, 400 do
+      local v = want * 1.0001 + i * 1e-6
+      want = (math.exp(2 * v) - 1) / (math.exp(2 * v) + 1)
+    end
+    local got = jf(x):totable()
+    assert.are.equal(1000, #got)
+    for _, i in ipairs {1, 500, 1000} do assert.is_true(math.abs(got[i] - want) < 1e-4, tostring(got[i]) .. " vs " .. want) end
+  end)
+end)
