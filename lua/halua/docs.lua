@@ -725,8 +725,8 @@ E("cache_info", "hl.cache_info() -> {entries, hits, misses, compile_ms, disk_hit
   [[local info = hl.cache_info()
 print(info, info.misses, info.disk_dir)]])
 E("cache_clear", "hl.cache_clear([{disk = true}])",
-  "Empties the in-memory index of compiled kernels: later calls look them up again (on disk, then " ..
-  "by compiling). With {disk = true} it also removes every entry of the disk cache directory " ..
+  "Empties the in-memory index of compiled kernels and zeroes hl.cache_info()'s counters: later " ..
+  "calls look the kernels up again (on disk, then by compiling). With {disk = true} it also removes every entry of the disk cache directory " ..
   "(keeping the shared Halide runtime), so the next calls compile. Deleting the directory does " ..
   "the same between runs. An unknown option is an error.",
   [[hl.cache_clear()                  -- hl.cache_clear({disk = true}) also empties the disk cache
