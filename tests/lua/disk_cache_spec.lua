@@ -272,7 +272,14 @@ describe("the disk cache", function()
     assert.are.equal(entries_bytes(dir), res1.info.disk_bytes, "disk_bytes: the entries' total, runtime excluded")
     assert.are.equal(1, #lines(r1, "halua: compiled disk_f in "), r1.text)
 
+    -- a hit touches its entry (the size limit removes the least recently used first)
+    local old = 946684800   -- 2000-01-01
+    for _, name in ipairs(ls1.entries) do assert(sh("touch -m -d @" .. old .. " " .. q(dir .. "/" .. name))) end
     local res2, r2 = clean_hit(dir, #ls1.entries)
+    for _, name in ipairs(ls1.entries) do
+      local mtime = tonumber(popen_lines("stat -c %Y " .. q(dir .. "/" .. name))[1])
+      assert(mtime > old, name .. " was loaded but not touched")
+    end
     assert.are.same(res1.values, res2.values)
     assert.are.equal(dir, res2.info.disk_dir, r2.text)
     assert.are.equal(1, #lines(r2, "halua: loaded disk_f from the disk cache in "), r2.text)
