@@ -418,6 +418,30 @@ finish()
     assert.are.equal(1, #listing(dir).runtimes)
   end)
 
+  it("a jitted function with a compiled loop is compiled in every process, never loaded", function()
+    local dir = tmpdir()
+    local script = HEADER .. [==[
+local x = hl.arange(4):astype("float32")
+local g = hl.jit(function(a)
+  return hl.fori_loop(1, 10, function(i, c) return c * 0.5 + a end, a)
+end, {name = "loopy"})
+result.values = g(x):totable()
+info("info")
+finish()
+]==]
+    for run_no = 1, 2 do
+      local r = run(script, {HALUA_CACHE_DIR = dir})
+      local res = succeeded(r)
+      for i = 0, 3 do
+        local want = i * (2 - 2 ^ -10)   -- ten steps of c = c / 2 + a from c = a
+        assert(math.abs(res.values[i + 1] - want) <= 1e-5, "run " .. run_no .. ": " .. tostring(res.values[i + 1]) .. ", expected " .. want .. "\n" .. r.text)
+      end
+      assert.are.equal(1, #lines(r, "halua: compiled loopy in "), "run " .. run_no .. ":\n" .. r.text)
+      assert.are.same({}, lines(r, "halua: loaded loopy "), "run " .. run_no .. ":\n" .. r.text)
+      if run_no == 2 then assert(res.info.disk_hits >= 1, "the eager kernels load from disk:\n" .. r.text) end
+    end
+  end)
+
   it("HALUA_CACHE_DIR=off: no disk cache, no files anywhere, right values", function()
     local xdg, home = tmpdir(), tmpdir()
     local r = run(PROGRAM, {HALUA_CACHE_DIR = "off", XDG_CACHE_HOME = xdg, HOME = home})
