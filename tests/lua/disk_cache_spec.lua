@@ -354,6 +354,15 @@ describe("the disk cache", function()
       assert.are.same({}, files_below(dir), "mode " .. mode .. ": nothing may be written to " .. dir)
       assert.are.equal(mode, mode_of(dir), "the directory is left as it was")
     end
+    -- only write bits for others count: a directory others can read is used
+    local dir = tmpdir()
+    assert(sh("chmod 755 " .. q(dir)))
+    local r = run(PROGRAM, {HALUA_CACHE_DIR = dir})
+    local res = succeeded(r)
+    check_values(res.values, r.text)
+    assert.are.same({}, lines(r, WARNING), r.text)
+    assert.are.equal(dir, res.info.disk_dir, r.text)
+    assert(#listing(dir).entries >= 2, r.text)
   end)
 
   it("two processes compiling the same pipelines at once both succeed; a third loads them", function()
