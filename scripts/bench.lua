@@ -1,9 +1,30 @@
 -- scripts/bench: halua against NumPy, PyTorch and JAX, side by side in one run.
 -- Usage: scripts/bench [--write]   (--write also writes docs/benchmarks.md)
 -- The peers run under $HALUA_PEERS_PYTHON (scripts/bench sets it: build/peers' venv, or Debian's).
-local hl = require "halua"
+-- `--compiles` (internal): only the compile times, one "row value" a line (see compile_rows).
 local ffi = require "ffi"
-ffi.cdef [[typedef struct { long tv_sec; long tv_nsec; } hl_timespec; int clock_gettime(int, hl_timespec *);]]
+ffi.cdef [[typedef struct { long tv_sec; long tv_nsec; } hl_timespec; int clock_gettime(int, hl_timespec *);
+int setenv(const char *, const char *, int); char *mkdtemp(char *);]]
+local root = arg[0]:match("^(.*)/scripts/") or "."
+local write, device, compiles_only = false, "cpu", false
+for i, a in ipairs(arg) do
+  if a == "--write" then write = true end
+  if a == "--device" then device = arg[i + 1] end
+  if a == "--compiles" then compiles_only = true end
+end
+-- On the CPU the bench keeps halua's compile cache on disk (where halua has one) in a directory of
+-- its own, made empty here: compile times are then cold, whatever a user's cache holds, and the
+-- bench may clear it. HALUA_CACHE_DIR=off stays off; the --compiles processes get theirs.
+local function new_cache_dir()
+  local buf = ffi.new("char[64]", "/tmp/halua-bench-cache-XXXXXX")
+  return ffi.C.mkdtemp(buf) ~= nil and ffi.string(buf) or nil
+end
+local own_cache
+if device == "cpu" and not compiles_only and os.getenv("HALUA_CACHE_DIR") ~= "off" then
+  own_cache = new_cache_dir()
+  if own_cache then ffi.C.setenv("HALUA_CACHE_DIR", own_cache, 1) end
+end
+local hl = require "halua"
 local ts = ffi.new("hl_timespec")
 local function now()
   ffi.C.clock_gettime(1, ts)
@@ -20,12 +41,6 @@ local function best_of(f, reps, inner)
   return best
 end
 
-local root = arg[0]:match("^(.*)/scripts/") or "."
-local write, device = false, "cpu"
-for i, a in ipairs(arg) do
-  if a == "--write" then write = true end
-  if a == "--device" then device = arg[i + 1] end
-end
 
 local function fmt(v) return v and string.format("%.2f", v) or "n/a" end
 -- halua's figure against a peer's: "85% of NumPy", "1.62x faster than Torch"
@@ -99,7 +114,7 @@ local function uniform(shape, scale)
   for i = 1, n do t[i] = (math.random() - 0.5) * scale end
   return hl.reshape(hl.array(t), shape)
 end
-local function mlp_rows(res, dev, time)
+local function mlp_setup(dev)
   math.randomseed(1)
   local params = {w1 = uniform({784, 1024}, 0.1), b1 = hl.zeros(1024),
                   w2 = uniform({1024, 1024}, 0.06), b2 = hl.zeros(1024),
@@ -114,14 +129,19 @@ local function mlp_rows(res, dev, time)
     h = hl.maximum(hl.matmul(h, p.w2) + p.b2, 0)
     return -(hl.nn.log_softmax(hl.matmul(h, p.w3) + p.b3, -1) * y):sum() / 256
   end
-  local grad_step = hl.jit(hl.value_and_grad(mlp_loss))
-  res.mlp_grad_ms = time(function() return grad_step(params, batch, labels) end, 5, 3) * 1e3
-  local sgd_step = hl.jit(function(p, x, y)
+  local function sgd(p, x, y)
     local l, g = hl.value_and_grad(mlp_loss)(p, x, y)
     local q = {}
     for k, v in pairs(p) do q[k] = v - 0.01 * g[k] end
     return l, q
-  end)
+  end
+  return params, batch, labels, mlp_loss, sgd
+end
+local function mlp_rows(res, dev, time)
+  local params, batch, labels, mlp_loss, sgd = mlp_setup(dev)
+  local grad_step = hl.jit(hl.value_and_grad(mlp_loss))
+  res.mlp_grad_ms = time(function() return grad_step(params, batch, labels) end, 5, 3) * 1e3
+  local sgd_step = hl.jit(sgd)
   local t0 = now()
   sgd_step:lower(params, batch, labels)
   res.mlp_compile_ms = (now() - t0) * 1e3
@@ -135,6 +155,27 @@ local function mlp_rows(res, dev, time)
     res.mlp_auto_sgd_ms = time(function() return auto_step(params, batch, labels) end, 5, 3) * 1e3
   end
 end
+-- `--compiles`: the compile times of the train step and of the heat sample's three loops
+-- (10,000 steps), each once in this process; with a disk cache filled by a process before, the
+-- warm figures. Prints "row ms" lines, and "disk_hits n" (0, or none, where nothing came from disk).
+if compiles_only then
+  package.path = root .. "/samples/?.lua;" .. package.path
+  local heat = require "heat"
+  local params, batch, labels, _, sgd = mlp_setup("cpu")
+  local plate = heat.plate(128)
+  local centre = hl.zeros({128, 128}):at({64, 64}):set(1)
+  local t0 = now()
+  hl.jit(sgd):lower(params, batch, labels)
+  print("mlp_compile", (now() - t0) * 1e3)
+  for _, c in ipairs {{"heat", heat.simulate}, {"heat_grad", heat.sensitivity}, {"heat_jvp", heat.perturbation}} do
+    t0 = now()
+    if c[1] == "heat_jvp" then c[2](10000):lower(plate, centre) else c[2](10000):lower(plate) end
+    print(c[1] .. "_compile", (now() - t0) * 1e3)
+  end
+  print("disk_hits", hl.cache_info().disk_hits)
+  os.exit(0)
+end
+
 local mlp_table_rows = {
   {"mlp_grad_ms", "MLP 784-1024-1024-10, batch 256: value_and_grad, jit (ms)", "lower"},
   {"mlp_sgd_ms", "MLP train step (value_and_grad + SGD), jit (ms)", "lower"},
@@ -187,7 +228,10 @@ io.stderr:write("bench: running the peers (NumPy, PyTorch, JAX)...\n")
 -- the peers' OpenBLAS picks its AVX-512 kernels only with these two unset (benchmark only)
 local peers = read_peers("env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE " .. (os.getenv("HALUA_PEERS_PYTHON") or "/usr/bin/python3") ..
                          " " .. root .. "/scripts/bench_peers.py 2>/dev/null")
-for what, why in pairs(peers._failed or {}) do io.stderr:write("bench: n/a: ", what, ": ", why, "\n") end
+local failed = {}
+for what, why in pairs(peers._failed or {}) do failed[#failed + 1] = "bench: n/a: " .. what .. ": " .. why .. "\n" end
+table.sort(failed)
+io.stderr:write(table.concat(failed))
 -- the line under the table: which peers, which versions, from where
 local versions, v = {}, peers._versions or {}
 for _, p in ipairs {{"numpy", "NumPy"}, {"torch", "PyTorch"}, {"jax", "JAX"}} do
@@ -256,13 +300,34 @@ local centre = hl.zeros({128, 128}):at({64, 64}):set(1)
 for name, make in pairs {heat = heat.simulate, heat_grad = heat.sensitivity, heat_jvp = heat.perturbation} do
   local args = name == "heat_jvp" and {plate, centre} or {plate}
   for _, steps in ipairs {100, 10000} do
-    hl.cache_clear()   -- each compile from scratch: the body's pipeline included
+    hl.cache_clear(own_cache and {disk = true} or nil)   -- each compile from scratch: the body's pipeline included
     local t0 = now()
     make(steps):lower(unpack(args))
     res[name .. "_compile_" .. steps .. "_ms"] = (now() - t0) * 1e3
   end
   local run = make(1000)
   res[name .. "_run_ms"] = best_of(function() return run(unpack(args)) end, 3, 1) * 1e3
+end
+-- warm compiles, as the peers' are measured: two new processes on one new cache directory, the
+-- first filling it; the second's figures count where something came from the disk cache
+if own_cache then
+  local dir = new_cache_dir()
+  local function compiles()
+    local p = io.popen("HALUA_CACHE_DIR='" .. dir .. "' luajit '" .. root .. "/scripts/bench.lua' --compiles 2>/dev/null")
+    local t = {}
+    for k, v in p:read("*a"):gmatch("(%S+)\t(%S+)") do t[k] = tonumber(v) end
+    p:close()
+    return t
+  end
+  if dir then
+    compiles()
+    local warm = compiles()
+    if (warm.disk_hits or 0) > 0 then
+      for _, k in ipairs {"mlp", "heat", "heat_grad", "heat_jvp"} do res[k .. "_compile_warm_ms"] = warm[k .. "_compile"] end
+    end
+    os.execute("rm -rf '" .. dir .. "'")
+  end
+  os.execute("rm -rf '" .. own_cache .. "'")
 end
 
 print_table({
@@ -281,7 +346,7 @@ print_table({
   {"mlp_grad_ms", "MLP 784-1024-1024-10, batch 256: value_and_grad, jit (ms)", "lower"},
   {"mlp_sgd_ms", "MLP train step (value_and_grad + SGD), jit (ms)", "lower"},
   {"mlp_compile_ms", "compile time of that train step, cold (ms)", "lower"},
-  {"mlp_compile_warm_ms", "its compile, warm: persistent cache, new process (ms; halua has none)", "lower"},
+  {"mlp_compile_warm_ms", "its compile, warm: persistent cache, new process (ms)", "lower"},
   {"mlp_sgd_compiled_ms", "the train step compiled: halua's jit, torch.compile (ms)", "lower"},
   {"mlp_auto_sgd_ms", "that train step, schedule = \"auto\" (Mullapudi2016), jit (ms)", "lower"},
   {"mlp_auto_compile_ms", "compile time of the autoscheduled step (ms)", "lower"},
