@@ -1,7 +1,7 @@
 -- scripts/bench: halua against NumPy, PyTorch and JAX, side by side in one run.
 -- Usage: scripts/bench [--write]   (--write also writes docs/benchmarks.md)
 -- The peers run under $HALUA_PEERS_PYTHON (scripts/bench sets it: build/peers' venv, or Debian's).
--- `--compiles` (internal): only the compile times, one "row value" a line (see compile_rows).
+-- `--compiles` (internal): only the compile times, one "row value" a line (see below).
 local ffi = require "ffi"
 ffi.cdef [[typedef struct { long tv_sec; long tv_nsec; } hl_timespec; int clock_gettime(int, hl_timespec *);
 int setenv(const char *, const char *, int); char *mkdtemp(char *);]]
