@@ -1,9 +1,10 @@
--- Cold compile times, each probe in a fresh process (a compile is only cold once per process).
+-- Cold compile times, each probe in a fresh process (a compile is only cold once per process),
+-- with the persistent compile cache off, cold (an empty cache directory that has Halide's runtime,
+-- which is compiled once per machine) and warm (the same directory after the cold run).
 --   luajit scripts/bench_compile.lua [--rounds N] [PROBE ...]   every probe (or those named), N rounds
 --                                                               (default 3), the median of each
 --   luajit scripts/bench_compile.lua --one PROBE                 one probe in this process: "PROBE ms"
--- Used for docs/halide.md's comparison of Halide versions; the first call of each probe includes
--- tracing and, for the jitted ones, one run.
+-- The first call of each probe includes tracing and, for the jitted ones, one run.
 local hl = require "halua"
 local ffi = require "ffi"
 ffi.cdef [[typedef struct { long tv_sec; long tv_nsec; } hl_ts; int clock_gettime(int, hl_ts *);]]
@@ -94,20 +95,43 @@ while arg[i] do
 end
 if #chosen == 0 then chosen = order end
 local self = arg[0]
+local function run(p, env)
+  local h = assert(io.popen(env .. " HALUA_QUIET=1 luajit '" .. self .. "' --one " .. p .. " 2>&1"))
+  local out = h:read("*a")
+  h:close()
+  local ms = tonumber(out:match(p .. "%s+([%d%.]+)"))
+  if not ms then error("bench_compile: probe " .. p .. " failed:\n" .. out) end
+  return ms
+end
+local base = os.tmpname()
+os.remove(base)
+local function sh(cmd)
+  local status = os.execute(cmd)
+  assert(status == 0 or status == true, "bench_compile: failed: " .. cmd)
+end
+-- Halide's runtime, compiled once into a seed directory that every cold directory starts from
+sh("mkdir -p '" .. base .. "/seed'")
+run("first_pipeline", "HALUA_CACHE_DIR='" .. base .. "/seed'")
+local modes = {"off", "cold", "warm"}
 local times = {}
-for _ = 1, rounds do
+for round = 1, rounds do
   for _, p in ipairs(chosen) do
-    local h = assert(io.popen("HALUA_QUIET=1 luajit '" .. self .. "' --one " .. p .. " 2>&1"))
-    local out = h:read("*a")
-    h:close()
-    local ms = tonumber(out:match(p .. "%s+([%d%.]+)"))
-    if not ms then error("bench_compile: probe " .. p .. " failed:\n" .. out) end
-    times[p] = times[p] or {}
-    table.insert(times[p], ms)
+    local dir = base .. "/" .. round .. "-" .. p
+    sh("mkdir -p -m 700 '" .. dir .. "' && cp '" .. base .. "'/seed/runtime-*.so '" .. dir .. "/'")
+    times[p] = times[p] or {off = {}, cold = {}, warm = {}}
+    table.insert(times[p].off, run(p, "HALUA_CACHE_DIR=off"))
+    table.insert(times[p].cold, run(p, "HALUA_CACHE_DIR='" .. dir .. "'"))
+    table.insert(times[p].warm, run(p, "HALUA_CACHE_DIR='" .. dir .. "'"))
   end
 end
-for _, p in ipairs(chosen) do
-  local t = times[p]
+sh("rm -rf '" .. base .. "'")
+local function median(t)
   table.sort(t)
-  print(string.format("%-18s median %9.1f ms   (%s)", p, t[math.floor((#t + 1) / 2)], table.concat(t, ", ")))
+  return t[math.floor((#t + 1) / 2)]
+end
+print(string.format("%-18s %10s %10s %10s   (ms, median of %d; first call of a new process)", "probe", "cache off", "cold", "warm", rounds))
+for _, p in ipairs(chosen) do
+  local m = {}
+  for i, mode in ipairs(modes) do m[i] = median(times[p][mode]) end
+  print(string.format("%-18s %10.1f %10.1f %10.1f", p, m[1], m[2], m[3]))
 end

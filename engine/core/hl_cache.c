@@ -1,11 +1,14 @@
 #include "hl_cache.h"
 #include "hl_backend.h"
+#include "hl_disk.h"
 #include "hl_error.h"
 #include "hl_notice.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 typedef struct entry {
   uint64_t hash;
@@ -55,6 +58,57 @@ static int logging(void) {
   return v;
 }
 
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+/* A miss of the memory cache: the disk cache's entry when there is a valid one, else a compile
+ * (into a new entry, for the pipelines that can live on disk). Under compile_lock. */
+static struct hl_kernel *compile_or_load(const hl_graph *g, const char *name, int *loaded) {
+  *loaded = 0;
+  char *sig = hl_kernel_disk_signature(g);
+  if (!sig) return hl_kernel_compile(g, name, NULL);
+  /* the disk key: the backend's signature, then the IR */
+  size_t slen = strlen(sig) + 1;
+  unsigned char *key = malloc(slen + scratch.len);
+  if (!key) {
+    free(sig);
+    return hl_kernel_compile(g, name, NULL);
+  }
+  memcpy(key, sig, slen);
+  memcpy(key + slen, scratch.bytes, scratch.len);
+  size_t len = slen + scratch.len;
+  free(sig);
+  char path[4400], tmp[4400];
+  int damaged;
+  double t0 = now_ms();
+  int fd = hl_disk_open("", key, len, path, sizeof path, &damaged);
+  struct hl_kernel *k = fd >= 0 ? hl_kernel_load(g, name, path) : NULL;
+  if (fd >= 0) close(fd);
+  double load_ms = now_ms() - t0;
+  *loaded = k != NULL;
+  if (k) {
+    pthread_mutex_lock(&lock);
+    stats.disk_hits++;
+    stats.disk_load_ms += load_ms;
+    pthread_mutex_unlock(&lock);
+    if (logging()) fprintf(stderr, "halua: loaded %s from the disk cache in %.2f ms (%d nodes)\n", name, load_ms, g->nnodes);
+  } else {
+    pthread_mutex_lock(&lock);
+    stats.disk_misses++;
+    pthread_mutex_unlock(&lock);
+    int have_tmp = hl_disk_temp(tmp, sizeof tmp, ".so") == 0;
+    k = hl_kernel_compile(g, name, have_tmp ? tmp : NULL);
+    /* the shared object becomes the entry (when it could not be made, the kernel was JIT-compiled;
+     * when it cannot be stored, a full disk say, it stays in memory only) */
+    if (k && have_tmp && access(tmp, F_OK) == 0) hl_disk_store("", key, len, tmp);
+  }
+  free(key);
+  return k;
+}
+
 struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name) {
   hl_graph_key(g, &scratch);
   struct hl_kernel *k = find_locked(&scratch);
@@ -73,7 +127,8 @@ struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name) {
     snprintf(what, sizeof what, "compiling %s (%d ops)", name ? name : "jit", g->nnodes);
     notice = hl_notice_begin(1000, what);
   }
-  k = hl_kernel_compile(g, name);
+  int loaded;
+  k = compile_or_load(g, name ? name : "jit", &loaded);
   hl_notice_end(notice);
   entry *e = k ? malloc(sizeof *e) : NULL;
   unsigned char *kb = k ? malloc(scratch.len) : NULL;
@@ -94,10 +149,10 @@ struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name) {
   buckets[scratch.hash % NBUCKETS] = e;
   stats.entries++;
   stats.misses++;
-  stats.compile_ms += hl_kernel_compile_ms(k);
+  if (!loaded) stats.compile_ms += hl_kernel_compile_ms(k);
   pthread_mutex_unlock(&lock);
   pthread_mutex_unlock(&compile_lock);
-  if (logging())
+  if (logging() && !loaded)
     fprintf(stderr, "halua: compiled %s in %.1f ms (%d nodes; cache miss: no pipeline with this %s)\n", name,
             hl_kernel_compile_ms(k), g->nnodes, g->dynamic ? "primitive, dtype, rank and attributes" : "IR and input signature");
   return k;
@@ -110,7 +165,7 @@ hl_cache_stats hl_cache_info(void) {
   return s;
 }
 
-void hl_cache_clear(void) {
+int hl_cache_clear(int disk) {
   /* Kernels may still be referenced by jitted functions' entries: those hold the graph and
    * recompile through here, so freeing is safe only for kernels nobody holds. We keep compiled
    * code alive (it is small) and only forget the index. */
@@ -126,4 +181,6 @@ void hl_cache_clear(void) {
   }
   stats = (hl_cache_stats){0};
   pthread_mutex_unlock(&lock);
+  if (disk && hl_disk_clear()) return hl_error("cache_clear: could not remove every entry of %s", hl_disk_dir());
+  return 0;
 }

@@ -1,6 +1,9 @@
-/* JIT compilation and the call path. A kernel is a JIT-compiled Halide pipeline called through
- * its argv entry point with halide_buffer_t views of the engine's arrays (zero copy). */
+/* Compilation and the call path. A kernel is a Halide pipeline called through its argv entry
+ * point with halide_buffer_t views of the engine's arrays (zero copy): compiled ahead of time
+ * into a shared object of the disk cache (host pipelines, hl_aot.cpp) or JIT-compiled (CUDA
+ * pipelines, pipelines with compiled loops, and everything when the disk cache is off). */
 #include "hl_backend.h"
+#include "hl_aot.h"
 #include "hl_lower.h"
 #include "hl_device.h"
 #include "hl_cublas.h"
@@ -20,6 +23,7 @@
 #include <mutex>
 #include <sstream>
 extern "C" {
+#include "hl_disk.h"
 #include "hl_error.h"
 #include "hl_pool.h"
 #include "hl_storage.h"
@@ -34,6 +38,7 @@ struct hl_kernel {
   Target target;
   Internal::JITModule module;
   Internal::JITModule::argv_wrapper entry = nullptr;
+  hl_aot_entry aot = nullptr;   /* a shared object's entry point, in place of `entry` */
   int nparams = 0, noutputs = 0;
   std::vector<int> param_ranks, output_ranks;
   double compile_ms = 0;
@@ -90,6 +95,25 @@ int to_buffer(const hl_array *a, int rank, halide_buffer_t *b, halide_dimension_
   return 0;
 }
 
+/* the symbol of g's pipeline in a shared object: the same in every process */
+std::string aot_symbol(const hl_graph *g) {
+  hl_key key = {};
+  hl_graph_key(g, &key);
+  char s[40];
+  snprintf(s, sizeof s, "halua_k%016llx", (unsigned long long)key.hash);
+  free(key.bytes);
+  return s;
+}
+
+void set_meta(hl_kernel *k, const hl_graph *g, const char *name) {
+  k->name = name;
+  k->nparams = g->nparams;
+  k->noutputs = g->noutputs;
+  for (int i = 0; i < g->nnodes; i++)
+    if (g->nodes[i].prim == HL_P_PARAM) k->param_ranks.push_back(g->nodes[i].type.ndim);
+  for (int j = 0; j < g->noutputs; j++) k->output_ranks.push_back(g->nodes[g->outputs[j]].type.ndim);
+}
+
 /* whether an extern stage of this thread's current pipeline run failed (hl_stage_failed) */
 thread_local bool stage_failed;
 
@@ -112,13 +136,66 @@ struct QuietReporter : CompileTimeErrorReporter {
 
 bool hl_stage_run_failed() { return stage_failed; }
 
+/* The ahead-of-time runtime's handlers: every runtime call passes the run's context (hl_kernel_run) */
+void hl_backend_runtime_error(void *uc, const char *msg) {
+  if (uc) static_cast<RunContext *>(static_cast<JITUserContext *>(uc))->message += msg;
+  else fprintf(stderr, "halua: %s\n", msg);
+}
+void *hl_backend_runtime_malloc(void *, size_t n) { return hl_scratch_alloc(n); }
+void hl_backend_runtime_free(void *, void *p) { hl_scratch_free(p); }
+int hl_backend_runtime_par_for(void *uc, int (*f)(void *, int, uint8_t *), int min, int extent, uint8_t *closure) {
+  return hl_pool_par_for(uc, (hl_task_fn)f, min, extent, closure);
+}
+
+static bool has_loop(const hl_graph *g) {
+  for (int i = 0; i < g->nnodes; i++)
+    if (hl_prims[g->nodes[i].prim].kind == HL_K_LOOP) return true;
+  return false;
+}
+
+/* A compiled loop's stage names its loop by a number of this process; a CUDA pipeline needs the
+ * JIT's device runtime. The rest can live in the disk cache. */
+extern "C" char *hl_kernel_disk_signature(const hl_graph *g) {
+  if (g->device != HL_DEVICE_CPU || has_loop(g)) return nullptr;
+  std::lock_guard<std::mutex> guard(compiler_lock);
+  try {
+    Target t = hl_device_target(HL_DEVICE_CPU);
+    std::string why;
+    if (!hl_aot_ready(t.without_feature(Target::JIT), why)) {
+      static bool warned = false;
+      if (!warned && hl_disk_dir()) fprintf(stderr, "halua: warning: %s; compiled pipelines are cached in memory only\n", why.c_str());
+      warned = true;
+      return nullptr;
+    }
+    return strdup(hl_aot_signature(t).c_str());
+  } catch (const std::exception &e) {
+    return nullptr;
+  }
+}
+
+extern "C" hl_kernel *hl_kernel_load(const hl_graph *g, const char *name, const char *path) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> guard(compiler_lock);
+  hl_kernel *k = new hl_kernel;
+  k->target = hl_device_target(HL_DEVICE_CPU);
+  k->symbol = aot_symbol(g);
+  k->aot = hl_aot_load(path, k->symbol);
+  if (!k->aot) {
+    delete k;
+    return nullptr;
+  }
+  set_meta(k, g, name);
+  k->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return k;
+}
+
 int hl_stage_failed(int status, const char *what) {
   if (!stage_failed && what) hl_error("%s", what);
   stage_failed = true;
   return status;
 }
 
-extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name) {
+extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name, const char *so_path) {
   std::lock_guard<std::mutex> guard(compiler_lock);
   static QuietReporter reporter;
   set_custom_compile_time_error_reporter(&reporter);   /* (under the lock: once is enough, twice is harmless) */
@@ -133,30 +210,35 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name) {
     if (g->device == HL_DEVICE_CUDA) hl_schedule_cuda(L, k->target);
     else if (g->schedule) hl_schedule_auto(L, k->target);
     else hl_schedule_cpu(L, k->target);
-    k->name = name;
     for (const ImageParam &p : L.params) k->args.push_back(p);
     k->pipeline = Pipeline(L.outputs);
-    /* the symbol is ours alone: a pipeline named after its primitive ("tanh") would collide with
-     * libm inside the JIT, and jit names carry paths */
-    static std::atomic<long> serial{0};
-    k->symbol = "halua_pipeline_" + std::to_string(++serial);
-    Module m = k->pipeline.compile_to_module(k->args, k->symbol, k->target);
-    for (const Buffer<> &b : m.buffers())
-      if (b.name().find("gpu_source_kernels") != std::string::npos)
-        k->ptx.assign((const char *)b.data(), strnlen((const char *)b.data(), (size_t)b.size_in_bytes()));
-    std::vector<Internal::JITModule> deps;
-    deps.push_back(g->device == HL_DEVICE_CUDA ? hl_cublas_exports() : hl_cpu_matmul_exports());
-    deps.push_back(hl_linalg_exports());
-    deps.push_back(hl_sort_exports());
-    deps.push_back(hl_loop_exports());
-    deps.push_back(hl_transpose_exports());
-    k->module = Internal::JITModule(m, m.get_function_by_name(k->symbol), deps);
-    k->entry = k->module.argv_function();
-    k->nparams = g->nparams;
-    k->noutputs = g->noutputs;
-    for (int i = 0; i < g->nnodes; i++)
-      if (g->nodes[i].prim == HL_P_PARAM) k->param_ranks.push_back(g->nodes[i].type.ndim);
-    for (int j = 0; j < g->noutputs; j++) k->output_ranks.push_back(g->nodes[g->outputs[j]].type.ndim);
+    if (so_path) {
+      /* ahead of time, into the disk cache's shared object */
+      k->symbol = aot_symbol(g);
+      Target t = k->target.without_feature(Target::JIT).with_feature(Target::NoRuntime);
+      Module m = k->pipeline.compile_to_module(k->args, k->symbol, t);
+      k->aot = hl_aot_compile(m, k->symbol, so_path);
+      if (!k->aot) unlink(so_path);   /* (said once by hl_aot_compile; the JIT takes over) */
+    }
+    if (!k->aot) {
+      /* the symbol is ours alone: a pipeline named after its primitive ("tanh") would collide
+       * with libm inside the JIT, and jit names carry paths */
+      static std::atomic<long> serial{0};
+      k->symbol = "halua_pipeline_" + std::to_string(++serial);
+      Module m = k->pipeline.compile_to_module(k->args, k->symbol, k->target);
+      for (const Buffer<> &b : m.buffers())
+        if (b.name().find("gpu_source_kernels") != std::string::npos)
+          k->ptx.assign((const char *)b.data(), strnlen((const char *)b.data(), (size_t)b.size_in_bytes()));
+      std::vector<Internal::JITModule> deps;
+      deps.push_back(g->device == HL_DEVICE_CUDA ? hl_cublas_exports() : hl_cpu_matmul_exports());
+      deps.push_back(hl_linalg_exports());
+      deps.push_back(hl_sort_exports());
+      deps.push_back(hl_loop_exports());
+      deps.push_back(hl_transpose_exports());
+      k->module = Internal::JITModule(m, m.get_function_by_name(k->symbol), deps);
+      k->entry = k->module.argv_function();
+    }
+    set_meta(k, g, name);
   } catch (const Halide::Error &e) {
     hl_error("%s: compiling the pipeline failed: %s", name, e.what());
     delete k;
@@ -197,7 +279,7 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
   uint64_t outer_run = hl_run_begin();   /* a loop runs once per run of its pipeline */
   bool outer_failed = stage_failed;      /* (a loop's body runs inside its loop's stage) */
   stage_failed = false;
-  int rc = k->entry(argv);
+  int rc = k->aot ? k->aot((void **)argv) : k->entry(argv);
   bool failed = stage_failed;
   stage_failed = outer_failed;
   hl_run_end(outer_run);
@@ -214,8 +296,9 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
 
 extern "C" double hl_kernel_compile_ms(const hl_kernel *k) { return k->compile_ms; }
 
-/* Halide's lowered loop nest (stmt) or the host assembly (asm), through a temporary file */
-static char *kernel_text(hl_kernel *k, bool assembly) {
+/* Halide's lowered loop nest (stmt) or the host assembly (asm), through a temporary file. A
+ * kernel loaded from the disk cache has no Halide pipeline: g is lowered again for it. */
+static char *kernel_text(hl_kernel *k, const hl_graph *g, bool assembly) {
   char path[] = "/tmp/halua-text-XXXXXX";
   int fd = mkstemp(path);
   if (fd < 0) {
@@ -226,6 +309,14 @@ static char *kernel_text(hl_kernel *k, bool assembly) {
   std::string text;
   try {
     std::lock_guard<std::mutex> guard(compiler_lock);
+    if (!k->pipeline.defined()) {
+      hl_lowered L;
+      hl_lower_graph(g, L);
+      if (g->schedule) hl_schedule_auto(L, k->target);
+      else hl_schedule_cpu(L, k->target);
+      for (const ImageParam &p : L.params) k->args.push_back(p);
+      k->pipeline = Pipeline(L.outputs);
+    }
     Target t = k->target.without_feature(Target::JIT);
     if (assembly) k->pipeline.compile_to_assembly(path, k->args, k->symbol, t);
     else k->pipeline.compile_to_lowered_stmt(path, k->args, Halide::Text, t);
@@ -245,8 +336,8 @@ static char *kernel_text(hl_kernel *k, bool assembly) {
   return strdup(text.c_str());
 }
 
-extern "C" char *hl_kernel_stmt(hl_kernel *k) { return kernel_text(k, false); }
-extern "C" char *hl_kernel_asm(hl_kernel *k) { return kernel_text(k, true); }
+extern "C" char *hl_kernel_stmt(hl_kernel *k, const hl_graph *g) { return kernel_text(k, g, false); }
+extern "C" char *hl_kernel_asm(hl_kernel *k, const hl_graph *g) { return kernel_text(k, g, true); }
 
 extern "C" const char *hl_kernel_ptx(const hl_kernel *k) { return k->ptx.c_str(); }
 

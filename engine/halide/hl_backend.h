@@ -9,16 +9,25 @@ extern "C" {
 
 typedef struct hl_kernel hl_kernel;
 
-/* Compile a pruned graph for the host CPU. In a dynamic graph the PARAM attribute i[1] tells
- * the innermost stride of that input: 0 unit stride, 1 broadcast (stride 0), 2 any. */
-hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name);
+/* Compile a pruned graph for its device. In a dynamic graph the PARAM attribute i[1] tells
+ * the innermost stride of that input: 0 unit stride, 1 broadcast (stride 0), 2 any. With
+ * so_path, ahead of time into a shared object there (a temporary file of the disk cache), which
+ * is then loaded; otherwise JIT. */
+hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name, const char *so_path);
+/* What the disk cache's key for g holds besides its IR (Halide's library, the target, halua's
+ * build), to free; NULL when g's pipeline cannot live on disk (a CUDA pipeline, one with
+ * compiled loops, or no usable cache directory or runtime: then warned once). */
+char *hl_kernel_disk_signature(const hl_graph *g);
+/* The kernel for g from the shared object at path (a disk cache entry). */
+hl_kernel *hl_kernel_load(const hl_graph *g, const char *name, const char *path);
 /* Run with one array per PARAM and one contiguous, allocated array per output. */
 int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_array *const *outputs);
 double hl_kernel_compile_ms(const hl_kernel *k);
-/* Halide's lowered loop nest as text (caller frees), or NULL + hl_error. */
-char *hl_kernel_stmt(hl_kernel *k);
+/* Halide's lowered loop nest as text (caller frees), or NULL + hl_error; g is the kernel's
+ * graph (lowered again for a kernel loaded from the disk cache). */
+char *hl_kernel_stmt(hl_kernel *k, const hl_graph *g);
 /* The host assembly, the same way. */
-char *hl_kernel_asm(hl_kernel *k);
+char *hl_kernel_asm(hl_kernel *k, const hl_graph *g);
 /* A CUDA kernel's device code (PTX), "" for host kernels. */
 const char *hl_kernel_ptx(const hl_kernel *k);
 void hl_kernel_free(hl_kernel *k);

@@ -2,6 +2,7 @@
  * the primitive table), tracing and compiled programs. Errors are raised as plain Lua strings
  * that begin "halua: " (no position prefix), after every engine resource is released. */
 #include "hl_cache.h"
+#include "hl_disk.h"
 #include "hl_error.h"
 #include "hl_eval.h"
 #include "hl_frontend.h"
@@ -945,11 +946,13 @@ static int push_owned(lua_State *L, char *s) {
 }
 
 static int l_program_stmt(lua_State *L) {
-  return push_owned(L, hl_kernel_stmt(((program_ud *)luaL_checkudata(L, 1, PROGRAM_MT))->p.kernel));
+  program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
+  return push_owned(L, hl_kernel_stmt(u->p.kernel, &u->p.g));
 }
 
 static int l_program_asm(lua_State *L) {
-  return push_owned(L, hl_kernel_asm(((program_ud *)luaL_checkudata(L, 1, PROGRAM_MT))->p.kernel));
+  program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
+  return push_owned(L, hl_kernel_asm(u->p.kernel, &u->p.g));
 }
 
 static int l_program_ptx(lua_State *L) {
@@ -1040,6 +1043,18 @@ static int l_cache_info(lua_State *L) {
   lua_setfield(L, -2, "misses");
   lua_pushnumber(L, s.compile_ms);
   lua_setfield(L, -2, "compile_ms");
+  lua_pushnumber(L, (double)s.disk_hits);
+  lua_setfield(L, -2, "disk_hits");
+  lua_pushnumber(L, (double)s.disk_misses);
+  lua_setfield(L, -2, "disk_misses");
+  lua_pushnumber(L, s.disk_load_ms);
+  lua_setfield(L, -2, "disk_load_ms");
+  lua_pushnumber(L, (double)hl_disk_bytes());
+  lua_setfield(L, -2, "disk_bytes");
+  if (hl_disk_dir()) {
+    lua_pushstring(L, hl_disk_dir());
+    lua_setfield(L, -2, "disk_dir");
+  }
   return 1;
 }
 
@@ -1070,9 +1085,9 @@ static int l_sync(lua_State *L) {
   return 0;
 }
 
+/* cache_clear(disk) */
 static int l_cache_clear(lua_State *L) {
-  (void)L;
-  hl_cache_clear();
+  if (hl_cache_clear(lua_toboolean(L, 1))) return raise(L);
   return 0;
 }
 

@@ -811,10 +811,20 @@ end
 
 -- a table, as API.md says; its metatable only makes it print readably
 local cache_info_mt = {__tostring = function(t)
-  return string.format("{entries = %d, hits = %d, misses = %d, compile_ms = %.1f}", t.entries, t.hits, t.misses, t.compile_ms)
+  return string.format("{entries = %d, hits = %d, misses = %d, compile_ms = %.1f, disk_hits = %d, disk_misses = %d, " ..
+                       "disk_bytes = %d, disk_load_ms = %.1f, disk_dir = %s}", t.entries, t.hits, t.misses, t.compile_ms,
+                       t.disk_hits, t.disk_misses, t.disk_bytes, t.disk_load_ms, t.disk_dir and string.format("%q", t.disk_dir) or "nil")
 end}
 function hl.cache_info() return setmetatable(core.cache_info(), cache_info_mt) end
-function hl.cache_clear() return core.cache_clear() end
+function hl.cache_clear(opts)
+  if opts ~= nil and type(opts) ~= "table" then
+    error("halua: cache_clear: options must be a table such as {disk = true}, got a " .. type(opts), 2)
+  end
+  for k in pairs(opts or {}) do
+    if k ~= "disk" then error("halua: cache_clear: unknown option '" .. tostring(k) .. "'", 2) end
+  end
+  return core.cache_clear(opts ~= nil and opts.disk == true)
+end
 hl.methods = methods
 
 -- the parts that live in their own files

@@ -212,7 +212,8 @@ describe("what the shell shows", function()
     assert.are.equal("<traced float32[3,4]>", seen)
     local info = hl.cache_info()
     assert.are.equal("number", type(info.entries))
-    assert.truthy(tostring(info):find("^{entries = %d+, hits = %d+, misses = %d+, compile_ms = [%d.]+}$"), tostring(info))
+    assert.truthy(tostring(info):find("^{entries = %d+, hits = %d+, misses = %d+, compile_ms = [%d.]+, disk_hits = %d+, " ..
+                                      "disk_misses = %d+, disk_bytes = %d+, disk_load_ms = [%d.]+, disk_dir = [^,]+}$"), tostring(info))
   end)
 end)
 

@@ -1,0 +1,46 @@
+/* The on-disk store of compiled pipelines: files only. The backend writes shared objects into
+ * the store's directory and loads them; this file names, checks, renames, bounds and removes
+ * them.
+ *
+ * An entry is a shared object with a trailer appended (ELF loaders ignore bytes past the last
+ * section): the entry's full key, the key's length, a CRC-32 of everything before it, and a
+ * magic number. A lookup verifies all of it on an open descriptor, so what is loaded is what
+ * was checked. Entries are written to a temporary file in the directory and renamed, so readers
+ * see a whole entry or none, and two processes writing the same key both succeed.
+ *
+ *   HALUA_CACHE_DIR      the directory; "off" disables the store. Default: $XDG_CACHE_HOME/halua,
+ *                        else ~/.cache/halua. Created mode 0700; one that other users can write,
+ *                        or that cannot be written, is refused with one warning (memory only).
+ *   HALUA_CACHE_MAX_MB   the entries' total size, at most (default 1024): least recently used
+ *                        entries go first. The runtime entry is neither counted nor evicted. */
+#ifndef HL_DISK_H
+#define HL_DISK_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* The directory in use, or NULL (off, or unusable: then warned once). */
+const char *hl_disk_dir(void);
+
+/* A fingerprint of this build of halua (the engine library's own bytes), as 16 hex digits. */
+const char *hl_disk_build_id(void);
+
+/* The verified entry for key, named `<prefix><16 hex>.so`: returns an open descriptor and its
+ * path, or -1 when there is none. A damaged or foreign entry is removed and reported under
+ * HALUA_LOG_COMPILES; *damaged says so. */
+int hl_disk_open(const char *prefix, const unsigned char *key, size_t len, char *path, size_t cap, int *damaged);
+
+/* A fresh temporary file name in the directory, ending in suffix (".o", ".so"). */
+int hl_disk_temp(char *path, size_t cap, const char *suffix);
+
+/* Makes the shared object at tmp (a temporary file of the directory) the entry for key: appends
+ * the trailer and renames it into place; then evicts least recently used entries over the size
+ * limit. tmp is gone afterwards either way. */
+int hl_disk_store(const char *prefix, const unsigned char *key, size_t len, const char *tmp);
+
+/* The entries' total size in bytes (the runtime entry excluded), 0 when off. */
+long long hl_disk_bytes(void);
+
+/* Removes every entry (not the runtime). */
+int hl_disk_clear(void);
+
+#endif

@@ -1,0 +1,180 @@
+#include "hl_aot.h"
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+extern "C" {
+#include "hl_disk.h"
+#include "hl_error.h"
+}
+
+extern char **environ;
+
+using namespace Halide;
+
+namespace {
+
+/* Runs argv quietly; 0 when it exited 0. */
+int run_quietly(const std::vector<const char *> &argv) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, const_cast<char *const *>(argv.data()), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* A shared object from an object file. A pipeline's takes the linker alone (`ld -shared`, 12 ms
+ * where the compiler driver costs 30): Halide's objects need no C start-up files. The runtime
+ * (once per machine) and a machine without a bare `ld` go through `cc -shared`. */
+int link_shared(const std::string &obj, const char *so, bool runtime) {
+  if (!runtime && run_quietly({"ld", "-shared", "-o", so, obj.c_str(), "-lm", nullptr}) == 0) return 0;
+  if (runtime) return run_quietly({"cc", "-shared", "-o", so, obj.c_str(), "-lm", "-lpthread", "-ldl", nullptr});
+  return run_quietly({"cc", "-shared", "-o", so, obj.c_str(), "-lm", nullptr});
+}
+
+std::string file_identity(const void *addr) {
+  Dl_info info;
+  struct stat st;
+  if (!dladdr(addr, &info) || !info.dli_fname || stat(info.dli_fname, &st)) return "?";
+  return std::string(info.dli_fname) + ":" + std::to_string((long long)st.st_size) + ":" +
+         std::to_string((long long)st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+}
+
+/* the engine's error, allocation and parallel-loop handlers, on the runtime once it is loaded */
+bool install_handlers(void *rt, std::string &why) {
+  typedef void (*error_fn)(void *, const char *);
+  typedef void *(*malloc_fn)(void *, size_t);
+  typedef void (*free_fn)(void *, void *);
+  typedef int (*par_for_fn)(void *, int (*)(void *, int, uint8_t *), int, int, uint8_t *);
+  auto set_error = (error_fn(*)(error_fn))dlsym(rt, "halide_set_error_handler");
+  auto set_malloc = (malloc_fn(*)(malloc_fn))dlsym(rt, "halide_set_custom_malloc");
+  auto set_free = (free_fn(*)(free_fn))dlsym(rt, "halide_set_custom_free");
+  auto set_par_for = (par_for_fn(*)(par_for_fn))dlsym(rt, "halide_set_custom_do_par_for");
+  if (!set_error || !set_malloc || !set_free || !set_par_for) {
+    why = "the compiled runtime lacks Halide's handler setters";
+    return false;
+  }
+  set_error(hl_backend_runtime_error);
+  set_malloc(hl_backend_runtime_malloc);
+  set_free(hl_backend_runtime_free);
+  set_par_for(hl_backend_runtime_par_for);
+  return true;
+}
+
+}  // namespace
+
+std::string hl_aot_signature(const Target &t) {
+  return "halide " + file_identity((const void *)&Halide::load_plugin) + "|" + t.to_string() + "|halua " +
+         hl_disk_build_id();
+}
+
+bool hl_aot_ready(const Target &t, std::string &why) {
+  static int state = 0;   /* 0: not tried, 1: ready, -1: failed */
+  static std::string failure;
+  if (state) {
+    why = failure;
+    return state > 0;
+  }
+  state = -1;
+  failure = "no usable cache directory";
+  if (!hl_disk_dir()) {
+    why = failure;
+    return false;
+  }
+  /* pipelines call the engine's extern stages (matmul, sort, LAPACK, transposes) by name: the
+   * library that holds them (loaded privately by Lua's require) joins the global scope */
+  Dl_info self;
+  if (!dladdr((const void *)&hl_aot_ready, &self) || !self.dli_fname ||
+      !dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL)) {
+    why = failure = "the engine library cannot be found for its extern stages";
+    return false;
+  }
+  std::string sig = "runtime|" + hl_aot_signature(t);
+  const unsigned char *key = (const unsigned char *)sig.data();
+  char path[4200];
+  int damaged = 0;
+  int fd = hl_disk_open("runtime-", key, sig.size(), path, sizeof path, &damaged);
+  void *rt = nullptr;
+  if (fd >= 0) {
+    rt = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    close(fd);
+  }
+  if (!rt) {
+    /* once per machine (about half a second): Halide's runtime for this target, as a library */
+    char obj[4200], so[4200];
+    if (hl_disk_temp(obj, sizeof obj, ".o") || hl_disk_temp(so, sizeof so, ".so")) {
+      why = failure = "no temporary file in the cache directory";
+      return false;
+    }
+    try {
+      compile_standalone_runtime(obj, t.without_feature(Target::JIT).without_feature(Target::NoRuntime));
+    } catch (const std::exception &e) {
+      unlink(obj);
+      why = failure = std::string("compiling Halide's runtime failed: ") + e.what();
+      return false;
+    }
+    int linked = link_shared(obj, so, true);
+    unlink(obj);
+    if (linked) {
+      unlink(so);
+      why = failure = "no C compiler (cc) could link Halide's runtime";
+      return false;
+    }
+    rt = dlopen(so, RTLD_NOW | RTLD_GLOBAL);
+    if (!rt) {
+      unlink(so);
+      why = failure = std::string("loading Halide's runtime failed: ") + dlerror();
+      return false;
+    }
+    hl_disk_store("runtime-", key, sig.size(), so);
+  }
+  if (!install_handlers(rt, failure)) {
+    why = failure;
+    return false;
+  }
+  state = 1;
+  failure.clear();
+  return true;
+}
+
+hl_aot_entry hl_aot_load(const char *path, const std::string &symbol) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    hl_error("loading a cached pipeline failed: %s", dlerror());
+    return nullptr;
+  }
+  auto entry = (hl_aot_entry)dlsym(h, (symbol + "_argv").c_str());
+  if (!entry) {
+    dlclose(h);
+    hl_error("a cached pipeline has no entry point %s_argv", symbol.c_str());
+  }
+  return entry;   /* the library stays loaded for the process, as JIT kernels stay compiled */
+}
+
+hl_aot_entry hl_aot_compile(const Module &m, const std::string &symbol, const char *so_path) {
+  std::string obj = std::string(so_path) + ".o";
+  m.compile({{OutputFileType::object, obj}});
+  int linked = link_shared(obj, so_path, false);
+  unlink(obj.c_str());
+  hl_aot_entry entry = linked ? nullptr : hl_aot_load(so_path, symbol);
+  if (!entry) {
+    static bool warned = false;
+    if (!warned)
+      fprintf(stderr, "halua: warning: %s; pipelines are JIT-compiled and cached in memory only\n",
+              linked ? "linking a compiled pipeline into a shared object (ld or cc) failed" : hl_error_message());
+    warned = true;
+  }
+  return entry;
+}

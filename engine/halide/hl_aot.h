@@ -1,0 +1,33 @@
+/* Host pipelines compiled ahead of time into shared objects (the disk cache's entries,
+ * engine/core/hl_disk.h) and loaded with dlopen, against one Halide runtime compiled once per
+ * machine (itself an entry of the cache) instead of the JIT runtime that Halide builds in every
+ * process (~300 ms). Calls go through the pipeline's argv entry point, as for JIT kernels. */
+#ifndef HL_AOT_H
+#define HL_AOT_H
+#include "Halide.h"
+#include <string>
+
+typedef int (*hl_aot_entry)(void **args);
+
+/* The runtime, compiled (first use on this machine) or loaded, with the engine's handlers for
+ * errors, allocation and parallel loops; false and why when it cannot be had (then kernels are
+ * JIT-compiled as before). Call with the compiler lock held. */
+bool hl_aot_ready(const Halide::Target &t, std::string &why);
+
+/* The engine's handlers for the loaded runtime (hl_backend.cpp, which owns a run's context:
+ * the user context every runtime call passes). */
+void hl_backend_runtime_error(void *uc, const char *msg);
+void *hl_backend_runtime_malloc(void *uc, size_t n);
+void hl_backend_runtime_free(void *uc, void *p);
+int hl_backend_runtime_par_for(void *uc, int (*f)(void *, int, uint8_t *), int min, int extent, uint8_t *closure);
+
+/* What a disk key holds besides the IR: Halide's library, the target and halua's build. */
+std::string hl_aot_signature(const Halide::Target &t);
+
+/* Compiles m (whose function is `symbol`) to a shared object at so_path and loads it. */
+hl_aot_entry hl_aot_compile(const Halide::Module &m, const std::string &symbol, const char *so_path);
+
+/* Loads the shared object at path; NULL with hl_error when it has no `symbol`. */
+hl_aot_entry hl_aot_load(const char *path, const std::string &symbol);
+
+#endif
