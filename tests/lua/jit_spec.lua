@@ -550,9 +550,14 @@ describe("jit compile time", function()
     ffi.C.clock_gettime(1, ts)
     return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
   end
+  -- a constant of this run's own, so that the disk cache has never seen the pipelines: the
+  -- compiles are cold on every run
+  -- (1.0001 as a float32 always; the double's last bits, which the key holds, differ by run)
+  local addr = tonumber(tostring({}):match("0x(%x+)") or "0", 16) % 4096
+  local salt = 1.0001 + (addr + (os.time() % 4096) * 4096) * 2.3e-16
   local function chain(n)
     return function(a)
-      for i = 1, n do a = hl.tanh(a * 1.0001 + i * 1e-6) end
+      for i = 1, n do a = hl.tanh(a * salt + i * 1e-6) end
       return a
     end
   end
@@ -572,10 +577,10 @@ describe("jit compile time", function()
     -- linear growth is 4x; the whole body inlined into one expression had grown as n^2 to n^3
     -- (40 rounds: 5 s, 80 rounds: 53 s, 400 rounds: not done in 9 minutes)
     assert.is_true(t400 / t100 < 8, string.format("100 rounds: %.2f s, 400 rounds: %.2f s", t100, t400))
-    -- and the values are right: 400 rounds of tanh(a * 1.0001 + i * 1e-6) from 1, against a Lua loop
+    -- and the values are right: 400 rounds of tanh(a * salt + i * 1e-6) from 1, against a Lua loop
     local want = 1
     for i = 1, 400 do
-      local v = want * 1.0001 + i * 1e-6
+      local v = want * salt + i * 1e-6
       want = (math.exp(2 * v) - 1) / (math.exp(2 * v) + 1)
     end
     local got = jf(x):totable()
