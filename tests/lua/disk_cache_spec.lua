@@ -119,8 +119,9 @@ finish()
 ]==]
 
 -- Starting a child. env: name -> value (false: unset). Every child logs its compiles, and runs
--- without the variables of the caller that would change what it does.
-local function child_command(script, env)
+-- without the variables of the caller that would change what it does. as: a command the child
+-- runs under (e.g. "runuser -u nobody --"), or nil.
+local function child_command(script, env, as)
   local base = tmpfile()
   spit(base .. ".lua", script)
   local vars = {HALUA_LOG_COMPILES = "1", HALUA_QUIET = false, HALUA_DEVICE = false,
@@ -130,7 +131,7 @@ local function child_command(script, env)
   for k, v in pairs(vars) do
     if v == false then unset[#unset + 1] = "-u " .. k else set[#set + 1] = k .. "=" .. q(tostring(v)) end
   end
-  local parts = {"env", table.concat(unset, " "), table.concat(set, " ")}
+  local parts = {as or "", "env", table.concat(unset, " "), table.concat(set, " ")}
   local cmd = string.format("(cd %s && %s luajit %s > %s 2> %s; echo $? > %s)", q(root), table.concat(parts, " "),
     q(base .. ".lua"), q(base .. ".out"), q(base .. ".err"), q(base .. ".rc"))
   return cmd, base
@@ -149,8 +150,8 @@ local function collect(base)
   return r
 end
 
-local function run(script, env)
-  local cmd, base = child_command(script, env)
+local function run(script, env, as)
+  local cmd, base = child_command(script, env, as)
   sh(cmd)
   return collect(base)
 end
@@ -338,6 +339,31 @@ describe("the disk cache", function()
     assert.are.equal(0, res.info.disk_hits, r.text)
     assert.are.same({}, lines(r, "halua: loaded "), r.text)
     assert.are.equal("not a directory\n", slurp(file))
+  end)
+
+  it("a directory this user cannot write: one warning naming it, in-memory caching, right values", function()
+    -- root writes anywhere: there the child runs as nobody (skipped where that cannot be done)
+    local as
+    if popen_lines("id -u")[1] == "0" then
+      if not sh("command -v runuser > /dev/null && runuser -u nobody -- test -r " .. q(root .. "lua/halua/init.lua")) then
+        pending("running as root without runuser or a nobody who can read the checkout")
+        return
+      end
+      as = "runuser -u nobody --"
+    end
+    local parent = tmpdir()
+    assert(sh("chmod 755 " .. q(parent)))
+    local dir = parent .. "/ro"
+    assert(sh("mkdir -m 0500 " .. q(dir) .. (as and " && chown nobody " .. q(dir) or "")))
+    local r = run(PROGRAM, {HALUA_CACHE_DIR = dir}, as)
+    local res = succeeded(r)
+    check_values(res.values, r.text)
+    local w = lines(r, WARNING)
+    assert.are.equal(1, #w, "one warning per process:\n" .. r.text)
+    assert.truthy(w[1]:find(dir, 1, true), r.text)
+    assert.is_nil(res.info.disk_dir, r.text)
+    assert.are.equal(0, res.info.disk_hits, r.text)
+    assert.are.same({}, files_below(dir))
   end)
 
   it("a directory others can write is refused: one warning naming it, nothing written there", function()
