@@ -477,6 +477,26 @@ finish()
     end
   end)
 
+  it("a CUDA pipeline is compiled in every process, never written or loaded", function()
+    -- compiling for CUDA (to PTX) needs no GPU
+    local dir = tmpdir()
+    local script = HEADER .. [==[
+local f = hl.jit(function(a) return hl.tanh(a * 2) + 1 end, {device = "cuda", name = "cudaf"})
+result.ptx = #f:lower(hl.ones({4})):ptx()
+info("info")
+finish()
+]==]
+    for run_no = 1, 2 do
+      local r = run(script, {HALUA_CACHE_DIR = dir})
+      local res = succeeded(r)
+      assert(res.ptx > 0, r.text)
+      assert.are.equal(1, #lines(r, "halua: compiled cudaf in "), "run " .. run_no .. ":\n" .. r.text)
+      assert.are.same({}, lines(r, "halua: loaded cudaf "), "run " .. run_no .. ":\n" .. r.text)
+      assert.are.equal(0, res.info.disk_hits, r.text)
+      assert.are.same({}, listing(dir).entries, "run " .. run_no .. ": no entry for a CUDA pipeline")
+    end
+  end)
+
   it("HALUA_CACHE_DIR=off: no disk cache, no files anywhere, right values", function()
     local xdg, home = tmpdir(), tmpdir()
     local r = run(PROGRAM, {HALUA_CACHE_DIR = "off", XDG_CACHE_HOME = xdg, HOME = home})
