@@ -715,7 +715,8 @@ E("default_device", "hl.default_device([name]) -> name",
   [[print(hl.default_device())]])
 E("cache_info", "hl.cache_info() -> {entries, hits, misses, compile_ms, disk_hits, disk_misses, disk_bytes, disk_load_ms, disk_dir}",
   "Statistics of the compiled-kernel cache (eager kernels and jit pipelines): entries cached in " ..
-  "memory, hits, misses (compiles) and the milliseconds spent compiling; and of the disk cache " ..
+  "memory, hits, misses (kernels not yet in memory: compiled, or loaded from disk) and the " ..
+  "milliseconds spent compiling; and of the disk cache " ..
   "that keeps compiled CPU pipelines between processes: disk_hits (pipelines loaded from disk), " ..
   "disk_misses (looked up on disk and not found, or found damaged), disk_bytes (the entries' " ..
   "total size on disk now, the shared runtime excluded), disk_load_ms (the milliseconds spent " ..
