@@ -26,14 +26,14 @@ function probes.eager_first_uses()
   local x = hl.arange(8) + 0
   return function() hl.sin(x); hl.cos(x); hl.exp(x); x:astype("float64"); hl.sum(x); hl.matmul(hl.ones({4, 4}), hl.ones({4, 4})) end
 end
-for _, n in ipairs{20, 40, 80} do
+for _, n in ipairs{20, 40, 80, 100, 400} do
   probes["chain" .. n] = function()
     local h = hl.jit(function(a) for i = 1, n do a = hl.tanh(a * 1.0001 + i * 1e-6) end return a end)
     local x = hl.ones({1000}) + 0
     return function() h(x) end
   end
 end
-for _, depth in ipairs{2, 4, 8} do
+for _, depth in ipairs{2, 4, 8, 16} do
   probes["deep_mlp" .. depth] = function()
     math.randomseed(1)
     local p = {}
@@ -72,8 +72,8 @@ function probes.mlp_step_compile()
   end)
   return function() sgd_step:lower(params, batch, labels) end
 end
-local order = {"first_pipeline", "second_pipeline", "eager_first_uses", "chain20", "chain40", "chain80",
-               "deep_mlp2", "deep_mlp4", "deep_mlp8", "mlp_step_compile"}
+local order = {"first_pipeline", "second_pipeline", "eager_first_uses", "chain20", "chain40", "chain80", "chain100",
+               "chain400", "deep_mlp2", "deep_mlp4", "deep_mlp8", "deep_mlp16", "mlp_step_compile"}
 
 if arg[1] == "--one" then
   local make = probes[arg[2]]

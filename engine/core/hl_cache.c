@@ -70,17 +70,20 @@ static struct hl_kernel *compile_or_load(const hl_graph *g, const char *name, in
   *loaded = 0;
   char *sig = hl_kernel_disk_signature(g);
   if (!sig) return hl_kernel_compile(g, name, NULL);
-  /* the disk key: the backend's signature, then the IR */
+  /* the disk key: the backend's signature, then the IR in its canonical order */
+  hl_key ir = {0};
   size_t slen = strlen(sig) + 1;
-  unsigned char *key = malloc(slen + scratch.len);
+  unsigned char *key = hl_graph_canonical_key(g, &ir) ? NULL : malloc(slen + ir.len);
   if (!key) {
     free(sig);
+    hl_key_free(&ir);
     return hl_kernel_compile(g, name, NULL);
   }
   memcpy(key, sig, slen);
-  memcpy(key + slen, scratch.bytes, scratch.len);
-  size_t len = slen + scratch.len;
+  memcpy(key + slen, ir.bytes, ir.len);
+  size_t len = slen + ir.len;
   free(sig);
+  hl_key_free(&ir);
   char path[4400], tmp[4400];
   int damaged;
   double t0 = now_ms();

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE   /* qsort_r */
 #include "hl_ir.h"
 #include "hl_error.h"
 #include <stdarg.h>
@@ -360,25 +361,99 @@ static int attr_count(int prim, int ndim) {
   }
 }
 
-void hl_graph_key(const hl_graph *g, hl_key *key) {
+/* the key's bytes with the nodes in `order` (NULL: as they are), inputs and outputs renumbered
+ * by `pos` (new position of each node) */
+static void put_graph(const hl_graph *g, hl_key *key, const int *order, const int *pos) {
   key->len = 0;
-  for (int i = 0; i < g->nnodes; i++) {
-    const hl_node *n = &g->nodes[i];
+  for (int o = 0; o < g->nnodes; o++) {
+    const hl_node *n = &g->nodes[order ? order[o] : o];
     int32_t head[4] = {n->prim, (int32_t)n->type.dtype, n->type.ndim, n->nin};
     key_put(key, head, sizeof head);
     /* eager kernels read extents from their buffers: the key holds ranks only */
     if (!g->dynamic) key_put(key, n->type.shape, sizeof(int64_t) * (size_t)n->type.ndim);
-    key_put(key, hl_node_inputs(g, n), sizeof(int) * (size_t)n->nin);
+    const int *in = hl_node_inputs(g, n);
+    for (int k = 0; k < n->nin; k++) {
+      int v = pos ? pos[in[k]] : in[k];
+      key_put(key, &v, sizeof v);
+    }
     key_put(key, n->attrs.i, sizeof(int64_t) * (size_t)attr_count(n->prim, n->type.ndim));
     if (n->prim == HL_P_CONST) key_put(key, &n->attrs.f, sizeof(double));
   }
   key_put(key, &g->device, sizeof(int));
   key_put(key, &g->schedule, sizeof(int));
   key_put(key, &g->noutputs, sizeof(int));
-  key_put(key, g->outputs, sizeof(int) * (size_t)g->noutputs);
+  for (int k = 0; k < g->noutputs; k++) {
+    int v = pos ? pos[g->outputs[k]] : g->outputs[k];
+    key_put(key, &v, sizeof v);
+  }
   uint64_t h = 1469598103934665603ull;   /* FNV-1a */
   for (size_t i = 0; i < key->len; i++) h = (h ^ key->bytes[i]) * 1099511628211ull;
   key->hash = h;
+}
+
+void hl_graph_key(const hl_graph *g, hl_key *key) { put_graph(g, key, NULL, NULL); }
+
+static int by_param_index(const void *a, const void *b, void *g) {
+  const hl_node *x = &((const hl_graph *)g)->nodes[*(const int *)a], *y = &((const hl_graph *)g)->nodes[*(const int *)b];
+  return (x->attrs.i[0] > y->attrs.i[0]) - (x->attrs.i[0] < y->attrs.i[0]);
+}
+
+int hl_graph_canonical_key(const hl_graph *g, hl_key *key) {
+  int n = g->nnodes;
+  int *order = malloc(sizeof(int) * (size_t)(n ? n : 1)), *pos = malloc(sizeof(int) * (size_t)(n ? n : 1));
+  int *stack = malloc(sizeof(int) * 2 * (size_t)(n ? n : 1));
+  if (!order || !pos || !stack) {
+    free(order);
+    free(pos);
+    free(stack);
+    return hl_error("out of memory");
+  }
+  int count = 0;
+  for (int i = 0; i < n; i++) {
+    pos[i] = -1;
+    if (g->nodes[i].prim == HL_P_PARAM) order[count++] = i;
+  }
+  qsort_r(order, (size_t)count, sizeof(int), by_param_index, (void *)g);
+  for (int k = 0; k < count; k++) pos[order[k]] = k;
+  /* then each output's inputs depth first, in output and input order, each node after its inputs */
+  for (int k = 0; k < g->noutputs; k++) {
+    int top = 0;
+    if (pos[g->outputs[k]] == -1) {
+      stack[0] = g->outputs[k];
+      stack[1] = 0;
+      top = 1;
+    }
+    while (top > 0) {
+      int v = stack[2 * (top - 1)], next = stack[2 * (top - 1) + 1];
+      const hl_node *nd = &g->nodes[v];
+      if (next < nd->nin) {
+        stack[2 * (top - 1) + 1]++;
+        int u = hl_node_inputs(g, nd)[next];
+        if (pos[u] == -1) {
+          pos[u] = -2;   /* on the stack */
+          stack[2 * top] = u;
+          stack[2 * top + 1] = 0;
+          top++;
+        }
+      } else {
+        pos[v] = count;
+        order[count++] = v;
+        top--;
+      }
+    }
+  }
+  for (int i = 0; i < n; i++)   /* nodes no output reads, as they come */
+    if (pos[i] == -1) {
+      pos[i] = count;
+      order[count++] = i;
+    }
+  put_graph(g, key, order, pos);
+  int32_t dyn = g->dynamic;
+  key_put(key, &dyn, sizeof dyn);
+  free(order);
+  free(pos);
+  free(stack);
+  return 0;
 }
 
 void hl_key_free(hl_key *key) {

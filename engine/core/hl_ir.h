@@ -91,6 +91,10 @@ int hl_graph_prune(const hl_graph *g, hl_graph *out);
 /* Canonical serialisation (the cache key): the same program gives the same bytes. */
 typedef struct { unsigned char *bytes; size_t len, cap; uint64_t hash; } hl_key;
 void hl_graph_key(const hl_graph *g, hl_key *key);
+/* The same with the nodes in an order of the graph's own (parameters by index, then depth first
+ * from the outputs), so that one program traced in another order (a Lua loop over a table's keys)
+ * has one key: what the disk cache keys on. Also holds whether g is dynamic. */
+int hl_graph_canonical_key(const hl_graph *g, hl_key *key);
 void hl_key_free(hl_key *key);
 
 /* Readable text, like a jaxpr. Caller frees. */

@@ -95,10 +95,11 @@ int to_buffer(const hl_array *a, int rank, halide_buffer_t *b, halide_dimension_
   return 0;
 }
 
-/* the symbol of g's pipeline in a shared object: the same in every process */
+/* the symbol of g's pipeline in a shared object: the same in every process, for every order in
+ * which the program was traced (the canonical key's hash) */
 std::string aot_symbol(const hl_graph *g) {
   hl_key key = {};
-  hl_graph_key(g, &key);
+  hl_graph_canonical_key(g, &key);
   char s[40];
   snprintf(s, sizeof s, "halua_k%016llx", (unsigned long long)key.hash);
   free(key.bytes);

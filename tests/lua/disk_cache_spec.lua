@@ -290,6 +290,35 @@ describe("the disk cache", function()
     assert.are.same(ls1.all, listing(dir).all, "a run that only loads writes nothing")
   end)
 
+  it("one program traced in another order (a Lua loop over a table's keys) loads the same entry", function()
+    -- the same two results, recorded in the opposite order: the key is the program's, not the trace's
+    local script = HEADER .. [==[
+local order = ...
+local f = hl.jit(function(a)
+  local r = {}
+  for _, k in ipairs(order) do
+    if k == "p" then r.p = hl.tanh(a * 3) else r.s = hl.sin(a) + 1 end
+  end
+  return r
+end, {name = "ordered"})
+local out = f(hl.arange(4) + 0.5)
+result.values = {p = out.p:totable(), s = out.s:totable()}
+info("info")
+finish()
+]==]
+    local dir = tmpdir()
+    local r1 = run((script:gsub("local order = %.%.%.", 'local order = {"p", "s"}')), {HALUA_CACHE_DIR = dir})
+    local r2 = run((script:gsub("local order = %.%.%.", 'local order = {"s", "p"}')), {HALUA_CACHE_DIR = dir})
+    local a, b = succeeded(r1), succeeded(r2)
+    for i = 1, 4 do
+      local x = i - 0.5
+      assert(math.abs(a.values.p[i] - math.tanh(3 * x)) < 1e-6 and math.abs(b.values.p[i] - math.tanh(3 * x)) < 1e-6, r2.text)
+      assert(math.abs(a.values.s[i] - (math.sin(x) + 1)) < 1e-6 and math.abs(b.values.s[i] - (math.sin(x) + 1)) < 1e-6, r2.text)
+    end
+    assert.are.same({}, lines(r2, "halua: compiled ordered"), r2.text)
+    assert.are.equal(1, #lines(r2, "halua: loaded ordered from the disk cache"), r2.text)
+  end)
+
   it("a truncated entry is removed and recompiled, then hit cleanly", function()
     local dir = tmpdir()
     local _, ls = first_run(dir)
