@@ -574,9 +574,10 @@ describe("jit compile time", function()
     compile_seconds(10, x)   -- the process's first pipeline builds Halide's runtime: not counted
     local t100 = compile_seconds(100, x)
     local t400, jf = compile_seconds(400, x)
-    -- linear growth is 4x; the whole body inlined into one expression had grown as n^2 to n^3
-    -- (40 rounds: 5 s, 80 rounds: 53 s, 400 rounds: not done in 9 minutes)
-    assert.is_true(t400 / t100 < 8, string.format("100 rounds: %.2f s, 400 rounds: %.2f s", t100, t400))
+    -- linear growth is 4x; measured 6.6x (Halide still inlines each Func into the ones after it);
+    -- the whole body inlined into one expression had grown as n^2 to n^3 (40 rounds: 5 s, 80
+    -- rounds: 53 s, 400 rounds: not done in 9 minutes), 16x to 64x here
+    assert.is_true(t400 / t100 < 10, string.format("100 rounds: %.2f s, 400 rounds: %.2f s", t100, t400))
     -- and the values are right: 400 rounds of tanh(a * salt + i * 1e-6) from 1, against a Lua loop
     local want = 1
     for i = 1, 400 do
