@@ -184,16 +184,16 @@ int hl_disk_open(const char *prefix, const unsigned char *key, size_t len, char 
   entry_path(file, sizeof file, prefix, key, len);
   int fd = open(file, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
-  struct stat st;
+  struct stat st = {0};
   const char *why = "unreadable";
-  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+  if (fstat(fd, &st) == 0 && st.st_size == 0) {
+    why = "empty";
+  } else if (st.st_size > 0) {
     void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (m != MAP_FAILED) {
       why = check(m, (size_t)st.st_size, key, len);
       munmap(m, (size_t)st.st_size);
     }
-  } else if (fstat(fd, &st) == 0) {
-    why = "empty";
   }
   if (why) {
     close(fd);
