@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -106,7 +107,12 @@ static struct hl_kernel *compile_or_load(const hl_graph *g, const char *name, in
     k = hl_kernel_compile(g, name, have_tmp ? tmp : NULL);
     /* the shared object becomes the entry (when it could not be made, the kernel was JIT-compiled;
      * when it cannot be stored, a full disk say, it stays in memory only) */
-    if (k && have_tmp && access(tmp, F_OK) == 0) hl_disk_store("", key, len, tmp);
+    struct stat st;
+    if (have_tmp && k && stat(tmp, &st) == 0 && st.st_size > 0) {
+      hl_disk_store("", key, len, tmp);
+    } else if (have_tmp) {   /* a failed compile, or one the JIT made */
+      unlink(tmp);
+    }
   }
   free(key);
   return k;

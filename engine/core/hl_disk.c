@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -182,11 +183,14 @@ int hl_disk_open(const char *prefix, const unsigned char *key, size_t len, char 
   if (!hl_disk_dir()) return -1;
   char file[4200];
   entry_path(file, sizeof file, prefix, key, len);
-  int fd = open(file, O_RDONLY | O_CLOEXEC);
+  /* (no following a planted link, no blocking on a planted pipe) */
+  int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return -1;
   struct stat st = {0};
   const char *why = "unreadable";
-  if (fstat(fd, &st) == 0 && st.st_size == 0) {
+  if (fstat(fd, &st) == 0 && (!S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
+    why = "not a regular file of this user";
+  } else if (st.st_size == 0) {
     why = "empty";
   } else if (st.st_size > 0) {
     void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -214,11 +218,19 @@ int hl_disk_open(const char *prefix, const unsigned char *key, size_t len, char 
 }
 
 int hl_disk_temp(char *path, size_t cap, const char *suffix) {
-  static long serial;
   if (!hl_disk_dir()) return -1;
-  long n = __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED);
-  int w = snprintf(path, cap, "%s/.tmp-%ld-%ld%s", dir_in_use, (long)getpid(), n, suffix);
-  return w > 0 && (size_t)w < cap ? 0 : -1;
+  /* about to write a compiled object: LLVM ends the process on a failed write, so a nearly full
+   * disk keeps pipelines in memory instead */
+  struct statvfs fs;
+  if (statvfs(dir_in_use, &fs) == 0 && (double)fs.f_bavail * fs.f_frsize < 64.0 * 1048576) return -1;
+  /* created here, exclusively, with random letters: processes of the same pid (containers
+   * sharing a volume) never write into one file */
+  int w = snprintf(path, cap, "%s/.tmp-%ld-XXXXXX%s", dir_in_use, (long)getpid(), suffix);
+  if (w <= 0 || (size_t)w >= cap) return -1;
+  int fd = mkstemps(path, (int)strlen(suffix));
+  if (fd < 0) return -1;
+  close(fd);
+  return 0;
 }
 
 static int write_all(int fd, const void *p, size_t n) {

@@ -4,8 +4,7 @@
  *
  * An entry is a shared object with a trailer appended (ELF loaders ignore bytes past the last
  * section): the entry's full key, the key's length, a CRC-32 of everything before it, and a
- * magic number. A lookup verifies all of it on an open descriptor, so what is loaded is what
- * was checked. Entries are written to a temporary file in the directory and renamed, so readers
+ * magic number. A lookup verifies all of it before the entry is loaded. Entries are written to a temporary file in the directory and renamed, so readers
  * see a whole entry or none, and two processes writing the same key both succeed.
  *
  *   HALUA_CACHE_DIR      the directory; "off" disables the store. Default: $XDG_CACHE_HOME/halua,
@@ -25,11 +24,13 @@ const char *hl_disk_dir(void);
 const char *hl_disk_build_id(void);
 
 /* The verified entry for key, named `<prefix><16 hex>.so`: returns an open descriptor and its
- * path, or -1 when there is none. A damaged or foreign entry is removed and reported under
+ * path, or -1 when there is none. The loader opens the path again: a rename in between can only
+ * put another whole entry of the same key there. A damaged or foreign entry is removed and reported under
  * HALUA_LOG_COMPILES; *damaged says so. */
 int hl_disk_open(const char *prefix, const unsigned char *key, size_t len, char *path, size_t cap, int *damaged);
 
-/* A fresh temporary file name in the directory, ending in suffix (".o", ".so"). */
+/* A new, empty temporary file in the directory (made exclusively), its name ending in suffix;
+ * -1 when there is no directory or under 64 MiB free on its disk. */
 int hl_disk_temp(char *path, size_t cap, const char *suffix);
 
 /* Makes the shared object at tmp (a temporary file of the directory) the entry for key: appends

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 #include <vector>
 extern "C" {
 #include "hl_disk.h"
@@ -30,18 +31,32 @@ int run_quietly(const std::vector<const char *> &argv) {
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) return -1;
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return -1;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno == EINTR) continue;
+    /* a host that ignores SIGCHLD reaps its children itself: then the output says how it went */
+    return errno == ECHILD ? 1 : -1;
+  }
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
 /* A shared object from an object file. A pipeline's takes the linker alone (`ld -shared`, 12 ms
  * where the compiler driver costs 30): Halide's objects need no C start-up files. The runtime
  * (once per machine) and a machine without a bare `ld` go through `cc -shared`. */
+int link_with(const std::vector<const char *> &argv, const char *so) {
+  int rc = run_quietly(argv);
+  return rc == 1 ? (access(so, R_OK) == 0 ? 0 : -1) : rc;
+}
 int link_shared(const std::string &obj, const char *so, bool runtime) {
-  if (!runtime && run_quietly({"ld", "-shared", "-o", so, obj.c_str(), "-lm", nullptr}) == 0) return 0;
-  if (runtime) return run_quietly({"cc", "-shared", "-o", so, obj.c_str(), "-lm", "-lpthread", "-ldl", nullptr});
-  return run_quietly({"cc", "-shared", "-o", so, obj.c_str(), "-lm", nullptr});
+  const char *o = obj.c_str();
+  if (runtime)
+    return link_with({"ld", "-shared", "-o", so, o, "-lm", "-lpthread", "-ldl", nullptr}, so) == 0 ||
+                   link_with({"cc", "-shared", "-o", so, o, "-lm", "-lpthread", "-ldl", nullptr}, so) == 0
+               ? 0
+               : -1;
+  return link_with({"ld", "-shared", "-o", so, o, "-lm", nullptr}, so) == 0 ||
+                 link_with({"cc", "-shared", "-o", so, o, "-lm", nullptr}, so) == 0
+             ? 0
+             : -1;
 }
 
 std::string file_identity(const void *addr) {
@@ -75,33 +90,52 @@ bool install_handlers(void *rt, std::string &why) {
 
 }  // namespace
 
+/* Halide's library and the target: what the runtime's code depends on */
+static std::string runtime_signature(const Target &t) {
+  return "halide " + file_identity((const void *)&Halide::load_plugin) + "|" + t.to_string();
+}
+
 std::string hl_aot_signature(const Target &t) {
-  return "halide " + file_identity((const void *)&Halide::load_plugin) + "|" + t.to_string() + "|halua " +
-         hl_disk_build_id();
+  /* and what the lowering reads besides the IR: halua's build, the matmul choice of
+   * HALUA_FUSED_MATMUL, the cores Mullapudi2016 schedules for */
+  const char *fused = getenv("HALUA_FUSED_MATMUL");
+  return runtime_signature(t) + "|halua " + hl_disk_build_id() + "|fused " + (fused && *fused ? "1" : "0") +
+         "|cores " + std::to_string(std::thread::hardware_concurrency());
+}
+
+static int aot_state = 0;   /* 0: not tried, 1: ready, -1: failed or given up */
+static std::string aot_failure;
+
+void hl_aot_disable(const char *why) {
+  aot_state = -1;
+  aot_failure = why;
 }
 
 bool hl_aot_ready(const Target &t, std::string &why) {
-  static int state = 0;   /* 0: not tried, 1: ready, -1: failed */
-  static std::string failure;
-  if (state) {
-    why = failure;
-    return state > 0;
+  if (aot_state) {
+    why = aot_failure;
+    return aot_state > 0;
   }
-  state = -1;
-  failure = "no usable cache directory";
-  if (!hl_disk_dir()) {
-    why = failure;
+  aot_state = -1;
+  aot_failure = "no usable cache directory";
+  if (!hl_disk_dir()) {   /* (hl_disk_dir said why, when there was a reason to) */
+    why = aot_failure;
     return false;
   }
+  /* set up once per process; a failure is said once, and kernels are JIT-compiled */
+  auto fail = [&](const std::string &reason) {
+    why = aot_failure = reason;
+    fprintf(stderr, "halua: warning: %s; pipelines are JIT-compiled and cached in memory only\n", reason.c_str());
+    return false;
+  };
   /* pipelines call the engine's extern stages (matmul, sort, LAPACK, transposes) by name: the
    * library that holds them (loaded privately by Lua's require) joins the global scope */
   Dl_info self;
   if (!dladdr((const void *)&hl_aot_ready, &self) || !self.dli_fname ||
-      !dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL)) {
-    why = failure = "the engine library cannot be found for its extern stages";
-    return false;
-  }
-  std::string sig = "runtime|" + hl_aot_signature(t);
+      !dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL))
+    return fail("the engine library cannot be found for its extern stages");
+  /* (one runtime for every build of halua: entries of old builds share it) */
+  std::string sig = "runtime|" + runtime_signature(t);
   const unsigned char *key = (const unsigned char *)sig.data();
   char path[4200];
   int damaged = 0;
@@ -114,38 +148,36 @@ bool hl_aot_ready(const Target &t, std::string &why) {
   if (!rt) {
     /* once per machine (about half a second): Halide's runtime for this target, as a library */
     char obj[4200], so[4200];
-    if (hl_disk_temp(obj, sizeof obj, ".o") || hl_disk_temp(so, sizeof so, ".so")) {
-      why = failure = "no temporary file in the cache directory";
-      return false;
+    if (hl_disk_temp(obj, sizeof obj, ".o")) return fail("no room for a temporary file in the cache directory");
+    if (hl_disk_temp(so, sizeof so, ".so")) {
+      unlink(obj);
+      return fail("no room for a temporary file in the cache directory");
     }
     try {
       compile_standalone_runtime(obj, t.without_feature(Target::JIT).without_feature(Target::NoRuntime));
     } catch (const std::exception &e) {
       unlink(obj);
-      why = failure = std::string("compiling Halide's runtime failed: ") + e.what();
-      return false;
+      unlink(so);
+      return fail(std::string("compiling Halide's runtime failed: ") + e.what());
     }
     int linked = link_shared(obj, so, true);
     unlink(obj);
     if (linked) {
       unlink(so);
-      why = failure = "no C compiler (cc) could link Halide's runtime";
-      return false;
+      return fail("no linker (ld or cc) could make Halide's runtime a shared object");
     }
     rt = dlopen(so, RTLD_NOW | RTLD_GLOBAL);
     if (!rt) {
+      std::string e = dlerror();
       unlink(so);
-      why = failure = std::string("loading Halide's runtime failed: ") + dlerror();
-      return false;
+      return fail("loading Halide's runtime failed: " + e);
     }
     hl_disk_store("runtime-", key, sig.size(), so);
   }
-  if (!install_handlers(rt, failure)) {
-    why = failure;
-    return false;
-  }
-  state = 1;
-  failure.clear();
+  std::string missing;
+  if (!install_handlers(rt, missing)) return fail(missing);
+  aot_state = 1;
+  aot_failure.clear();
   return true;
 }
 
@@ -165,16 +197,21 @@ hl_aot_entry hl_aot_load(const char *path, const std::string &symbol) {
 
 hl_aot_entry hl_aot_compile(const Module &m, const std::string &symbol, const char *so_path) {
   std::string obj = std::string(so_path) + ".o";
-  m.compile({{OutputFileType::object, obj}});
+  try {
+    m.compile({{OutputFileType::object, obj}});
+  } catch (...) {
+    unlink(obj.c_str());
+    throw;
+  }
   int linked = link_shared(obj, so_path, false);
   unlink(obj.c_str());
   hl_aot_entry entry = linked ? nullptr : hl_aot_load(so_path, symbol);
   if (!entry) {
-    static bool warned = false;
-    if (!warned)
-      fprintf(stderr, "halua: warning: %s; pipelines are JIT-compiled and cached in memory only\n",
-              linked ? "linking a compiled pipeline into a shared object (ld or cc) failed" : hl_error_message());
-    warned = true;
+    /* the disk path does not work here (no linker, a directory mounted noexec): once said, the
+     * process JIT-compiles from now on instead of compiling everything twice */
+    std::string why = linked ? "linking a compiled pipeline into a shared object (ld or cc) failed" : hl_error_message();
+    fprintf(stderr, "halua: warning: %s; pipelines are JIT-compiled and cached in memory only\n", why.c_str());
+    hl_aot_disable(why.c_str());
   }
   return entry;
 }

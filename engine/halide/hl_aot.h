@@ -21,10 +21,15 @@ void *hl_backend_runtime_malloc(void *uc, size_t n);
 void hl_backend_runtime_free(void *uc, void *p);
 int hl_backend_runtime_par_for(void *uc, int (*f)(void *, int, uint8_t *), int min, int extent, uint8_t *closure);
 
-/* What a disk key holds besides the IR: Halide's library, the target and halua's build. */
+/* What a disk key holds besides the IR: Halide's library, the target, halua's build and what
+ * else the lowering reads (HALUA_FUSED_MATMUL, the core count). */
 std::string hl_aot_signature(const Halide::Target &t);
 
-/* Compiles m (whose function is `symbol`) to a shared object at so_path and loads it. */
+/* No more ahead-of-time kernels in this process (hl_aot_ready says no, with why). */
+void hl_aot_disable(const char *why);
+
+/* Compiles m (whose function is `symbol`) to a shared object at so_path and loads it; on a
+ * failure, warns and disables ahead-of-time kernels for the process. */
 hl_aot_entry hl_aot_compile(const Halide::Module &m, const std::string &symbol, const char *so_path);
 
 /* Loads the shared object at path; NULL with hl_error when it has no `symbol`. */

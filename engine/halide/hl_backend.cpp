@@ -51,6 +51,10 @@ namespace {
 
 /* The runtime reports failures here instead of calling abort(). */
 struct RunContext : JITUserContext {
+  /* the ahead-of-time runtime's handlers are process-wide: a user context that is not one of
+   * ours (another Halide library's pipeline in the same process) is left alone */
+  static const uint64_t kMagic = 0x68616c7561727563ull;
+  uint64_t magic = kMagic;
   std::string message;
 };
 
@@ -139,8 +143,9 @@ bool hl_stage_run_failed() { return stage_failed; }
 
 /* The ahead-of-time runtime's handlers: every runtime call passes the run's context (hl_kernel_run) */
 void hl_backend_runtime_error(void *uc, const char *msg) {
-  if (uc) static_cast<RunContext *>(static_cast<JITUserContext *>(uc))->message += msg;
-  else fprintf(stderr, "halua: %s\n", msg);
+  RunContext *c = uc ? static_cast<RunContext *>(static_cast<JITUserContext *>(uc)) : nullptr;
+  if (c && c->magic == RunContext::kMagic) c->message += msg;
+  else fprintf(stderr, "halua: Halide runtime: %s\n", msg);
 }
 void *hl_backend_runtime_malloc(void *, size_t n) { return hl_scratch_alloc(n); }
 void hl_backend_runtime_free(void *, void *p) { hl_scratch_free(p); }
@@ -162,12 +167,7 @@ extern "C" char *hl_kernel_disk_signature(const hl_graph *g) {
   try {
     Target t = hl_device_target(HL_DEVICE_CPU);
     std::string why;
-    if (!hl_aot_ready(t.without_feature(Target::JIT), why)) {
-      static bool warned = false;
-      if (!warned && hl_disk_dir()) fprintf(stderr, "halua: warning: %s; compiled pipelines are cached in memory only\n", why.c_str());
-      warned = true;
-      return nullptr;
-    }
+    if (!hl_aot_ready(t.without_feature(Target::JIT), why)) return nullptr;   /* (said once there) */
     return strdup(hl_aot_signature(t).c_str());
   } catch (const std::exception &e) {
     return nullptr;
