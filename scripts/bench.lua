@@ -3,8 +3,7 @@
 -- The peers run under $HALUA_PEERS_PYTHON (scripts/bench sets it: build/peers' venv, or Debian's).
 -- `--compiles` (internal): only the compile times, one "row value" a line (see below).
 local ffi = require "ffi"
-ffi.cdef [[typedef struct { long tv_sec; long tv_nsec; } hl_timespec; int clock_gettime(int, hl_timespec *);
-int setenv(const char *, const char *, int); char *mkdtemp(char *);]]
+ffi.cdef [[int setenv(const char *, const char *, int); char *mkdtemp(char *);]]
 local root = arg[0]:match("^(.*)/scripts/") or "."
 local write, device, compiles_only = false, "cpu", false
 for i, a in ipairs(arg) do
@@ -25,22 +24,9 @@ if device == "cpu" and not compiles_only and os.getenv("HALUA_CACHE_DIR") ~= "of
   if own_cache then ffi.C.setenv("HALUA_CACHE_DIR", own_cache, 1) end
 end
 local hl = require "halua"
-local ts = ffi.new("hl_timespec")
-local function now()
-  ffi.C.clock_gettime(1, ts)
-  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
-end
-local function best_of(f, reps, inner)
-  f()
-  local best = math.huge
-  for _ = 1, reps do
-    local t0 = now()
-    for _ = 1, inner do f() end
-    best = math.min(best, (now() - t0) / inner)
-  end
-  return best
-end
-
+package.path = root .. "/scripts/?.lua;" .. package.path
+local common = require "bench_common"
+local now, best_of = common.now, common.best_of
 
 local function fmt(v) return v and string.format("%.2f", v) or "n/a" end
 -- halua's figure against a peer's: "85% of NumPy", "1.62x faster than Torch"
@@ -106,37 +92,9 @@ local function read_peers(cmd)
   return peers
 end
 
--- an MLP 784 -> 1024 -> 1024 -> 10 on a batch of 256 (float32): forward + backward, and an SGD
--- step, on `dev`; `time(f, reps, inner)` is the device's timer. Fills res.mlp_*.
-local function uniform(shape, scale)
-  local n, t = 1, {}
-  for _, v in ipairs(shape) do n = n * v end
-  for i = 1, n do t[i] = (math.random() - 0.5) * scale end
-  return hl.reshape(hl.array(t), shape)
-end
-local function mlp_setup(dev)
-  math.randomseed(1)
-  local params = {w1 = uniform({784, 1024}, 0.1), b1 = hl.zeros(1024),
-                  w2 = uniform({1024, 1024}, 0.06), b2 = hl.zeros(1024),
-                  w3 = uniform({1024, 10}, 0.1), b3 = hl.zeros(10)}
-  for k, v in pairs(params) do params[k] = (v + 0):to(dev) end
-  local batch = uniform({256, 784}, 2):to(dev)
-  local labels = {}
-  for i = 1, 256 do labels[i] = {} for j = 1, 10 do labels[i][j] = (i % 10 == j - 1) and 1 or 0 end end
-  labels = hl.array(labels):to(dev)
-  local function mlp_loss(p, x, y)
-    local h = hl.maximum(hl.matmul(x, p.w1) + p.b1, 0)
-    h = hl.maximum(hl.matmul(h, p.w2) + p.b2, 0)
-    return -(hl.nn.log_softmax(hl.matmul(h, p.w3) + p.b3, -1) * y):sum() / 256
-  end
-  local function sgd(p, x, y)
-    local l, g = hl.value_and_grad(mlp_loss)(p, x, y)
-    local q = {}
-    for k, v in pairs(p) do q[k] = v - 0.01 * g[k] end
-    return l, q
-  end
-  return params, batch, labels, mlp_loss, sgd
-end
+-- the MLP (scripts/bench_common.lua) on `dev`: forward + backward, and an SGD step;
+-- `time(f, reps, inner)` is the device's timer. Fills res.mlp_*.
+local mlp_setup = common.mlp_setup
 local function mlp_rows(res, dev, time)
   local params, batch, labels, mlp_loss, sgd = mlp_setup(dev)
   local grad_step = hl.jit(hl.value_and_grad(mlp_loss))
@@ -367,7 +325,6 @@ print_table({
 }, res, peers, {"NumPy", "Torch", "JAX"}, "Benchmarks on the CPU", "benchmarks.md", "JAX", peers_note)
 
 -- the JAX paper's comparison: the same train step interpreted (plain Lua loops), eager, compiled
-package.path = root .. "/scripts/?.lua;" .. package.path
 local paper_rows, paper_note = require("bench_paper").run(now, best_of)
 local lines = {"| the MLP train step (784-1024-1024-10, batch 256, SGD) | ms per step | vs plain Lua |", "|---|---|---|"}
 for _, r in ipairs(paper_rows) do

@@ -6,16 +6,9 @@
 --   luajit scripts/bench_compile.lua --one PROBE                 one probe in this process: "PROBE ms"
 -- The first call of each probe includes tracing and, for the jitted ones, one run.
 local hl = require "halua"
-local ffi = require "ffi"
-ffi.cdef [[typedef struct { long tv_sec; long tv_nsec; } hl_ts; int clock_gettime(int, hl_ts *);]]
-local ts = ffi.new("hl_ts")
-local function now() ffi.C.clock_gettime(1, ts) return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9 end
-local function uniform(shape, scale)
-  local n, t = 1, {}
-  for _, v in ipairs(shape) do n = n * v end
-  for i = 1, n do t[i] = (math.random() - 0.5) * scale end
-  return hl.reshape(hl.array(t), shape)
-end
+package.path = (arg[0]:match("^(.*/)") or "./") .. "?.lua;" .. package.path
+local common = require "bench_common"
+local now, uniform = common.now, common.uniform
 local probes = {}
 function probes.first_pipeline() return function() hl.jit(function(a) return a * 2 + 1 end)(hl.arange(8)) end end
 function probes.second_pipeline()
@@ -53,23 +46,9 @@ for _, depth in ipairs{2, 4, 8, 16} do
     return function() step(p, xb) end
   end
 end
-function probes.mlp_step_compile()
-  math.randomseed(1)
-  local params = {w1 = uniform({784, 1024}, 0.1), b1 = hl.zeros(1024), w2 = uniform({1024, 1024}, 0.06),
-                  b2 = hl.zeros(1024), w3 = uniform({1024, 10}, 0.1), b3 = hl.zeros(10)}
-  local batch = uniform({256, 784}, 2)
-  local labels = hl.zeros({256, 10}) + 0.1
-  local function mlp_loss(p, x, y)
-    local h = hl.maximum(hl.matmul(x, p.w1) + p.b1, 0)
-    h = hl.maximum(hl.matmul(h, p.w2) + p.b2, 0)
-    return -(hl.nn.log_softmax(hl.matmul(h, p.w3) + p.b3, -1) * y):sum() / 256
-  end
-  local sgd_step = hl.jit(function(p, x, y)
-    local l, g = hl.value_and_grad(mlp_loss)(p, x, y)
-    local q = {}
-    for k, v in pairs(p) do q[k] = v - 0.01 * g[k] end
-    return l, q
-  end)
+function probes.mlp_step_compile()   -- scripts/bench's train step
+  local params, batch, labels, _, sgd = common.mlp_setup("cpu")
+  local sgd_step = hl.jit(sgd)
   return function() sgd_step:lower(params, batch, labels) end
 end
 local order = {"first_pipeline", "second_pipeline", "eager_first_uses", "chain20", "chain40", "chain80", "chain100",
