@@ -3,6 +3,7 @@
 -- Fortran-order files, compressed archives, and every error for bad arguments and corrupt or
 -- truncated files (each names the file; none crashes or returns part of an array).
 local hl = require "halua"
+local files = require "support.files"
 
 local PYTHON = os.getenv("HALUA_NUMPY_PYTHON") or "/usr/bin/python3"
 local DTYPES = {"float32", "float64", "int32", "int64", "uint8", "bool"}
@@ -22,17 +23,7 @@ local function cleanup()
   temps = {}
 end
 
-local function read_bytes(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-local function write_bytes(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
+local read_bytes, write_bytes = files.read_bytes, files.write_bytes
 
 -- run a Python script with NumPy; it prints a Lua chunk (or nothing) and then a last line "ok"
 local function python(script)
