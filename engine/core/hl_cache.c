@@ -28,7 +28,6 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;   /* the index and stat
  * concurrently. Hits take only `lock`. */
 static pthread_mutex_t compile_lock = PTHREAD_MUTEX_INITIALIZER;
 static hl_cache_stats stats;
-static int log_compiles = -1;
 static _Thread_local hl_key scratch;   /* reused: eager ops build a key per call */
 
 static entry *find(uint64_t h, const hl_key *k) {
@@ -48,16 +47,6 @@ static struct hl_kernel *find_locked(const hl_key *k) {
   return kernel;
 }
 
-/* HALUA_LOG_COMPILES=1 prints each compile, its time and why the cache missed. */
-static int logging(void) {
-  int v = __atomic_load_n(&log_compiles, __ATOMIC_RELAXED);
-  if (v < 0) {
-    const char *s = getenv("HALUA_LOG_COMPILES");
-    v = s && *s && strcmp(s, "0") != 0;
-    __atomic_store_n(&log_compiles, v, __ATOMIC_RELAXED);
-  }
-  return v;
-}
 
 static double now_ms(void) {
   struct timespec t;
@@ -86,11 +75,8 @@ static struct hl_kernel *compile_or_load(const hl_graph *g, const char *name, in
   free(sig);
   hl_key_free(&ir);
   char path[4400], tmp[4400];
-  int damaged;
   double t0 = now_ms();
-  int fd = hl_disk_open("", key, len, path, sizeof path, &damaged);
-  struct hl_kernel *k = fd >= 0 ? hl_kernel_load(g, name, path) : NULL;
-  if (fd >= 0) close(fd);
+  struct hl_kernel *k = hl_disk_find("", key, len, path, sizeof path) == 0 ? hl_kernel_load(g, name, path) : NULL;
   double load_ms = now_ms() - t0;
   *loaded = k != NULL;
   if (k) {
@@ -98,7 +84,7 @@ static struct hl_kernel *compile_or_load(const hl_graph *g, const char *name, in
     stats.disk_hits++;
     stats.disk_load_ms += load_ms;
     pthread_mutex_unlock(&lock);
-    if (logging()) fprintf(stderr, "halua: loaded %s from the disk cache in %.2f ms (%d nodes)\n", name, load_ms, g->nnodes);
+    if (hl_log_compiles()) fprintf(stderr, "halua: loaded %s from the disk cache in %.2f ms (%d nodes)\n", name, load_ms, g->nnodes);
   } else {
     pthread_mutex_lock(&lock);
     stats.disk_misses++;
@@ -161,7 +147,7 @@ struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name) {
   if (!loaded) stats.compile_ms += hl_kernel_compile_ms(k);
   pthread_mutex_unlock(&lock);
   pthread_mutex_unlock(&compile_lock);
-  if (logging() && !loaded)
+  if (hl_log_compiles() && !loaded)
     fprintf(stderr, "halua: compiled %s in %.1f ms (%d nodes; cache miss: no pipeline with this %s)\n", name,
             hl_kernel_compile_ms(k), g->nnodes, g->dynamic ? "primitive, dtype, rank and attributes" : "IR and input signature");
   return k;

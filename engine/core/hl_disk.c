@@ -1,6 +1,7 @@
 #define _GNU_SOURCE   /* dladdr */
 #include "hl_disk.h"
 #include "hl_crc32.h"
+#include "hl_notice.h"
 #include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
@@ -25,11 +26,6 @@ static pthread_once_t dir_once = PTHREAD_ONCE_INIT;
 
 static void warn(const char *why) {
   fprintf(stderr, "halua: warning: %s; compiled pipelines are cached in memory only\n", why);
-}
-
-static int logging(void) {
-  const char *s = getenv("HALUA_LOG_COMPILES");
-  return s && *s && strcmp(s, "0") != 0;
 }
 
 /* mkdir -p, each new level mode 0700 */
@@ -178,8 +174,7 @@ static const char *check(const unsigned char *b, size_t size, const unsigned cha
   return NULL;
 }
 
-int hl_disk_open(const char *prefix, const unsigned char *key, size_t len, char *path, size_t cap, int *damaged) {
-  *damaged = 0;
+int hl_disk_find(const char *prefix, const unsigned char *key, size_t len, char *path, size_t cap) {
   if (!hl_disk_dir()) return -1;
   char file[4200];
   entry_path(file, sizeof file, prefix, key, len);
@@ -202,19 +197,15 @@ int hl_disk_open(const char *prefix, const unsigned char *key, size_t len, char 
   if (why) {
     close(fd);
     unlink(file);
-    *damaged = 1;
-    if (logging()) fprintf(stderr, "halua: disk cache: removed a damaged entry (%s): %s\n", why, file);
+    if (hl_log_compiles()) fprintf(stderr, "halua: disk cache: removed a damaged entry (%s): %s\n", why, file);
     return -1;
   }
   futimens(fd, NULL);   /* used now: least recently used entries are evicted first */
+  close(fd);
   /* (by its name: the loader takes a library whose name it has seen for the one it loaded then,
    * so "/proc/self/fd/N", reused, would not do; a rename over it in between puts another whole
    * entry for the same key there) */
-  if (snprintf(path, cap, "%s", file) >= (int)cap) {
-    close(fd);
-    return -1;
-  }
-  return fd;
+  return snprintf(path, cap, "%s", file) < (int)cap ? 0 : -1;
 }
 
 int hl_disk_temp(char *path, size_t cap, const char *suffix) {

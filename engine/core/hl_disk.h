@@ -23,11 +23,10 @@ const char *hl_disk_dir(void);
 /* A fingerprint of this build of halua (the engine library's own bytes), as 16 hex digits. */
 const char *hl_disk_build_id(void);
 
-/* The verified entry for key, named `<prefix><16 hex>.so`: returns an open descriptor and its
- * path, or -1 when there is none. The loader opens the path again: a rename in between can only
- * put another whole entry of the same key there. A damaged or foreign entry is removed and reported under
- * HALUA_LOG_COMPILES; *damaged says so. */
-int hl_disk_open(const char *prefix, const unsigned char *key, size_t len, char *path, size_t cap, int *damaged);
+/* Whether there is a verified entry for key, named `<prefix><16 hex>.so`: 0 and its path, or -1.
+ * The loader opens the path again: a rename in between can only put another whole entry of the
+ * same key there. A damaged or foreign entry is removed (and reported under HALUA_LOG_COMPILES). */
+int hl_disk_find(const char *prefix, const unsigned char *key, size_t len, char *path, size_t cap);
 
 /* A new, empty temporary file in the directory (made exclusively), its name ending in suffix;
  * -1 when there is no directory or under 64 MiB free on its disk. */

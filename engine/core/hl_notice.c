@@ -82,3 +82,14 @@ void hl_notice_end(hl_notice *n) {
   pthread_mutex_destroy(&n->lock);
   free(n);
 }
+
+int hl_log_compiles(void) {
+  static int v = -1;
+  int seen = __atomic_load_n(&v, __ATOMIC_RELAXED);
+  if (seen < 0) {
+    const char *s = getenv("HALUA_LOG_COMPILES");
+    seen = s && *s && strcmp(s, "0") != 0;
+    __atomic_store_n(&v, seen, __ATOMIC_RELAXED);
+  }
+  return seen;
+}

@@ -12,4 +12,8 @@ hl_notice *hl_notice_begin(int after_ms, const char *what);
 /* Ends the watch; when the notice was printed, prints "halua: <what>: done in X s". */
 void hl_notice_end(hl_notice *n);
 
+/* Whether HALUA_LOG_COMPILES asks for a line per compile, disk cache load and damaged entry
+ * (read once). */
+int hl_log_compiles(void);
+
 #endif

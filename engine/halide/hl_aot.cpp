@@ -20,7 +20,8 @@ using namespace Halide;
 
 namespace {
 
-/* Runs argv quietly; 0 when it exited 0. */
+/* Runs argv quietly; 0 when it exited 0, 1 when its status is unknown (a host that ignores
+ * SIGCHLD reaps its children itself), -1 otherwise. */
 int run_quietly(const std::vector<const char *> &argv) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
@@ -39,24 +40,17 @@ int run_quietly(const std::vector<const char *> &argv) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
-/* A shared object from an object file. A pipeline's takes the linker alone (`ld -shared`, 12 ms
- * where the compiler driver costs 30): Halide's objects need no C start-up files. The runtime
- * (once per machine) and a machine without a bare `ld` go through `cc -shared`. */
-int link_with(const std::vector<const char *> &argv, const char *so) {
-  int rc = run_quietly(argv);
-  return rc == 1 ? (access(so, R_OK) == 0 ? 0 : -1) : rc;
-}
+/* A shared object from an object file: the linker alone (`ld -shared`, 12 ms where the compiler
+ * driver costs 30; Halide's objects need no C start-up files), else `cc -shared`. */
 int link_shared(const std::string &obj, const char *so, bool runtime) {
-  const char *o = obj.c_str();
-  if (runtime)
-    return link_with({"ld", "-shared", "-o", so, o, "-lm", "-lpthread", "-ldl", nullptr}, so) == 0 ||
-                   link_with({"cc", "-shared", "-o", so, o, "-lm", "-lpthread", "-ldl", nullptr}, so) == 0
-               ? 0
-               : -1;
-  return link_with({"ld", "-shared", "-o", so, o, "-lm", nullptr}, so) == 0 ||
-                 link_with({"cc", "-shared", "-o", so, o, "-lm", nullptr}, so) == 0
-             ? 0
-             : -1;
+  for (const char *linker : {"ld", "cc"}) {
+    std::vector<const char *> argv = {linker, "-shared", "-o", so, obj.c_str(), "-lm"};
+    if (runtime) argv.insert(argv.end(), {"-lpthread", "-ldl"});
+    argv.push_back(nullptr);
+    int rc = run_quietly(argv);
+    if (rc == 0 || (rc == 1 && access(so, R_OK) == 0)) return 0;   /* (1: exit status unknown) */
+  }
+  return -1;
 }
 
 std::string file_identity(const void *addr) {
@@ -138,13 +132,7 @@ bool hl_aot_ready(const Target &t, std::string &why) {
   std::string sig = "runtime|" + runtime_signature(t);
   const unsigned char *key = (const unsigned char *)sig.data();
   char path[4200];
-  int damaged = 0;
-  int fd = hl_disk_open("runtime-", key, sig.size(), path, sizeof path, &damaged);
-  void *rt = nullptr;
-  if (fd >= 0) {
-    rt = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
-    close(fd);
-  }
+  void *rt = hl_disk_find("runtime-", key, sig.size(), path, sizeof path) == 0 ? dlopen(path, RTLD_NOW | RTLD_GLOBAL) : nullptr;
   if (!rt) {
     /* once per machine (about half a second): Halide's runtime for this target, as a library */
     char obj[4200], so[4200];

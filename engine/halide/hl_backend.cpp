@@ -99,16 +99,9 @@ int to_buffer(const hl_array *a, int rank, halide_buffer_t *b, halide_dimension_
   return 0;
 }
 
-/* the symbol of g's pipeline in a shared object: the same in every process, for every order in
- * which the program was traced (the canonical key's hash) */
-std::string aot_symbol(const hl_graph *g) {
-  hl_key key = {};
-  hl_graph_canonical_key(g, &key);
-  char s[40];
-  snprintf(s, sizeof s, "halua_k%016llx", (unsigned long long)key.hash);
-  free(key.bytes);
-  return s;
-}
+/* a pipeline's function in its own shared object: each object is loaded privately (RTLD_LOCAL)
+ * and looked up through its own handle, so one name serves them all */
+const char *const kAotSymbol = "halua_pipeline";
 
 void set_meta(hl_kernel *k, const hl_graph *g, const char *name) {
   k->name = name;
@@ -164,11 +157,13 @@ static bool has_loop(const hl_graph *g) {
 extern "C" char *hl_kernel_disk_signature(const hl_graph *g) {
   if (g->device != HL_DEVICE_CPU || has_loop(g)) return nullptr;
   std::lock_guard<std::mutex> guard(compiler_lock);
+  static std::string signature;   /* the same for the whole process: made once */
   try {
     Target t = hl_device_target(HL_DEVICE_CPU);
     std::string why;
     if (!hl_aot_ready(t.without_feature(Target::JIT), why)) return nullptr;   /* (said once there) */
-    return strdup(hl_aot_signature(t).c_str());
+    if (signature.empty()) signature = hl_aot_signature(t);
+    return strdup(signature.c_str());
   } catch (const std::exception &e) {
     return nullptr;
   }
@@ -179,7 +174,7 @@ extern "C" hl_kernel *hl_kernel_load(const hl_graph *g, const char *name, const 
   std::lock_guard<std::mutex> guard(compiler_lock);
   hl_kernel *k = new hl_kernel;
   k->target = hl_device_target(HL_DEVICE_CPU);
-  k->symbol = aot_symbol(g);
+  k->symbol = kAotSymbol;
   k->aot = hl_aot_load(path, k->symbol);
   if (!k->aot) {
     delete k;
@@ -215,7 +210,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name, con
     k->pipeline = Pipeline(L.outputs);
     if (so_path) {
       /* ahead of time, into the disk cache's shared object */
-      k->symbol = aot_symbol(g);
+      k->symbol = kAotSymbol;
       Target t = k->target.without_feature(Target::JIT).with_feature(Target::NoRuntime);
       Module m = k->pipeline.compile_to_module(k->args, k->symbol, t);
       k->aot = hl_aot_compile(m, k->symbol, so_path);

@@ -1032,25 +1032,22 @@ static int l_signature(lua_State *L) {
   return 1;
 }
 
+static void set_number(lua_State *L, const char *field, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, field);
+}
+
 static int l_cache_info(lua_State *L) {
   hl_cache_stats s = hl_cache_info();
-  lua_createtable(L, 0, 4);
-  lua_pushnumber(L, (double)s.entries);
-  lua_setfield(L, -2, "entries");
-  lua_pushnumber(L, (double)s.hits);
-  lua_setfield(L, -2, "hits");
-  lua_pushnumber(L, (double)s.misses);
-  lua_setfield(L, -2, "misses");
-  lua_pushnumber(L, s.compile_ms);
-  lua_setfield(L, -2, "compile_ms");
-  lua_pushnumber(L, (double)s.disk_hits);
-  lua_setfield(L, -2, "disk_hits");
-  lua_pushnumber(L, (double)s.disk_misses);
-  lua_setfield(L, -2, "disk_misses");
-  lua_pushnumber(L, s.disk_load_ms);
-  lua_setfield(L, -2, "disk_load_ms");
-  lua_pushnumber(L, (double)hl_disk_bytes());
-  lua_setfield(L, -2, "disk_bytes");
+  lua_createtable(L, 0, 9);
+  set_number(L, "entries", (double)s.entries);
+  set_number(L, "hits", (double)s.hits);
+  set_number(L, "misses", (double)s.misses);
+  set_number(L, "compile_ms", s.compile_ms);
+  set_number(L, "disk_hits", (double)s.disk_hits);
+  set_number(L, "disk_misses", (double)s.disk_misses);
+  set_number(L, "disk_load_ms", s.disk_load_ms);
+  set_number(L, "disk_bytes", (double)hl_disk_bytes());
   if (hl_disk_dir()) {
     lua_pushstring(L, hl_disk_dir());
     lua_setfield(L, -2, "disk_dir");
