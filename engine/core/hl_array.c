@@ -4,12 +4,6 @@
 #include <math.h>
 #include <string.h>
 
-int64_t hl_shape_size(int ndim, const int64_t *shape) {
-  int64_t n = 1;
-  for (int i = 0; i < ndim; i++) n *= shape[i];
-  return n;
-}
-
 int hl_array_alloc(hl_array *out, hl_dtype dtype, int ndim, const int64_t *shape) {
   return hl_array_alloc_on(out, 0, dtype, ndim, shape);
 }

@@ -22,7 +22,6 @@ typedef struct hl_array {
   int weak;                      /* a traced Lua number: promotes like one */
 } hl_array;
 
-int64_t hl_shape_size(int ndim, const int64_t *shape);
 /* A new contiguous (row-major) array; its elements are uninitialised. */
 int hl_array_alloc(hl_array *out, hl_dtype dtype, int ndim, const int64_t *shape);
 int hl_array_alloc_on(hl_array *out, int device, hl_dtype dtype, int ndim, const int64_t *shape);

@@ -80,3 +80,9 @@ uint16_t hl_half_from_double(hl_dtype t, double v) {
 float hl_half_to_float(hl_dtype t, uint16_t bits) {
   return t == HL_BFLOAT16 ? float_of((uint32_t)bits << 16) : f16_to_f32(bits);
 }
+
+int64_t hl_shape_size(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= shape[i];
+  return n;
+}

@@ -16,6 +16,8 @@ size_t hl_dtype_size(hl_dtype t);
 char hl_dtype_kind(hl_dtype t);            /* 'b', 'u', 'i' or 'f' */
 int hl_dtype_from_name(const char *name);  /* -1 when unknown */
 hl_dtype hl_dtype_promote(hl_dtype a, hl_dtype b);
+/* elements of a shape (1 for rank 0) */
+int64_t hl_shape_size(int ndim, const int64_t *shape);
 /* The dtype of `t op <Lua number v>`: Lua numbers are weakly typed, so `t` wins unless the
  * number cannot be represented in t's kind (a fraction with an int array gives float32, any
  * number with a bool array gives int32 or float32). */

@@ -3,9 +3,6 @@
 extern "C" {
 #include "hl_linalg.h"
 }
-#include <mutex>
-
-using namespace Halide;
 
 namespace {
 
@@ -64,14 +61,4 @@ extern "C" int halua_linalg_cholesky(halide_buffer_t *A, int n, halide_buffer_t 
   matrices_view(A, n, L, &sa, &a);
   hl_view_of_buffer(L, &sl, &l);
   return hl_linalg_cholesky_into(&a, &l, L->dim[1].min, L->dim[0].min, HL_LINALG_NAN) ? hl_stage_failed(-1, nullptr) : 0;
-}
-
-Internal::JITModule hl_linalg_exports() {
-  static Internal::JITModule m;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    m.add_extern_for_export("halua_linalg_solve", ExternCFunction(&halua_linalg_solve));
-    m.add_extern_for_export("halua_linalg_cholesky", ExternCFunction(&halua_linalg_cholesky));
-  });
-  return m;
 }

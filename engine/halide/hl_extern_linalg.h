@@ -4,10 +4,8 @@
  * gives NaN in its result (a pipeline cannot raise part way). */
 #ifndef HL_EXTERN_LINALG_H
 #define HL_EXTERN_LINALG_H
-#include <Halide.h>
+#include <HalideRuntime.h>
 
 extern "C" int halua_linalg_solve(halide_buffer_t *A, halide_buffer_t *B, int n, halide_buffer_t *X);
 extern "C" int halua_linalg_cholesky(halide_buffer_t *A, int n, halide_buffer_t *L);
-/* A JIT module exporting both to pipelines that call them. */
-Halide::Internal::JITModule hl_linalg_exports();
 #endif

@@ -3,9 +3,6 @@
 extern "C" {
 #include "hl_sort.h"
 }
-#include <mutex>
-
-using namespace Halide;
 
 /* Every output element needs its whole lane: X's region is the output's with dimension `dim`
  * widened to [0, n). Parameters arrive whole rather than as the region asked for, so X's view is
@@ -29,11 +26,4 @@ extern "C" int halua_sort(halide_buffer_t *X, int dim, int n, int arg, halide_bu
   hl_view_of_buffer(out, &so, &o);
   /* (bool arrives as uint8, how pipelines store it: 0 and 1 sort the same either way) */
   return hl_sort_into(&x, r - 1 - dim, arg, &o, out->dim[dim].min) ? hl_stage_failed(-1, nullptr) : 0;
-}
-
-Internal::JITModule hl_sort_exports() {
-  static Internal::JITModule m;
-  static std::once_flag once;
-  std::call_once(once, [] { m.add_extern_for_export("halua_sort", ExternCFunction(&halua_sort)); });
-  return m;
 }

@@ -3,9 +3,7 @@
  * values (arg = 0) or their 0-based int64 positions (arg = 1). */
 #ifndef HL_EXTERN_SORT_H
 #define HL_EXTERN_SORT_H
-#include <Halide.h>
+#include <HalideRuntime.h>
 
 extern "C" int halua_sort(halide_buffer_t *X, int dim, int n, int arg, halide_buffer_t *out);
-/* A JIT module exporting it to pipelines that call it. */
-Halide::Internal::JITModule hl_sort_exports();
 #endif

@@ -4,9 +4,6 @@
 extern "C" {
 #include "hl_transpose.h"
 }
-#include <mutex>
-
-using namespace Halide;
 
 /* out[y][x] = X[x][y] over out's region (Halide's dims: 0 = columns, 1 = rows). X is a parameter,
  * which arrives whole: the element for out's first position is found from X's own mins. */
@@ -30,11 +27,4 @@ extern "C" int halua_cpu_transpose(halide_buffer_t *X, halide_buffer_t *out) {
   hl_transpose(out->host, out->dim[1].stride, X->host + at * es, X->dim[1].stride, out->dim[1].extent, out->dim[0].extent,
                (size_t)es);
   return 0;
-}
-
-Internal::JITModule hl_transpose_exports() {
-  static Internal::JITModule m;
-  static std::once_flag once;
-  std::call_once(once, [] { m.add_extern_for_export("halua_cpu_transpose", ExternCFunction(&halua_cpu_transpose)); });
-  return m;
 }
