@@ -8,11 +8,10 @@
 #include "hl_device.h"
 #include "hl_cublas.h"
 #include "hl_extern_matmul.h"
-#include "hl_extern_linalg.h"
-#include "hl_extern_sort.h"
+#include "hl_extern_jit.h"
 #include "hl_loop_extern.h"
-#include "hl_extern_transpose.h"
 #include "hl_extern_view.h"
+#include "hl_export_lib.h"
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -288,6 +287,13 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
     return hl_error("%s: the pipeline failed (%d): %s", k->name.c_str(), rc, m.c_str());
   }
   return 0;
+}
+
+extern "C" int hl_kernel_export(const hl_graph *g, int ncaptures, const hl_array *captures, const char *dir, const char *name) {
+  std::lock_guard<std::mutex> guard(compiler_lock);
+  static QuietReporter reporter;
+  set_custom_compile_time_error_reporter(&reporter);
+  return hl_export_library(g, ncaptures, captures, dir, name);
 }
 
 extern "C" double hl_kernel_compile_ms(const hl_kernel *k) { return k->compile_ms; }

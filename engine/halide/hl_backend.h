@@ -32,6 +32,10 @@ char *hl_kernel_asm(hl_kernel *k, const hl_graph *g);
 const char *hl_kernel_ptx(const hl_kernel *k);
 void hl_kernel_free(hl_kernel *k);
 
+/* hl.export's library (see engine/core/hl_export.h) for g, a CPU graph whose PARAMs are its
+ * arguments and then `ncaptures` constants given here (contiguous, on the host). */
+int hl_kernel_export(const hl_graph *g, int ncaptures, const hl_array *captures, const char *dir, const char *name);
+
 /* Whether cuBLAS reads this view in place (hl_cublas.cpp); the engine copies the others. */
 int hl_cublas_layout_ok(const int64_t *shape, const int64_t *strides, int ndim);
 

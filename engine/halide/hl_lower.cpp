@@ -619,7 +619,7 @@ struct Lowerer {
       L.funcs[i](v) = select(K > 0, ext(v), make_zero(ty));
       return;
     }
-    if (!half && g->device == HL_DEVICE_CPU && !g->dynamic && !g->schedule && !getenv("HALUA_FUSED_MATMUL")) {
+    if (!half && g->device == HL_DEVICE_CPU && !g->dynamic && !g->schedule && !L.exporting && !getenv("HALUA_FUSED_MATMUL")) {
       /* in a jit pipeline, the engine's cached matmul kernel as an extern stage: compiled once per
        * process rather than once per pipeline (most of a training step's compile time); the
        * autoscheduler gets the product as a Halide definition to schedule itself */

@@ -17,6 +17,9 @@ struct hl_lowered {
   std::vector<Halide::ImageParam> params; /* one per PARAM, in argument order */
   std::vector<Halide::Func> outputs;      /* one per graph output */
   std::vector<Halide::Func> staged;       /* CUDA: copies of parameters that host stages read */
+  /* for hl.export: every stage the pipeline calls must be linkable without the engine (a matmul
+   * is a Halide definition, not a call to the engine's cached kernel) */
+  bool exporting = false;
 };
 
 Halide::Type hl_halide_type(hl_dtype t);    /* a buffer's element type */

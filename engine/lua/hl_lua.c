@@ -5,6 +5,7 @@
 #include "hl_disk.h"
 #include "hl_error.h"
 #include "hl_eval.h"
+#include "hl_export.h"
 #include "hl_frontend.h"
 #include "hl_backend.h"
 #include "hl_device.h"
@@ -916,6 +917,15 @@ static int l_program_build(lua_State *L) {
   return 1;
 }
 
+/* trace_export(trace, {tracers}, dir, name): hl.export's library (engine/core/hl_export.h) */
+static int l_trace_export(lua_State *L) {
+  hl_trace *t = check_trace(L, 1);
+  const hl_array *outs[128];
+  int n = list_arrays(L, 2, outs, 128, "export");
+  if (hl_export_trace(t, n, outs, luaL_checkstring(L, 3), luaL_checkstring(L, 4))) return raise(L);
+  return 0;
+}
+
 static int program_gc(lua_State *L) {
   program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
   hl_program_free(&u->p);
@@ -1145,6 +1155,7 @@ static const luaL_Reg core_funcs[] = {
     {"strip", l_strip},
     {"graph_nodes", l_graph_nodes},
     {"program_build", l_program_build},
+    {"trace_export", l_trace_export},
     {"program_run", l_program_run},
     {"program_stmt", l_program_stmt},
     {"program_compile_ms", l_program_compile_ms},

@@ -732,6 +732,20 @@ E("cache_clear", "hl.cache_clear([{disk = true}])",
   "the same between runs. An unknown option is an error.",
   [[hl.cache_clear()                  -- hl.cache_clear({disk = true}) also empties the disk cache
 print(hl.cache_info().entries)]])
+E("export", "hl.export(f, args, dir [, name])",
+  "Writes f (a function or a jitted function), for the shapes and dtypes of args (a list of its " ..
+  "arguments; pytrees are flattened in order, numbers and static arguments are baked in), as a " ..
+  "standalone C library: dir/NAME.h declares int NAME(const void *const *inputs, void *const *outputs) " ..
+  "and the macros NAME_NUM_INPUTS and NAME_NUM_OUTPUTS (NAME in capitals), with dir/libNAME.a and " ..
+  "dir/libNAME.so beside it. Each pointer is one array's contiguous row-major data; the call returns 0 " ..
+  "on success. Arrays f captures are embedded as constant data; matmuls, sort, linalg (link -llapack) and " ..
+  "compiled loops go in with the pipeline, so the library needs no Lua, LLVM or Halide (libc, libm, " ..
+  "pthread). The code is compiled for this machine's CPU. name defaults to dir's last component as a " ..
+  "C identifier. Needs a C compiler and binutils (cc, ld, objcopy, ar) while exporting.",
+  [[local dir = os.tmpname() .. ".d"
+hl.export(function(x, w) return hl.tanh(hl.matmul(x, w)) end, {hl.ones({2, 3}), hl.ones({3, 4})}, dir, "layer")
+print(io.open(dir .. "/layer.h"):read("*a"):match("#define LAYER_NUM_INPUTS %d"))
+os.execute("rm -rf '" .. dir .. "'")]])
 E("help", "hl.help([fn_or_name] [, opts]) -> nothing, or the text",
   "Prints the signature, a paragraph and a runnable example for a function, given as a value " ..
   "(hl.help(hl.sum)) or a name (\"sum\", \"random.split\", \"nn.relu\", method names like " ..

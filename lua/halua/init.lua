@@ -599,26 +599,22 @@ end
 
 local log_compiles = (os.getenv("HALUA_LOG_COMPILES") or "0") ~= "0" and os.getenv("HALUA_LOG_COMPILES") ~= ""
 
-local function build(self, args, n, info, sig)
-  if log_compiles then
-    local others = 0
-    for _ in pairs(self.cache) do others = others + 1 end
-    io.stderr:write(string.format("halua: tracing %s: %s (signature %s)\n", self.name,
-      others == 0 and "first call" or ("a new argument signature; " .. others .. " other(s) cached"), sig))
-  end
+-- Traces self.f on tracers standing for the arrays of args (on `device`): the trace, its traced
+-- results in order, and where each sits in the results (slots), with the results' trees.
+local function trace_call(self, args, n, info, device)
   local trace = core.trace_new()
   local targs = {}
   for i = 1, n do
     local a = args[i]
     if info[i] == true then
       local dtype, shape = core.info(a)
-      targs[i] = core.trace_arg(trace, dtype, shape, self.device or core.device_of(a))
+      targs[i] = core.trace_arg(trace, dtype, shape, device or core.device_of(a))
     elseif type(info[i]) == "table" then
       local leaves = {}
       for j, l in ipairs(info[i].leaves) do
         if is_array(l) then
           local dtype, shape = core.info(l)
-          leaves[j] = core.trace_arg(trace, dtype, shape, self.device or core.device_of(l))
+          leaves[j] = core.trace_arg(trace, dtype, shape, device or core.device_of(l))
         else
           leaves[j] = l
         end
@@ -637,11 +633,10 @@ local function build(self, args, n, info, sig)
     core.trace_close(trace)
     error(results, 0)
   end
-  local nres = results.n
   -- the outputs: tracers of this trace become pipeline outputs; anything else is returned as is
   local out_leaves, out_defs = {}, {}
   local traced, slots = {}, {}
-  for r = 1, nres do
+  for r = 1, results.n do
     local leaves, def = tree.flatten(results[r])
     out_defs[r] = def
     out_leaves[r] = leaves
@@ -652,13 +647,23 @@ local function build(self, args, n, info, sig)
       end
     end
   end
-  local entry = {nres = nres, defs = out_defs, consts = out_leaves, slots = slots}
+  return trace, traced, {nres = results.n, defs = out_defs, consts = out_leaves, slots = slots}
+end
+
+local function build(self, args, n, info, sig)
+  if log_compiles then
+    local others = 0
+    for _ in pairs(self.cache) do others = others + 1 end
+    io.stderr:write(string.format("halua: tracing %s: %s (signature %s)\n", self.name,
+      others == 0 and "first call" or ("a new argument signature; " .. others .. " other(s) cached"), sig))
+  end
+  local trace, traced, entry = trace_call(self, args, n, info, self.device)
   entry.text = core.trace_text(trace, traced)
   -- results that do not depend on the arguments are returned as they are: nothing to compile
   if #traced > 0 then entry.program = core.program_build(trace, traced, self.name, self.schedule) end
   core.trace_close(trace)
   -- constants must not keep tracers alive
-  for _, s in ipairs(slots) do out_leaves[s[1]][s[2]] = false end
+  for _, s in ipairs(entry.slots) do entry.consts[s[1]][s[2]] = false end
   self.cache[sig] = entry
   return entry
 end
@@ -800,6 +805,47 @@ function hl.jit(f, opts)
   local name = opts.name or (info and info.short_src and ("jit " .. info.short_src .. ":" .. (info.linedefined or 0))) or "jit"
   return setmetatable({f = f, static = static, has_static = next(static) ~= nil, cache = {}, fast = {}, name = name,
                        device = device, schedule = opts.schedule == "auto" and "auto" or nil}, jit_mt)
+end
+
+-- hl.export(f, args, dir [, name]): f for the shapes and dtypes of args as a standalone C library
+-- (engine/core/hl_export.h); the default name is dir's last component as a C identifier
+function hl.export(f, args, dir, name)
+  local jf
+  if getmetatable(f) == jit_mt then jf = f
+  elseif type(f) == "function" or (type(f) == "table" and getmetatable(f) and getmetatable(f).__call) then jf = hl.jit(f)
+  else fail("export: expected a function or a jitted function, got %s", type(f)) end
+  if type(args) ~= "table" or is_array(args) then
+    fail("export: args must be a list of the function's arguments, such as {x} or {params, x}, got %s",
+         is_array(args) and "an array" or type(args))
+  end
+  if type(dir) ~= "string" or dir == "" then fail("export: dir must be a directory path, got %s", type(dir)) end
+  if name == nil then
+    name = dir:gsub("/+$", ""):match("[^/]*$"):gsub("[^%w_]", "_")
+    if name == "" then name = "halua_export" end
+    if name:match("^%d") then name = "_" .. name end
+  elseif type(name) ~= "string" then
+    fail("export: name must be a string, got %s", type(name))
+  end
+  if jf.device == CUDA then fail("export: %s was jitted for cuda; exported libraries run on the CPU", jf.name) end
+  local n = table.maxn(args)
+  local _, _, info = analyse(jf, args, n)
+  local trace, traced, entry = trace_call(jf, args, n, info, CPU)
+  local ok, err = pcall(function()
+    for _, s in ipairs(entry.slots) do entry.consts[s[1]][s[2]] = true end
+    for r = 1, entry.nres do
+      for j, l in ipairs(entry.consts[r]) do
+        if l ~= true then
+          fail("export: result %d%s does not depend on the arguments (a %s); every output of an exported library " ..
+               "is computed from its inputs", r, #entry.consts[r] > 1 and (" (leaf " .. j .. ")") or "",
+               is_array(l) and "constant array" or type(l))
+        end
+      end
+    end
+    if #traced == 0 then fail("export: %s returns nothing to compute", jf.name) end
+    core.trace_export(trace, traced, dir, name)
+  end)
+  core.trace_close(trace)
+  if not ok then error(err, 0) end
 end
 
 local trace_mt = {__tostring = function(self) return self.text end}

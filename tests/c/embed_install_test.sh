@@ -27,3 +27,20 @@ cd "$src/samples/embed"
 # the Lua module, as LuaJIT finds it in a prefix like /usr/local
 LUA_PATH="$prefix/share/lua/5.1/?.lua;$prefix/share/lua/5.1/?/init.lua" LUA_CPATH="$(dirname "$core")/?.so" \
   luajit -e 'local hl = require "halua"; assert(hl.ones(3):sum():item() == 3); print("luajit: require \"halua\" ok")'
+# hl.export from the installed tree (libhalua_export.a in its libdir), and a C program linking the result
+OUT="$prefix/export" LUA_PATH="$prefix/share/lua/5.1/?.lua;$prefix/share/lua/5.1/?/init.lua" LUA_CPATH="$(dirname "$core")/?.so" \
+  luajit -e 'local hl = require "halua"; hl.export(function(x) return x * 2 + 1 end, {hl.ones(3)}, os.getenv("OUT"), "twice")'
+cat > "$prefix/export/main.c" <<'CEOF'
+#include <stdio.h>
+#include "twice.h"
+int main(void) {
+  float x[3] = {1, 2, 3}, y[3];
+  const void *in[TWICE_NUM_INPUTS] = {x};
+  void *out[TWICE_NUM_OUTPUTS] = {y};
+  if (twice(in, out) || y[0] != 3 || y[1] != 5 || y[2] != 7) return 1;
+  puts("hl.export from the installed tree ok");
+  return 0;
+}
+CEOF
+cc "$prefix/export/main.c" -I "$prefix/export" "$prefix/export/libtwice.a" -lm -lpthread -ldl -o "$prefix/export/main"
+"$prefix/export/main"
