@@ -147,9 +147,13 @@ struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name) {
   if (!loaded) stats.compile_ms += hl_kernel_compile_ms(k);
   pthread_mutex_unlock(&lock);
   pthread_mutex_unlock(&compile_lock);
-  if (hl_log_compiles() && !loaded)
-    fprintf(stderr, "halua: compiled %s in %.1f ms (%d nodes; cache miss: no pipeline with this %s)\n", name,
-            hl_kernel_compile_ms(k), g->nnodes, g->dynamic ? "primitive, dtype, rank and attributes" : "IR and input signature");
+  if (hl_log_compiles() && !loaded) {
+    double ph[4];
+    hl_kernel_compile_phases(k, ph);
+    fprintf(stderr, "halua: compiled %s in %.1f ms (%d nodes; cache miss: no pipeline with this %s; lowering %.1f, Halide %.1f, LLVM %.1f, link %.1f)\n",
+            name, hl_kernel_compile_ms(k), g->nnodes, g->dynamic ? "primitive, dtype, rank and attributes" : "IR and input signature",
+            ph[0], ph[1], ph[2], ph[3]);
+  }
   return k;
 }
 

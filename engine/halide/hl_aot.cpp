@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -183,17 +184,21 @@ hl_aot_entry hl_aot_load(const char *path, const std::string &symbol) {
   return entry;   /* the library stays loaded for the process, as JIT kernels stay compiled */
 }
 
-hl_aot_entry hl_aot_compile(const Module &m, const std::string &symbol, const char *so_path) {
+hl_aot_entry hl_aot_compile(const Module &m, const std::string &symbol, const char *so_path, double *llvm_ms, double *link_ms) {
   std::string obj = std::string(so_path) + ".o";
+  auto t0 = std::chrono::steady_clock::now();
   try {
     m.compile({{OutputFileType::object, obj}});
   } catch (...) {
     unlink(obj.c_str());
     throw;
   }
+  auto t1 = std::chrono::steady_clock::now();
   int linked = link_shared(obj, so_path, false);
   unlink(obj.c_str());
   hl_aot_entry entry = linked ? nullptr : hl_aot_load(so_path, symbol);
+  *llvm_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
+  *link_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
   if (!entry) {
     /* the disk path does not work here (no linker, a directory mounted noexec): once said, the
      * process JIT-compiles from now on instead of compiling everything twice */

@@ -28,9 +28,11 @@ std::string hl_aot_signature(const Halide::Target &t);
 /* No more ahead-of-time kernels in this process (hl_aot_ready says no, with why). */
 void hl_aot_disable(const char *why);
 
-/* Compiles m (whose function is `symbol`) to a shared object at so_path and loads it; on a
- * failure, warns and disables ahead-of-time kernels for the process. */
-hl_aot_entry hl_aot_compile(const Halide::Module &m, const std::string &symbol, const char *so_path);
+/* Compiles m (whose function is `symbol`) to a shared object at so_path and loads it, adding the
+ * time LLVM took and the time linking and loading took to *llvm_ms and *link_ms; on a failure,
+ * warns and disables ahead-of-time kernels for the process. */
+hl_aot_entry hl_aot_compile(const Halide::Module &m, const std::string &symbol, const char *so_path, double *llvm_ms,
+                            double *link_ms);
 
 /* Loads the shared object at path; NULL with hl_error when it has no `symbol`. */
 hl_aot_entry hl_aot_load(const char *path, const std::string &symbol);

@@ -41,6 +41,9 @@ struct hl_kernel {
   int nparams = 0, noutputs = 0;
   std::vector<int> param_ranks, output_ranks;
   double compile_ms = 0;
+  /* where compile_ms went: halua's lowering and schedule, Halide's lowering to a module, LLVM
+   * (optimisation and code generation: to an object, or the JIT's), linking and loading */
+  double phase_ms[4] = {0, 0, 0, 0};
   std::string name;     /* for messages: the primitive or the jitted function */
   std::string symbol;   /* the compiled function's unique name */
   std::string ptx;   /* CUDA pipelines: the device code, for inspection and ptxas checks */
@@ -196,6 +199,11 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name, con
   set_custom_compile_time_error_reporter(&reporter);   /* (under the lock: once is enough, twice is harmless) */
   auto t0 = std::chrono::steady_clock::now();
   hl_kernel *k = new hl_kernel;
+  auto lap = [last = t0](double &into) mutable {
+    auto now = std::chrono::steady_clock::now();
+    into += std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+  };
   try {
     hl_lowered L;
     hl_lower_graph(g, L);
@@ -207,12 +215,14 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name, con
     else hl_schedule_cpu(L, k->target);
     for (const ImageParam &p : L.params) k->args.push_back(p);
     k->pipeline = Pipeline(L.outputs);
+    lap(k->phase_ms[0]);
     if (so_path) {
       /* ahead of time, into the disk cache's shared object */
       k->symbol = kAotSymbol;
       Target t = k->target.without_feature(Target::JIT).with_feature(Target::NoRuntime);
       Module m = k->pipeline.compile_to_module(k->args, k->symbol, t);
-      k->aot = hl_aot_compile(m, k->symbol, so_path);
+      lap(k->phase_ms[1]);
+      k->aot = hl_aot_compile(m, k->symbol, so_path, &k->phase_ms[2], &k->phase_ms[3]);
       if (!k->aot) unlink(so_path);   /* (said once by hl_aot_compile; the JIT takes over) */
     }
     if (!k->aot) {
@@ -221,6 +231,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name, con
       static std::atomic<long> serial{0};
       k->symbol = "halua_pipeline_" + std::to_string(++serial);
       Module m = k->pipeline.compile_to_module(k->args, k->symbol, k->target);
+      lap(k->phase_ms[1]);
       for (const Buffer<> &b : m.buffers())
         if (b.name().find("gpu_source_kernels") != std::string::npos)
           k->ptx.assign((const char *)b.data(), strnlen((const char *)b.data(), (size_t)b.size_in_bytes()));
@@ -232,6 +243,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name, con
       deps.push_back(hl_transpose_exports());
       k->module = Internal::JITModule(m, m.get_function_by_name(k->symbol), deps);
       k->entry = k->module.argv_function();
+      lap(k->phase_ms[2]);
     }
     set_meta(k, g, name);
   } catch (const Halide::Error &e) {
@@ -297,6 +309,10 @@ extern "C" int hl_kernel_export(const hl_graph *g, int ncaptures, const hl_array
 }
 
 extern "C" double hl_kernel_compile_ms(const hl_kernel *k) { return k->compile_ms; }
+
+extern "C" void hl_kernel_compile_phases(const hl_kernel *k, double ms[4]) {
+  for (int i = 0; i < 4; i++) ms[i] = k->phase_ms[i];
+}
 
 /* Halide's lowered loop nest (stmt) or the host assembly (asm), through a temporary file. A
  * kernel loaded from the disk cache has no Halide pipeline: g is lowered again for it. */

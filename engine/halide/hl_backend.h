@@ -23,6 +23,9 @@ hl_kernel *hl_kernel_load(const hl_graph *g, const char *name, const char *path)
 /* Run with one array per PARAM and one contiguous, allocated array per output. */
 int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_array *const *outputs);
 double hl_kernel_compile_ms(const hl_kernel *k);
+/* Where a compile's time went, in ms: halua's lowering and schedule, Halide's lowering, LLVM
+ * (optimising and generating code), linking and loading (ahead-of-time kernels). */
+void hl_kernel_compile_phases(const hl_kernel *k, double ms[4]);
 /* Halide's lowered loop nest as text (caller frees), or NULL + hl_error; g is the kernel's
  * graph (lowered again for a kernel loaded from the disk cache). */
 char *hl_kernel_stmt(hl_kernel *k, const hl_graph *g);
