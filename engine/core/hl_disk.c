@@ -1,6 +1,6 @@
 #define _GNU_SOURCE   /* dladdr */
 #include "hl_disk.h"
-#include "hl_crc32.h"
+#include <zlib.h>
 #include "hl_notice.h"
 #include <dirent.h>
 #include <dlfcn.h>
@@ -169,7 +169,7 @@ static const char *check(const unsigned char *b, size_t size, const unsigned cha
   memcpy(&magic, b + size - 4, 4);
   if (magic != MAGIC) return "no trailer: truncated or overwritten";
   if (klen > size - TRAILER) return "a corrupt trailer";
-  if (hl_crc32(0, b, size - 8) != crc) return "checksum mismatch";
+  if ((uint32_t)crc32_z(0, (const Bytef *)b, size - 8) != crc) return "checksum mismatch";
   if (klen != len || memcmp(b + size - TRAILER - klen, key, len) != 0) return "another pipeline's key";
   return NULL;
 }
@@ -325,10 +325,10 @@ int hl_disk_store(const char *prefix, const unsigned char *key, size_t len, cons
     void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (m != MAP_FAILED) {
       uint64_t klen = len;
-      uint32_t crc = hl_crc32(0, m, (size_t)st.st_size);
+      uint32_t crc = (uint32_t)crc32_z(0, (const Bytef *)m, (size_t)st.st_size);
       munmap(m, (size_t)st.st_size);
-      crc = hl_crc32(crc, key, len);
-      crc = hl_crc32(crc, &klen, 8);
+      crc = (uint32_t)crc32_z(crc, (const Bytef *)key, len);
+      crc = (uint32_t)crc32_z(crc, (const Bytef *)&klen, 8);
       if (lseek(fd, 0, SEEK_END) >= 0 && !write_all(fd, key, len) && !write_all(fd, &klen, 8) &&
           !write_all(fd, &crc, 4) && !write_all(fd, &MAGIC, 4)) {
         char file[4200];

@@ -15,6 +15,10 @@ typedef enum {
 
 typedef enum { HL_K_SOURCE, HL_K_ELEMWISE, HL_K_REDUCE, HL_K_MATMUL, HL_K_VIEW, HL_K_CONCAT, HL_K_LOOP, HL_K_INDEXED, HL_K_LINALG,
                HL_K_SORT } hl_prim_kind;
+/* a compiled loop's kind (its LOOP nodes run it: engine/runtime/hl_loop.h) */
+typedef enum { HL_LOOP_FORI, HL_LOOP_WHILE, HL_LOOP_SCAN } hl_loop_kind;
+/* the most inputs one loop takes: carries, scanned arrays and enclosing values together */
+#define HL_MAX_LOOP_INPUTS 24
 typedef enum { HL_IN_ANY, HL_IN_NUM, HL_IN_FLOAT, HL_IN_BOOL, HL_IN_INT, HL_IN_BITS } hl_in_rule;
 typedef enum { HL_OUT_SAME, HL_OUT_TOBOOL, HL_OUT_ATTR, HL_OUT_INDEX, HL_OUT_SUMLIKE } hl_out_rule;
 

@@ -10,6 +10,7 @@
 #include "hl_embed.h"
 #include "hl_error.h"
 #include "hl_lua.h"
+#include "hl_lua_value.h"
 #include <dlfcn.h>
 #include <lauxlib.h>
 #include <lualib.h>

@@ -5,6 +5,7 @@
 #include "hl_error.h"
 #include "hl_eval.h"
 #include "hl_lua.h"
+#include "hl_lua_value.h"
 #include <lauxlib.h>
 #include <string.h>
 

@@ -1,6 +1,7 @@
-/* The Lua binding: array userdata and its metatable, one closure per primitive (generated from
- * the primitive table), tracing and compiled programs. Errors are raised as plain Lua strings
- * that begin "halua: " (no position prefix), after every engine resource is released. */
+/* The Lua binding: the array metatable, one closure per primitive (generated from the primitive
+ * table), tracing and compiled programs; it registers the other files' functions (hl_lua_io.c,
+ * hl_lua_loop.c), which share only hl_lua_value.c's helpers with it. Errors are raised as plain
+ * Lua strings that begin "halua: " (no position prefix), after every engine resource is released. */
 #include "hl_cache.h"
 #include "hl_disk.h"
 #include "hl_error.h"
@@ -10,7 +11,11 @@
 #include "hl_backend.h"
 #include "hl_device.h"
 #include "hl_lua.h"
+#include "hl_lua_io.h"
+#include "hl_lua_loop.h"
+#include "hl_lua_value.h"
 #include "hl_loop.h"
+#include "hl_runtime.h"
 #include <lauxlib.h>
 #include <lua.h>
 #include <math.h>
@@ -19,61 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ARRAY_MT "halua.array"
-#define TRACE_MT "halua.trace"
-#define PROGRAM_MT "halua.program"
-
-static int raise(lua_State *L) {
-  lua_pushstring(L, hl_error_message());
-  return lua_error(L);
-}
-int hl_lua_raise(lua_State *L) { return raise(L); }
-
-/* Raise a formatted message (lua_pushfstring's formats: %s %d %f %%). Unlike luaL_error it adds
- * no "file:line:" of the Lua caller, which would be one of halua's own files. */
-int hl_lua_raisef(lua_State *L, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  lua_pushvfstring(L, fmt, ap);
-  va_end(ap);
-  return lua_error(L);
-}
+#define raise hl_lua_raise
 #define raisef hl_lua_raisef
-
-/* ---- heap tracking: step Lua's GC by engine bytes, which Lua cannot see ---- */
-
-/* A collection runs after 32 MiB of new arrays, or more: an eighth of the arrays that survived
- * the last one, or four times the Lua heap. A collection walks the Lua heap, not the arrays'
- * bytes (about 0.15 ms with halua loaded and a thousand live arrays), so its cost stays a small
- * part of the work; the blocks it frees are then reused warm (hl_storage.c's cache), where new
- * memory costs more to touch than most kernels take. The threshold is process-wide like the byte
- * count it is compared with; embedders run a lua_State per thread, so it is read and written
- * atomically. */
-#define GC_MIN_BYTES ((size_t)32 << 20)
-static size_t gc_soft_max = GC_MIN_BYTES;
-
-static void heap_check(lua_State *L) {
-  size_t used = hl_heap_bytes();
-  if (used < __atomic_load_n(&gc_soft_max, __ATOMIC_RELAXED)) return;
-  lua_gc(L, LUA_GCCOLLECT, 0);
-  size_t after = hl_heap_bytes();
-  size_t lua_bytes = (size_t)lua_gc(L, LUA_GCCOUNT, 0) << 10;
-  size_t allowance = GC_MIN_BYTES;
-  if (after / 8 > allowance) allowance = after / 8;
-  if (4 * lua_bytes > allowance) allowance = 4 * lua_bytes;
-  __atomic_store_n(&gc_soft_max, after + allowance, __ATOMIC_RELAXED);
-}
-
-/* ---- arrays ---- */
-
-static hl_array *to_array(lua_State *L, int idx) {
-  hl_array *a = lua_touserdata(L, idx);
-  if (!a || !lua_getmetatable(L, idx)) return NULL;
-  lua_getfield(L, LUA_REGISTRYINDEX, ARRAY_MT);
-  int ok = lua_rawequal(L, -1, -2);
-  lua_pop(L, 2);
-  return ok ? a : NULL;
-}
+#define to_array hl_lua_to_array
+#define push_array hl_lua_push_value
+#define check_trace hl_lua_check_trace
 
 static const char *op_name(lua_State *L) {
   const char *n = lua_tostring(L, lua_upvalueindex(2));
@@ -88,35 +43,6 @@ static hl_array *check_array(lua_State *L, int idx, const char *op) {
   }
   return a;
 }
-
-/* Move an engine array into a new userdata (takes ownership). Tracers keep their trace alive. */
-static hl_array *push_array(lua_State *L, const hl_array *src, int trace_idx) {
-  /* the GC step comes first: once the userdata exists it owns src, and an error raised before
-   * that (out of memory, a finalizer's error) leaves src with the caller (halua_push_array
-   * relies on this to hand a wrapped buffer back to the host) */
-  if (src->storage) heap_check(L);
-  hl_array *a = lua_newuserdata(L, sizeof(hl_array));
-  *a = *src;
-  lua_getfield(L, LUA_REGISTRYINDEX, ARRAY_MT);
-  lua_setmetatable(L, -2);
-  if (a->graph && trace_idx) {
-    lua_newtable(L);
-    lua_pushvalue(L, trace_idx);
-    lua_rawseti(L, -2, 1);
-    lua_setfenv(L, -2);
-  }
-  return a;
-}
-
-hl_array *hl_lua_to_array(lua_State *L, int idx) { return to_array(L, idx); }
-int hl_lua_is_loaded(lua_State *L) {
-  lua_getfield(L, LUA_REGISTRYINDEX, ARRAY_MT);
-  int loaded = lua_istable(L, -1);
-  lua_pop(L, 1);
-  return loaded;
-}
-void hl_lua_push_array(lua_State *L, hl_array *a) { push_array(L, a, 0); }
-void hl_lua_push_tracer(lua_State *L, hl_array *a, int trace_idx) { push_array(L, a, trace_idx); }
 
 /* The result of an op: a tracer result shares its env (trace) with an input tracer. */
 static void push_result(lua_State *L, hl_array *r, int first, int last) {
@@ -652,8 +578,6 @@ static int array_compare(lua_State *L) {
 
 /* ---- tracing ---- */
 
-static hl_trace *check_trace(lua_State *L, int idx) { return luaL_checkudata(L, idx, TRACE_MT); }
-hl_trace *hl_lua_check_trace(lua_State *L, int idx) { return check_trace(L, idx); }
 
 /* trace_new([parent]) -> a trace; nested in parent (a compiled loop's body), which it keeps alive */
 static int l_trace_new(lua_State *L) {
@@ -917,7 +841,7 @@ static int l_program_build(lua_State *L) {
   return 1;
 }
 
-/* trace_export(trace, {tracers}, dir, name): hl.export's library (engine/core/hl_export.h) */
+/* trace_export(trace, {tracers}, dir, name): hl.export's library (engine/runtime/hl_export.h) */
 static int l_trace_export(lua_State *L) {
   hl_trace *t = check_trace(L, 1);
   const hl_array *outs[128];
@@ -1175,6 +1099,7 @@ static const luaL_Reg core_funcs[] = {
 };
 
 int luaopen_halua_core(lua_State *L) {
+  hl_runtime_start();
   /* the array metatable; __index/__newindex/__tostring are completed by halua/init.lua */
   luaL_newmetatable(L, ARRAY_MT);
   lua_pushcfunction(L, array_gc);

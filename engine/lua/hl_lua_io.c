@@ -1,8 +1,11 @@
 /* .npy / .npz files for hl.save, hl.load, hl.savez and hl.loadz (lua/halua/io.lua checks the
  * arguments and places loaded arrays on the default device). The file formats are in
- * engine/core (hl_npy, hl_npz, hl_zip); everything there is released before an error is raised. */
+ * engine/formats (hl_npy, hl_npz, hl_zip) and write host arrays, which the runtime makes
+ * (hl_host_contiguous); everything is released before an error is raised. */
 #include "hl_error.h"
-#include "hl_lua.h"
+#include "hl_eval.h"
+#include "hl_lua_io.h"
+#include "hl_lua_value.h"
 #include "hl_npy.h"
 #include "hl_npz.h"
 #include <lauxlib.h>
@@ -13,7 +16,11 @@ static int l_npy_save(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   hl_array *a = hl_lua_to_array(L, 2);
   if (!a) return hl_lua_raisef(L, "halua: save: argument 2 is a %s, expected an array", luaL_typename(L, 2));
-  if (hl_npy_save(path, a)) return hl_lua_raise(L);
+  hl_array host;
+  if (hl_host_contiguous("save", a, &host)) return hl_lua_raise(L);
+  int rc = hl_npy_save(path, &host);
+  hl_array_release(&host);
+  if (rc) return hl_lua_raise(L);
   return 0;
 }
 
@@ -42,22 +49,29 @@ static int l_npz_save(lua_State *L) {
     if (!ok) return hl_lua_raisef(L, "halua: savez: entry %d is not a name and an array", i);
   }
   const char **names = malloc(((size_t)n + 1) * sizeof *names);
+  hl_array *host = calloc((size_t)n + 1, sizeof *host);
   const hl_array **arrays = malloc(((size_t)n + 1) * sizeof *arrays);
-  if (!names || !arrays) {
+  if (!names || !host || !arrays) {
     free(names);
+    free(host);
     free(arrays);
     return hl_lua_raisef(L, "halua: savez: out of memory");
   }
-  for (int i = 1; i <= n; i++) {
+  /* every array on the host first: an array that cannot be saved leaves no file behind */
+  int ready = 0, rc = 0;
+  for (int i = 1; i <= n && !rc; i++) {
     lua_rawgeti(L, 2, i);
     names[i - 1] = lua_tostring(L, -1);
     lua_pop(L, 1);
     lua_rawgeti(L, 3, i);
-    arrays[i - 1] = hl_lua_to_array(L, -1);
+    rc = hl_host_contiguous("savez", hl_lua_to_array(L, -1), &host[i - 1]);
     lua_pop(L, 1);
+    if (!rc) arrays[ready++] = &host[i - 1];
   }
-  int rc = hl_npz_save(path, n, names, (const hl_array *const *)arrays);
+  if (!rc) rc = hl_npz_save(path, n, names, (const hl_array *const *)arrays);
+  for (int i = 0; i < ready; i++) hl_array_release(&host[i]);
   free(names);
+  free(host);
   free(arrays);
   if (rc) return hl_lua_raise(L);
   return 0;

@@ -1,4 +1,4 @@
-/* core.loop_record: a compiled loop (engine/core/hl_loop.h) recorded into the enclosing jit trace.
+/* core.loop_record: a compiled loop (engine/runtime/hl_loop.h) recorded into the enclosing jit trace.
  *
  *   core.loop_record{kind = "fori" | "while" | "scan", trace = enclosing trace,
  *                    body = body trace, body_out = {tracers}, cond = trace, cond_out = tracer,
@@ -9,7 +9,8 @@
  * the new carries [and the step's outputs (scan)]. */
 #include "hl_error.h"
 #include "hl_loop.h"
-#include "hl_lua.h"
+#include "hl_lua_loop.h"
+#include "hl_lua_value.h"
 #include <lauxlib.h>
 #include <stdlib.h>
 #include <string.h>

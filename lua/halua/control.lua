@@ -2,7 +2,7 @@
 -- pytrees. Outside hl.jit they run as Lua control flow (so they record onto autodiff's tape like
 -- any other ops). Inside hl.jit, cond and switch trace every branch and choose with `where`;
 -- loops are compiled: the body is traced once into a program of its own, and the enclosing
--- pipeline runs it from C (engine/core/hl_loop.h), so compile time does not grow with the number
+-- pipeline runs it from C (engine/runtime/hl_loop.h), so compile time does not grow with the number
 -- of steps, on the CPU and on CUDA. Under autodiff inside jit, loops stay compiled and their
 -- derivative is a compiled loop too: in reverse mode (fori_loop and scan) a loop that runs the
 -- steps backwards, in forward mode (all three) a loop that carries the tangents. Under vmap

@@ -2,7 +2,7 @@
 -- "random.split", "nn.relu") or, for methods with no hl function, "x:item". Each entry has
 -- sig (the call, first line), doc (one paragraph), example (runnable Lua: tests/lua/help_spec.lua
 -- runs every one with `hl` in scope) and group (for hl.help()'s overview). An entry {alias = name}
--- stands for a second name of the same function. Semantics follow the code, not just API.md:
+-- stands for a second name of the same function. Semantics follow the code, not just docs/api.md:
 -- axes and indices are 1-based, ranges inclusive.
 local docs, order = {}, {}
 local group

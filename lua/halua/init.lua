@@ -808,7 +808,7 @@ function hl.jit(f, opts)
 end
 
 -- hl.export(f, args, dir [, name]): f for the shapes and dtypes of args as a standalone C library
--- (engine/core/hl_export.h); the default name is dir's last component as a C identifier
+-- (engine/runtime/hl_export.h); the default name is dir's last component as a C identifier
 function hl.export(f, args, dir, name)
   local jf
   if getmetatable(f) == jit_mt then jf = f
@@ -855,7 +855,7 @@ function hl.trace(f, ...)
   return setmetatable({text = lowered:ir()}, trace_mt)
 end
 
--- a table, as API.md says; its metatable only makes it print readably
+-- a table, as docs/api.md says; its metatable only makes it print readably
 local cache_info_mt = {__tostring = function(t)
   return string.format("{entries = %d, hits = %d, misses = %d, compile_ms = %.1f, disk_hits = %d, disk_misses = %d, " ..
                        "disk_bytes = %d, disk_load_ms = %.1f, disk_dir = %s}", t.entries, t.hits, t.misses, t.compile_ms,

@@ -1,5 +1,5 @@
 -- .npy and .npz files: hl.save, hl.load, hl.savez, hl.loadz (installed into hl by init.lua).
--- The formats are NumPy's (engine/core/hl_npy.c, hl_npz.c, hl_zip_*.c): hl.save writes the same
+-- The formats are NumPy's (engine/formats/hl_npy.c, hl_npz.c, hl_zip_*.c): hl.save writes the same
 -- bytes as numpy.save, hl.savez the same as numpy.savez. Paths are used as given (NumPy appends
 -- .npy or .npz to a name without it; these do not).
 return function(hl, core, util)

@@ -1,5 +1,5 @@
 -- hl.linalg: solve, inv, cholesky (NumPy's numpy.linalg semantics, batched over leading axes).
--- solve and cholesky are primitives (engine/core/hl_linalg.c: LAPACK on the host, an extern
+-- solve and cholesky are primitives (engine/host/hl_linalg.c: LAPACK on the host, an extern
 -- stage inside jit pipelines); inv is solve against the identity, so its derivative is solve's.
 -- A singular (or, for cholesky, not positive definite) matrix is an error when the op runs
 -- eagerly, and gives NaN for that matrix of the batch inside hl.jit, where a pipeline cannot

@@ -13,7 +13,7 @@ return function(hl, core)
   local shl, shr = hl.left_shift, hl.right_shift
 
   -- Threefry-2x32 of the counter pairs (x0[i], x1[i]) under key (k0, k1): one primitive (its
-  -- rounds are lowered in engine/halide/hl_lower.cpp) that packs the two result words
+  -- rounds are lowered in engine/backend/hl_lower.cpp) that packs the two result words
   local threefry_prim = core.prims.threefry2x32
   local function threefry(k0, k1, x0, x1)
     local p = threefry_prim(k0, k1, x0, x1)

@@ -1,5 +1,5 @@
 -- hl.sort and hl.argsort along one axis (default the last, as NumPy's), also methods x:sort(),
--- x:argsort(). Both are primitives (engine/core/hl_sort.c: a stable merge sort per lane on the
+-- x:argsort(). Both are primitives (engine/host/hl_sort.c: a stable merge sort per lane on the
 -- host, an extern stage inside jit pipelines), stable like NumPy's kind="stable", with NaN after
 -- everything else. argsort's indices are 1-based int64. sort's derivative moves the cotangent
 -- back through the inverse permutation (rules.lua).

@@ -1,4 +1,4 @@
-/* vmath_check: accuracy and special-value check of engine/halide/hl_vmath against glibc.
+/* vmath_check: accuracy and special-value check of engine/backend/hl_vmath against glibc.
  *
  * Each function is JIT-compiled as a Halide pipeline vectorised by 16 (as the engine runs it) and
  * evaluated over a sweep of float32 inputs: special values (+-0, +-inf, NaNs, denormals,

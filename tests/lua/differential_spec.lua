@@ -1,4 +1,4 @@
--- The differential suite: every op group of API.md against NumPy, on random shapes (rank 0 to 5,
+-- The differential suite: every op group of docs/api.md against NumPy, on random shapes (rank 0 to 5,
 -- zero-size axes, size-1 axes that broadcast, negative axes) and every dtype, with NaN, inf and
 -- -0.0 mixed into float inputs; each case runs eagerly and (a few shapes per op and dtype) under
 -- hl.jit. Nothing is hand-copied: each describe block sends its NumPy expressions to one python3

@@ -89,7 +89,7 @@ describe("hl.help", function()
       end
     end
     table.sort(skipped)
-    -- the skipped ones are API.md functions other modules are adding; once present they run
+    -- the skipped ones are docs/api.md functions other modules are adding; once present they run
     print(string.format("\nhelp_spec: %d examples ran, %d skipped (not in this build yet: %s)", ran, #skipped,
                         table.concat(skipped, " ")))
     assert.truthy(ran > 150)

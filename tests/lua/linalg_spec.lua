@@ -321,10 +321,10 @@ describe("linalg errors", function()
     -- lowering for cuda needs no GPU; scripts/test-gpu runs these pipelines on one
     local f = hl.jit(function(p, q) return hl.linalg.solve(p, q) end, {device = "cuda"})
     local stmt = f:lower(good, good):stmt()
-    assert.truthy(stmt:find("halua_linalg_solve", 1, true), stmt)
+    assert.truthy(stmt:find("hl_stage_linalg_solve", 1, true), stmt)
     assert.truthy(stmt:find("_halide_buffer_set_host_dirty", 1, true), stmt)
     local g = hl.jit(hl.linalg.cholesky, {device = "cuda"})
-    assert.truthy(g:lower(good):stmt():find("halua_linalg_cholesky", 1, true))
+    assert.truthy(g:lower(good):stmt():find("hl_stage_linalg_cholesky", 1, true))
   end)
 end)
 

@@ -108,7 +108,7 @@ describe("sort: int64 beyond 2^53 and errors", function()
     -- lowering for cuda needs no GPU: the loop nest calls the host sort, whose result is host-dirty
     local f = hl.jit(function(v) return hl.sort(v * 2) + 1 end, {device = "cuda"})
     local stmt = f:lower(hl.ones({3})):stmt()
-    assert.truthy(stmt:find("halua_sort", 1, true), stmt)
+    assert.truthy(stmt:find("hl_stage_sort", 1, true), stmt)
     assert.truthy(stmt:find("_halide_buffer_set_host_dirty", 1, true), stmt)
   end)
 end)

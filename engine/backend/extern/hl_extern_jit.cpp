@@ -1,0 +1,31 @@
+#include "hl_extern_jit.h"
+#include "hl_extern_linalg.h"
+#include "hl_extern_sort.h"
+#include "hl_extern_transpose.h"
+#include <mutex>
+
+using namespace Halide;
+
+Internal::JITModule hl_sort_exports() {
+  static Internal::JITModule m;
+  static std::once_flag once;
+  std::call_once(once, [] { m.add_extern_for_export("hl_stage_sort", ExternCFunction(&hl_stage_sort)); });
+  return m;
+}
+
+Internal::JITModule hl_linalg_exports() {
+  static Internal::JITModule m;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    m.add_extern_for_export("hl_stage_linalg_solve", ExternCFunction(&hl_stage_linalg_solve));
+    m.add_extern_for_export("hl_stage_linalg_cholesky", ExternCFunction(&hl_stage_linalg_cholesky));
+  });
+  return m;
+}
+
+Internal::JITModule hl_transpose_exports() {
+  static Internal::JITModule m;
+  static std::once_flag once;
+  std::call_once(once, [] { m.add_extern_for_export("hl_stage_cpu_transpose", ExternCFunction(&hl_stage_cpu_transpose)); });
+  return m;
+}

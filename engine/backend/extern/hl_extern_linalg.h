@@ -1,0 +1,11 @@
+/* Linear algebra as Halide extern stages of CPU pipelines: hl_stage_linalg_solve(A, B, n, X) and
+ * hl_stage_linalg_cholesky(A, n, L) call LAPACK (engine/host/hl_linalg.c) per matrix of the batch,
+ * in Halide's dimension order (dim 0 innermost); n is the matrix order. A matrix with no answer
+ * gives NaN in its result (a pipeline cannot raise part way). */
+#ifndef HL_EXTERN_LINALG_H
+#define HL_EXTERN_LINALG_H
+#include <HalideRuntime.h>
+
+extern "C" int hl_stage_linalg_solve(halide_buffer_t *A, halide_buffer_t *B, int n, halide_buffer_t *X);
+extern "C" int hl_stage_linalg_cholesky(halide_buffer_t *A, int n, halide_buffer_t *L);
+#endif

@@ -1,0 +1,86 @@
+/* The extern stages of compiled loops (see engine/runtime/hl_loop.h): hl_stage_loop_N takes the loop
+ * id, the result index, N input buffers and the output buffer. */
+#include "hl_extern_loop.h"
+#include "hl_device.h"
+#include "hl_extern_view.h"
+#include <mutex>
+#include <string>
+#include <utility>
+
+using namespace Halide;
+
+namespace {
+
+int loop_stage_common(int id, int k, int n, halide_buffer_t **in, halide_buffer_t *out) {
+  const hl_runtime_hooks *hooks = hl_backend_hooks();
+  hl_loop_info info, *l = &info;
+  if (!hooks || hooks->loop_info(id, &info) || n != l->ninputs) return hl_stage_failed(-1, "loop: internal: a loop stage with an unknown loop or inputs");
+  bool query = out->is_bounds_query();
+  for (int j = 0; j < n; j++) query = query || in[j]->is_bounds_query();
+  if (query) {
+    /* every input whole: the loop reads all of each */
+    for (int j = 0; j < n; j++) {
+      if (!in[j]->is_bounds_query()) continue;
+      for (int d = 0; d < in[j]->dimensions; d++) {
+        in[j]->dim[d].min = 0;
+        in[j]->dim[d].extent = (int32_t)l->input_types[j].shape[in[j]->dimensions - 1 - d];
+      }
+    }
+    return 0;
+  }
+  if (hl_stage_run_failed()) return -1;   /* (an earlier stage failed) */
+  enum { MAXI = 64 };
+  hl_storage st[MAXI + 1];
+  hl_array a[MAXI + 1];
+  const hl_array *ins[MAXI];
+  if (n > MAXI) return hl_stage_failed(-1, "loop: internal: too many inputs");
+  /* a loop of a CUDA pipeline is a CUDA stage: its body runs there, on buffers in device memory
+   * (Halide leaves an input a host stage produced on the host; out is allocated there) */
+  int device = l->device;
+  if (device == HL_DEVICE_CUDA) {
+    for (int j = 0; j < n; j++)
+      if (in[j]->number_of_elements() > 0 && hl_buffer_to_device(in[j]))
+        return hl_stage_failed(-1, "loop: copying an input of the loop to cuda failed");
+    if (out->number_of_elements() > 0 && !out->device) return hl_stage_failed(-1, "loop: internal: no device memory for the result");
+  }
+  for (int j = 0; j < n; j++) {
+    hl_view_of_buffer_on(device, in[j], &st[j], &a[j]);
+    a[j].dtype = l->input_types[j].dtype;   /* a uint16 buffer may hold float16 or bfloat16 */
+    ins[j] = &a[j];
+  }
+  hl_view_of_buffer_on(device, out, &st[n], &a[n]);
+  a[n].dtype = l->result_types[k].dtype;
+  int64_t mins[HL_MAX_DIMS];
+  for (int d = 0; d < out->dimensions; d++) mins[out->dimensions - 1 - d] = out->dim[d].min;
+  return hooks->loop_result(id, k, n, ins, mins, &a[n]) ? hl_stage_failed(-1, nullptr) : 0;
+}
+
+template <typename... B>
+int loop_stage(int id, int k, B... bufs) {
+  halide_buffer_t *all[] = {bufs...};
+  const int n = (int)sizeof...(B) - 1;
+  return loop_stage_common(id, k, n, all, all[n]);
+}
+
+template <size_t>
+using buffer_arg = halide_buffer_t *;
+
+template <size_t... I>
+void export_stage(Internal::JITModule &m, std::index_sequence<I...>) {
+  /* I... counts the inputs plus the output */
+  m.add_extern_for_export("hl_stage_loop_" + std::to_string(sizeof...(I) - 1), ExternCFunction(&loop_stage<buffer_arg<I>...>));
+}
+
+template <size_t... N>
+void export_all(Internal::JITModule &m, std::index_sequence<N...>) {
+  (export_stage(m, std::make_index_sequence<N + 2>{}), ...);   /* 1 .. kMaxLoopInputs inputs */
+}
+
+}  // namespace
+
+Internal::JITModule hl_loop_exports() {
+  static Internal::JITModule m;
+  static std::once_flag once;
+  std::call_once(once, [] { export_all(m, std::make_index_sequence<HL_MAX_LOOP_INPUTS>{}); });
+  return m;
+}

@@ -1,0 +1,370 @@
+/* Compilation and the call path. A kernel is a Halide pipeline called through its argv entry
+ * point with halide_buffer_t views of the engine's arrays (zero copy): compiled ahead of time
+ * into a shared object of the disk cache (host pipelines, hl_aot.cpp) or JIT-compiled (CUDA
+ * pipelines, pipelines with compiled loops, and everything when the disk cache is off). */
+#include "hl_backend.h"
+#include "hl_aot.h"
+#include "hl_lower.h"
+#include "hl_device.h"
+#include "hl_extern_cublas.h"
+#include "hl_extern_matmul.h"
+#include "hl_extern_jit.h"
+#include "hl_extern_loop.h"
+#include "hl_extern_view.h"
+#include "hl_export_lib.h"
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+extern "C" {
+#include "hl_disk.h"
+#include "hl_error.h"
+#include "hl_pool.h"
+#include "hl_storage.h"
+}
+
+using namespace Halide;
+
+struct hl_kernel {
+  Pipeline pipeline;
+  std::vector<Argument> args;
+  Target target;
+  Internal::JITModule module;
+  Internal::JITModule::argv_wrapper entry = nullptr;
+  hl_aot_entry aot = nullptr;   /* a shared object's entry point, in place of `entry` */
+  int nparams = 0, noutputs = 0;
+  std::vector<int> param_ranks, output_ranks;
+  double compile_ms = 0;
+  /* where compile_ms went: halua's lowering and schedule, Halide's lowering to a module, LLVM
+   * (optimisation and code generation: to an object, or the JIT's), linking and loading */
+  double phase_ms[4] = {0, 0, 0, 0};
+  std::string name;     /* for messages: the primitive or the jitted function */
+  std::string symbol;   /* the compiled function's unique name */
+  std::string ptx;   /* CUDA pipelines: the device code, for inspection and ptxas checks */
+};
+
+namespace {
+
+/* The runtime reports failures here instead of calling abort(). */
+struct RunContext : JITUserContext {
+  /* the ahead-of-time runtime's handlers are process-wide: a user context that is not one of
+   * ours (another Halide library's pipeline in the same process) is left alone */
+  static const uint64_t kMagic = 0x68616c7561727563ull;
+  uint64_t magic = kMagic;
+  std::string message;
+};
+
+void record_error(JITUserContext *c, const char *msg) { static_cast<RunContext *>(c)->message += msg; }
+
+/* pipelines' internal buffers come from the engine's scratch memory (hl_storage.c) */
+void *scratch_malloc(JITUserContext *, size_t n) { return hl_scratch_alloc(n); }
+void scratch_free(JITUserContext *, void *p) { hl_scratch_free(p); }
+
+/* parallel loops go to the engine's pool (hl_pool.c) */
+int pool_par_for(JITUserContext *ctx, int (*f)(JITUserContext *, int, uint8_t *), int min, int extent, uint8_t *closure) {
+  return hl_pool_par_for(ctx, (hl_task_fn)f, min, extent, closure);
+}
+
+int to_buffer(const hl_array *a, int rank, halide_buffer_t *b, halide_dimension_t *dims, const char *what) {
+  if (a->ndim != rank) return hl_error("%s: internal: rank %d passed where %d was compiled", what, a->ndim, rank);
+  *b = halide_buffer_t();
+  if (a->storage->device != HL_DEVICE_CPU) {
+    /* device memory: the address of the view's first element; Halide finds no host copy */
+    b->device = hl_array_device_address(a);
+    b->device_interface = hl_device_interface(a->storage->device);
+    /* an empty output of a CUDA pipeline is written on the host (hl_schedule_cuda): nothing is
+     * written, but Halide's checks (HALUA_PIPELINE_CHECKS=1) want a host address */
+    static uint8_t nothing[64];
+    if (hl_shape_size(a->ndim, a->shape) == 0) b->host = nothing;
+  } else {
+    b->host = (uint8_t *)hl_array_data(a);
+  }
+  Type t = hl_halide_type(a->dtype);
+  b->type = t;
+  b->dimensions = rank;
+  b->dim = dims;
+  for (int j = 0; j < rank; j++) {
+    int axis = rank - 1 - j;
+    int64_t e = a->shape[axis], s = a->strides[axis];
+    if (e > INT32_MAX || s > INT32_MAX || s < INT32_MIN)
+      return hl_error("%s: axis %d of shape %s is too long for one pipeline (at most 2^31-1 elements per axis)",
+                      what, axis + 1, hl_shape_str(a->ndim, (const long long *)a->shape).s);
+    /* the stride of a one-element axis is never used; unit keeps stride constraints happy */
+    dims[j] = halide_dimension_t(0, (int32_t)e, e == 1 && j == 0 ? 1 : (int32_t)s);
+  }
+  return 0;
+}
+
+/* a pipeline's function in its own shared object: each object is loaded privately (RTLD_LOCAL)
+ * and looked up through its own handle, so one name serves them all */
+const char *const kAotSymbol = "hl_pipeline";
+
+void set_meta(hl_kernel *k, const hl_graph *g, const char *name) {
+  k->name = name;
+  k->nparams = g->nparams;
+  k->noutputs = g->noutputs;
+  for (int i = 0; i < g->nnodes; i++)
+    if (g->nodes[i].prim == HL_P_PARAM) k->param_ranks.push_back(g->nodes[i].type.ndim);
+  for (int j = 0; j < g->noutputs; j++) k->output_ranks.push_back(g->nodes[g->outputs[j]].type.ndim);
+}
+
+/* whether an extern stage of this thread's current pipeline run failed (hl_stage_failed) */
+thread_local bool stage_failed;
+
+/* Halide's compiler and our lowering keep process-wide state (static Vars, name counters,
+ * LLVM's global options), and embedders compile from several threads: one compile at a time.
+ * Compiled kernels run concurrently without it. */
+std::mutex compiler_lock;
+
+}  // namespace
+
+/* Halide's compile-time messages: errors become exceptions as before (the caller reports them
+ * under the op's name); warnings about schedules ("outer dim vectorization", "abs of an unsigned
+ * type") say nothing a user can act on, so they print only with HALUA_HALIDE_WARNINGS=1. */
+struct QuietReporter : CompileTimeErrorReporter {
+  void warning(const char *msg) override {
+    if (getenv("HALUA_HALIDE_WARNINGS")) fprintf(stderr, "%s", msg);
+  }
+  void error(const char *msg) override { throw CompileError(msg); }
+};
+
+bool hl_stage_run_failed() { return stage_failed; }
+
+static std::atomic<const hl_runtime_hooks *> runtime_hooks{nullptr};
+extern "C" void hl_backend_set_hooks(const hl_runtime_hooks *hooks) { runtime_hooks = hooks; }
+extern "C" const hl_runtime_hooks *hl_backend_hooks(void) { return runtime_hooks; }
+
+/* The ahead-of-time runtime's handlers: every runtime call passes the run's context (hl_kernel_run) */
+void hl_backend_runtime_error(void *uc, const char *msg) {
+  RunContext *c = uc ? static_cast<RunContext *>(static_cast<JITUserContext *>(uc)) : nullptr;
+  if (c && c->magic == RunContext::kMagic) c->message += msg;
+  else fprintf(stderr, "halua: Halide runtime: %s\n", msg);
+}
+void *hl_backend_runtime_malloc(void *, size_t n) { return hl_scratch_alloc(n); }
+void hl_backend_runtime_free(void *, void *p) { hl_scratch_free(p); }
+int hl_backend_runtime_par_for(void *uc, int (*f)(void *, int, uint8_t *), int min, int extent, uint8_t *closure) {
+  return hl_pool_par_for(uc, (hl_task_fn)f, min, extent, closure);
+}
+
+static bool has_loop(const hl_graph *g) {
+  for (int i = 0; i < g->nnodes; i++)
+    if (hl_prims[g->nodes[i].prim].kind == HL_K_LOOP) return true;
+  return false;
+}
+
+/* A compiled loop's stage names its loop by a number of this process; a CUDA pipeline needs the
+ * JIT's device runtime. The rest can live in the disk cache. */
+extern "C" char *hl_kernel_disk_signature(const hl_graph *g) {
+  if (g->device != HL_DEVICE_CPU || has_loop(g)) return nullptr;
+  std::lock_guard<std::mutex> guard(compiler_lock);
+  static std::string signature;   /* the same for the whole process: made once */
+  try {
+    Target t = hl_device_target(HL_DEVICE_CPU);
+    std::string why;
+    if (!hl_aot_ready(t.without_feature(Target::JIT), why)) return nullptr;   /* (said once there) */
+    if (signature.empty()) signature = hl_aot_signature(t);
+    return strdup(signature.c_str());
+  } catch (const std::exception &e) {
+    return nullptr;
+  }
+}
+
+extern "C" hl_kernel *hl_kernel_load(const hl_graph *g, const char *name, const char *path) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> guard(compiler_lock);
+  hl_kernel *k = new hl_kernel;
+  k->target = hl_device_target(HL_DEVICE_CPU);
+  k->symbol = kAotSymbol;
+  k->aot = hl_aot_load(path, k->symbol);
+  if (!k->aot) {
+    delete k;
+    return nullptr;
+  }
+  set_meta(k, g, name);
+  k->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return k;
+}
+
+int hl_stage_failed(int status, const char *what) {
+  if (!stage_failed && what) hl_error("%s", what);
+  stage_failed = true;
+  return status;
+}
+
+extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name, const char *so_path) {
+  std::lock_guard<std::mutex> guard(compiler_lock);
+  static QuietReporter reporter;
+  set_custom_compile_time_error_reporter(&reporter);   /* (under the lock: once is enough, twice is harmless) */
+  auto t0 = std::chrono::steady_clock::now();
+  hl_kernel *k = new hl_kernel;
+  auto lap = [last = t0](double &into) mutable {
+    auto now = std::chrono::steady_clock::now();
+    into += std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+  };
+  try {
+    hl_lowered L;
+    hl_lower_graph(g, L);
+    k->target = hl_device_target(g->device);
+    if (g->schedule && g->device == HL_DEVICE_CUDA)
+      throw CompileError("schedule \"auto\" (Mullapudi2016) schedules CPU pipelines, not cuda ones");
+    if (g->device == HL_DEVICE_CUDA) hl_schedule_cuda(L, k->target);
+    else if (g->schedule) hl_schedule_auto(L, k->target);
+    else hl_schedule_cpu(L, k->target);
+    for (const ImageParam &p : L.params) k->args.push_back(p);
+    k->pipeline = Pipeline(L.outputs);
+    lap(k->phase_ms[0]);
+    if (so_path) {
+      /* ahead of time, into the disk cache's shared object */
+      k->symbol = kAotSymbol;
+      Target t = k->target.without_feature(Target::JIT).with_feature(Target::NoRuntime);
+      Module m = k->pipeline.compile_to_module(k->args, k->symbol, t);
+      lap(k->phase_ms[1]);
+      k->aot = hl_aot_compile(m, k->symbol, so_path, &k->phase_ms[2], &k->phase_ms[3]);
+      if (!k->aot) unlink(so_path);   /* (said once by hl_aot_compile; the JIT takes over) */
+    }
+    if (!k->aot) {
+      /* the symbol is ours alone: a pipeline named after its primitive ("tanh") would collide
+       * with libm inside the JIT, and jit names carry paths */
+      static std::atomic<long> serial{0};
+      k->symbol = "hl_pipeline_" + std::to_string(++serial);
+      Module m = k->pipeline.compile_to_module(k->args, k->symbol, k->target);
+      lap(k->phase_ms[1]);
+      for (const Buffer<> &b : m.buffers())
+        if (b.name().find("gpu_source_kernels") != std::string::npos)
+          k->ptx.assign((const char *)b.data(), strnlen((const char *)b.data(), (size_t)b.size_in_bytes()));
+      std::vector<Internal::JITModule> deps;
+      deps.push_back(g->device == HL_DEVICE_CUDA ? hl_cublas_exports() : hl_cpu_matmul_exports());
+      deps.push_back(hl_linalg_exports());
+      deps.push_back(hl_sort_exports());
+      deps.push_back(hl_loop_exports());
+      deps.push_back(hl_transpose_exports());
+      k->module = Internal::JITModule(m, m.get_function_by_name(k->symbol), deps);
+      k->entry = k->module.argv_function();
+      lap(k->phase_ms[2]);
+    }
+    set_meta(k, g, name);
+  } catch (const Halide::Error &e) {
+    hl_error("%s: compiling the pipeline failed: %s", name, e.what());
+    delete k;
+    return nullptr;
+  } catch (const std::exception &e) {
+    hl_error("%s: compiling the pipeline failed: %s", name, e.what());
+    delete k;
+    return nullptr;
+  }
+  k->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return k;
+}
+
+extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_array *const *outputs) {
+  /* a jitted program has up to 64 arrays in and 64 out (MAX_PROGRAM_ARRAYS in hl_eval.c): room for
+     both, or a program of, say, 40 arrays in and 40 out compiles and then fails here */
+  enum { MAXB = 128 };
+  int nb = k->nparams + k->noutputs;
+  if (nb > MAXB) return hl_error("%s: too many arguments (%d)", k->name.c_str(), nb);
+  halide_buffer_t bufs[MAXB];
+  halide_dimension_t dims[MAXB][HL_MAX_DIMS];
+  const void *argv[MAXB + 1];
+  RunContext ctx;
+  hl_device_handlers(ctx.handlers);
+  ctx.handlers.custom_error = record_error;
+  ctx.handlers.custom_do_par_for = pool_par_for;
+  ctx.handlers.custom_malloc = scratch_malloc;
+  ctx.handlers.custom_free = scratch_free;
+  JITUserContext *pctx = &ctx;
+  argv[0] = &pctx;
+  for (int j = 0; j < nb; j++) {
+    bool in = j < k->nparams;
+    const hl_array *a = in ? inputs[j] : outputs[j - k->nparams];
+    int rank = in ? k->param_ranks[j] : k->output_ranks[j - k->nparams];
+    if (to_buffer(a, rank, &bufs[j], dims[j], k->name.c_str())) return -1;
+    argv[j + 1] = &bufs[j];
+  }
+  const hl_runtime_hooks *hooks = hl_backend_hooks();
+  if (!hooks) return hl_error("%s: internal: the runtime has not started", k->name.c_str());
+  uint64_t outer_run = hooks->run_begin();   /* a loop runs once per run of its pipeline */
+  bool outer_failed = stage_failed;      /* (a loop's body runs inside its loop's stage) */
+  stage_failed = false;
+  int rc = k->aot ? k->aot((void **)argv) : k->entry(argv);
+  bool failed = stage_failed;
+  stage_failed = outer_failed;
+  hooks->run_end(outer_run);
+  /* the stage's message, or the run's: with Halide's asserts compiled out, a runtime failure
+   * (a device allocation, a copy) may leave rc 0 but always reports through record_error */
+  if (failed) return -1;
+  if (rc != 0 || !ctx.message.empty()) {
+    std::string m = ctx.message;
+    while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+    return hl_error("%s: the pipeline failed (%d): %s", k->name.c_str(), rc, m.c_str());
+  }
+  return 0;
+}
+
+extern "C" int hl_kernel_export(const hl_graph *g, int ncaptures, const hl_array *captures, const char *dir, const char *name) {
+  std::lock_guard<std::mutex> guard(compiler_lock);
+  static QuietReporter reporter;
+  set_custom_compile_time_error_reporter(&reporter);
+  return hl_export_library(g, ncaptures, captures, dir, name);
+}
+
+extern "C" double hl_kernel_compile_ms(const hl_kernel *k) { return k->compile_ms; }
+
+extern "C" void hl_kernel_compile_phases(const hl_kernel *k, double ms[4]) {
+  for (int i = 0; i < 4; i++) ms[i] = k->phase_ms[i];
+}
+
+/* Halide's lowered loop nest (stmt) or the host assembly (asm), through a temporary file. A
+ * kernel loaded from the disk cache has no Halide pipeline: g is lowered again for it. */
+static char *kernel_text(hl_kernel *k, const hl_graph *g, bool assembly) {
+  char path[] = "/tmp/halua-text-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) {
+    hl_error("lower: cannot create a temporary file");
+    return nullptr;
+  }
+  close(fd);
+  std::string text;
+  try {
+    std::lock_guard<std::mutex> guard(compiler_lock);
+    if (!k->pipeline.defined()) {
+      hl_lowered L;
+      hl_lower_graph(g, L);
+      if (g->schedule) hl_schedule_auto(L, k->target);
+      else hl_schedule_cpu(L, k->target);
+      for (const ImageParam &p : L.params) k->args.push_back(p);
+      k->pipeline = Pipeline(L.outputs);
+    }
+    Target t = k->target.without_feature(Target::JIT);
+    if (assembly) k->pipeline.compile_to_assembly(path, k->args, k->symbol, t);
+    else k->pipeline.compile_to_lowered_stmt(path, k->args, Halide::Text, t);
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    text = ss.str();
+  } catch (const std::exception &e) {
+    remove(path);
+    hl_error("lower: printing the pipeline failed: %s", e.what());
+    return nullptr;
+  }
+  remove(path);
+  /* a CUDA module's stmt prints its PTX buffer with the terminating NUL: drop it, or the text
+   * would end there */
+  text.erase(std::remove(text.begin(), text.end(), '\0'), text.end());
+  return strdup(text.c_str());
+}
+
+extern "C" char *hl_kernel_stmt(hl_kernel *k, const hl_graph *g) { return kernel_text(k, g, false); }
+extern "C" char *hl_kernel_asm(hl_kernel *k, const hl_graph *g) { return kernel_text(k, g, true); }
+
+extern "C" const char *hl_kernel_ptx(const hl_kernel *k) { return k->ptx.c_str(); }
+
+extern "C" void hl_kernel_free(hl_kernel *k) {
+  std::lock_guard<std::mutex> guard(compiler_lock);   /* JIT modules release LLVM state */
+  delete k;
+}

@@ -1,0 +1,81 @@
+/* The Halide backend behind a C ABI: compile a graph into a kernel, run it on arrays.
+ * Nothing here throws or aborts: failures return NULL/-1 after hl_error(). */
+#ifndef HL_BACKEND_H
+#define HL_BACKEND_H
+#ifdef __cplusplus
+extern "C" {
+#endif
+#include "hl_ir.h"
+
+typedef struct hl_kernel hl_kernel;
+
+/* A compiled loop as the backend sees it (its extern stage, hl.export): the runtime's record
+ * (engine/runtime/hl_loop.h) in core types. */
+typedef struct hl_loop_info {
+  hl_loop_kind kind;
+  int device;                                /* where its body runs */
+  int64_t lo, hi;                            /* fori: steps lo..hi; scan: hi steps */
+  int ncarry, nxs, nys, ninputs, nresults;
+  const hl_type *input_types, *result_types;
+  const hl_graph *body, *cond;               /* cond: while loops only, else NULL */
+  int body_ncaptures, cond_ncaptures;
+  const hl_array *body_captures, *cond_captures;
+  const int *body_src, *cond_src;            /* per capture: the loop input it reads, or -1 (its own) */
+} hl_loop_info;
+
+/* What the backend asks of the runtime above it, which fills this table at start-up
+ * (hl_runtime_start): the backend never calls up by name. */
+typedef struct hl_runtime_hooks {
+  /* a pipeline run's bracket: a loop runs once per run of its pipeline (hl_kernel_run) */
+  uint64_t (*run_begin)(void);
+  void (*run_end)(uint64_t previous);
+  /* compiled loops: the description, and the region of result k that starts at mins */
+  int (*loop_info)(int id, hl_loop_info *out);
+  int (*loop_result)(int id, int k, int nin, const hl_array *const *in, const int64_t *mins, hl_array *out);
+  /* out = a @ b through the runtime's cached matmul kernel (the CPU matmul stage) */
+  int (*matmul_into)(const hl_array *a, const hl_array *b, hl_array *out);
+} hl_runtime_hooks;
+
+void hl_backend_set_hooks(const hl_runtime_hooks *hooks);
+/* the table (every entry set once the runtime has started; NULL before) */
+const hl_runtime_hooks *hl_backend_hooks(void);
+
+/* Compile a pruned graph for its device. In a dynamic graph the PARAM attribute i[1] tells
+ * the innermost stride of that input: 0 unit stride, 1 broadcast (stride 0), 2 any. With
+ * so_path, ahead of time into a shared object there (a temporary file of the disk cache), which
+ * is then loaded; otherwise JIT. */
+hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name, const char *so_path);
+/* What the disk cache's key for g holds besides its IR (Halide's library, the target, halua's
+ * build), to free; NULL when g's pipeline cannot live on disk (a CUDA pipeline, one with
+ * compiled loops, or no usable cache directory or runtime: then warned once). */
+char *hl_kernel_disk_signature(const hl_graph *g);
+/* The kernel for g from the shared object at path (a disk cache entry). */
+hl_kernel *hl_kernel_load(const hl_graph *g, const char *name, const char *path);
+/* Run with one array per PARAM and one contiguous, allocated array per output. */
+int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_array *const *outputs);
+double hl_kernel_compile_ms(const hl_kernel *k);
+/* Where a compile's time went, in ms: halua's lowering and schedule, Halide's lowering, LLVM
+ * (optimising and generating code), linking and loading (ahead-of-time kernels). */
+void hl_kernel_compile_phases(const hl_kernel *k, double ms[4]);
+/* Halide's lowered loop nest as text (caller frees), or NULL + hl_error; g is the kernel's
+ * graph (lowered again for a kernel loaded from the disk cache). */
+char *hl_kernel_stmt(hl_kernel *k, const hl_graph *g);
+/* The host assembly, the same way. */
+char *hl_kernel_asm(hl_kernel *k, const hl_graph *g);
+/* A CUDA kernel's device code (PTX), "" for host kernels. */
+const char *hl_kernel_ptx(const hl_kernel *k);
+void hl_kernel_free(hl_kernel *k);
+
+/* hl.export's library (see engine/runtime/hl_export.h) for g, a CPU graph whose PARAMs are its
+ * arguments and then `ncaptures` constants given here (contiguous, on the host). */
+int hl_kernel_export(const hl_graph *g, int ncaptures, const hl_array *captures, const char *dir, const char *name);
+
+/* Whether cuBLAS reads this view in place (hl_cublas.cpp); the engine copies the others. */
+int hl_cublas_layout_ok(const int64_t *shape, const int64_t *strides, int ndim);
+
+enum { HL_STRIDE_UNIT = 0, HL_STRIDE_ZERO = 1, HL_STRIDE_ANY = 2 };
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,88 @@
+/* Lua values of the binding: array and tracer userdata in and out, traces, the engine's errors
+ * raised, and Lua's collector stepped by the engine's memory. */
+#include "hl_lua_value.h"
+#include "hl_error.h"
+#include "hl_storage.h"
+#include <lauxlib.h>
+#include <stdarg.h>
+
+int hl_lua_raise(lua_State *L) {
+  lua_pushstring(L, hl_error_message());
+  return lua_error(L);
+}
+
+/* Raise a formatted message (lua_pushfstring's formats: %s %d %f %%). Unlike luaL_error it adds
+ * no "file:line:" of the Lua caller, which would be one of halua's own files. */
+int hl_lua_raisef(lua_State *L, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  lua_pushvfstring(L, fmt, ap);
+  va_end(ap);
+  return lua_error(L);
+}
+
+/* ---- heap tracking: step Lua's GC by engine bytes, which Lua cannot see ---- */
+
+/* A collection runs after 32 MiB of new arrays, or more: an eighth of the arrays that survived
+ * the last one, or four times the Lua heap. A collection walks the Lua heap, not the arrays'
+ * bytes (about 0.15 ms with halua loaded and a thousand live arrays), so its cost stays a small
+ * part of the work; the blocks it frees are then reused warm (hl_storage.c's cache), where new
+ * memory costs more to touch than most kernels take. The threshold is process-wide like the byte
+ * count it is compared with; embedders run a lua_State per thread, so it is read and written
+ * atomically. */
+#define GC_MIN_BYTES ((size_t)32 << 20)
+static size_t gc_soft_max = GC_MIN_BYTES;
+
+static void heap_check(lua_State *L) {
+  size_t used = hl_heap_bytes();
+  if (used < __atomic_load_n(&gc_soft_max, __ATOMIC_RELAXED)) return;
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  size_t after = hl_heap_bytes();
+  size_t lua_bytes = (size_t)lua_gc(L, LUA_GCCOUNT, 0) << 10;
+  size_t allowance = GC_MIN_BYTES;
+  if (after / 8 > allowance) allowance = after / 8;
+  if (4 * lua_bytes > allowance) allowance = 4 * lua_bytes;
+  __atomic_store_n(&gc_soft_max, after + allowance, __ATOMIC_RELAXED);
+}
+
+/* ---- arrays ---- */
+
+hl_array *hl_lua_to_array(lua_State *L, int idx) {
+  hl_array *a = lua_touserdata(L, idx);
+  if (!a || !lua_getmetatable(L, idx)) return NULL;
+  lua_getfield(L, LUA_REGISTRYINDEX, ARRAY_MT);
+  int ok = lua_rawequal(L, -1, -2);
+  lua_pop(L, 2);
+  return ok ? a : NULL;
+}
+
+/* Move an engine array into a new userdata (takes ownership). Tracers keep their trace alive. */
+hl_array *hl_lua_push_value(lua_State *L, const hl_array *src, int trace_idx) {
+  /* the GC step comes first: once the userdata exists it owns src, and an error raised before
+   * that (out of memory, a finalizer's error) leaves src with the caller (halua_push_array
+   * relies on this to hand a wrapped buffer back to the host) */
+  if (src->storage) heap_check(L);
+  hl_array *a = lua_newuserdata(L, sizeof(hl_array));
+  *a = *src;
+  lua_getfield(L, LUA_REGISTRYINDEX, ARRAY_MT);
+  lua_setmetatable(L, -2);
+  if (a->graph && trace_idx) {
+    lua_newtable(L);
+    lua_pushvalue(L, trace_idx);
+    lua_rawseti(L, -2, 1);
+    lua_setfenv(L, -2);
+  }
+  return a;
+}
+
+int hl_lua_is_loaded(lua_State *L) {
+  lua_getfield(L, LUA_REGISTRYINDEX, ARRAY_MT);
+  int loaded = lua_istable(L, -1);
+  lua_pop(L, 1);
+  return loaded;
+}
+void hl_lua_push_array(lua_State *L, hl_array *a) { hl_lua_push_value(L, a, 0); }
+void hl_lua_push_tracer(lua_State *L, hl_array *a, int trace_idx) { hl_lua_push_value(L, a, trace_idx); }
+
+hl_trace *hl_lua_check_trace(lua_State *L, int idx) { return luaL_checkudata(L, idx, TRACE_MT); }
+

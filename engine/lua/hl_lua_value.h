@@ -1,0 +1,27 @@
+/* What the binding's files share (hl_lua.c, hl_lua_io.c, hl_lua_loop.c and the embedding API):
+ * array userdata in and out, traces, and raising the engine's error message. */
+#ifndef HL_LUA_VALUE_H
+#define HL_LUA_VALUE_H
+#include "hl_eval.h"
+#include <lua.h>
+
+#define ARRAY_MT "halua.array"
+#define TRACE_MT "halua.trace"
+#define PROGRAM_MT "halua.program"
+
+hl_array *hl_lua_to_array(lua_State *L, int idx);   /* NULL when idx holds no array */
+/* Move an engine array into a new userdata (takes ownership once the userdata exists: an error
+ * raised before, such as out of memory, leaves src with the caller). A tracer keeps the trace at
+ * trace_idx alive (0: none). */
+hl_array *hl_lua_push_value(lua_State *L, const hl_array *src, int trace_idx);
+/* a concrete array (hl_lua_push_value without a trace) */
+void hl_lua_push_array(lua_State *L, hl_array *a);
+/* a tracer of the trace at trace_idx; takes ownership */
+void hl_lua_push_tracer(lua_State *L, hl_array *a, int trace_idx);
+int hl_lua_is_loaded(lua_State *L);                 /* luaopen_halua_core has run in L */
+int hl_lua_raise(lua_State *L);                     /* raises hl_error_message() */
+/* raises a formatted "halua: ..." message as is: luaL_error would prefix the calling Lua
+ * function's file:line, one of halua's own files */
+int hl_lua_raisef(lua_State *L, const char *fmt, ...);
+hl_trace *hl_lua_check_trace(lua_State *L, int idx);
+#endif

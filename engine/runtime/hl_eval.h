@@ -1,0 +1,100 @@
+/* Applying a primitive to arrays: recorded into the trace when an input is a tracer, otherwise
+ * run now ("eager is jit of one op": a cached single-primitive kernel, or a view for shape-only
+ * primitives). Outputs are new array values owned by the caller. */
+#ifndef HL_EVAL_H
+#define HL_EVAL_H
+#include "hl_ir.h"
+
+/* A trace is either a jit trace (tracers are abstract: a node and a type) or a tape, which
+ * autodiff records outside jit: every op also runs now, and each node keeps its concrete value,
+ * so recorded arrays have both data and a node, and Lua code can look at their values. */
+typedef struct hl_trace {
+  hl_graph g;
+  hl_array *captures;   /* concrete arrays used by the traced code: extra pipeline inputs */
+  int *capture_param;   /* node of each capture */
+  int ncaptures, cap_captures;
+  int closed;           /* finished: its tracers must not be used any more; a tape records no more */
+  int tape;             /* a tape: values[node] holds each node's value */
+  hl_array *values;
+  int cap_values;
+  /* the trace this one is nested in (a compiled loop's body inside hl.jit): its tracers used
+   * here become captures that keep their graph (abstract captures), filled by the loop */
+  struct hl_trace *parent;
+} hl_trace;
+
+void hl_trace_init(hl_trace *t);
+void hl_trace_free(hl_trace *t);
+/* Stop recording (a tape's arrays then act as plain arrays) and drop a tape's node values. */
+void hl_trace_close(hl_trace *t);
+
+/* The trace an op on `a` records into: a tracer's (even a closed one, to report its escape), or a
+ * recorded array's while its tape is open. NULL for plain arrays. */
+static inline hl_trace *hl_live_trace(const hl_array *a) {
+  hl_trace *t = (hl_trace *)a->graph;
+  if (!t || (a->storage && t->closed)) return NULL;
+  return t;
+}
+/* a tracer without data (inside hl.jit) */
+static inline int hl_is_abstract(const hl_array *a) { return a->graph && !a->storage; }
+
+/* Autodiff's variables: a new node standing for x, distinct from every other use of x (so nested
+ * derivatives never confuse their variables): an identity of x's node, after capturing x when it
+ * is plain. */
+int hl_trace_variable(hl_trace *t, const hl_array *x, hl_array *out);
+/* While set (per thread), an op whose operands belong only to traces that enclose `t` is recorded
+ * in t, which captures them, rather than in the innermost of those traces: a differentiable
+ * loop's body traced again for its backward loop then uses the very values the forward body
+ * captured (lua/halua/control.lua). NULL: ops go to the innermost operand trace. */
+void hl_trace_set_floor(hl_trace *t);
+/* A source node (CONST, IOTA) recorded into t. */
+int hl_trace_source(hl_trace *t, int prim, const hl_attrs *attrs, hl_array *out);
+/* A node's value as an array of the trace: a tracer, or on a tape the value recorded there. */
+int hl_trace_node_value(hl_trace *t, int node, hl_array *out);
+/* A new tracer standing for an argument of the traced function. */
+int hl_trace_arg(hl_trace *t, int device, hl_dtype dtype, int ndim, const int64_t *shape, hl_array *out);
+
+/* Record prim into t (whose enclosing traces' tracers and plain arrays among the inputs are
+ * captured): compiled loops, whose nodes the enclosing trace records even when every input is
+ * concrete. */
+int hl_trace_apply(hl_trace *t, int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out);
+
+/* out = prim(inputs...) with attrs; inputs follow the primitive's rules (see hl_frontend.h). */
+int hl_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out);
+
+/* A compiled trace: the pruned graph, its kernel, and which outputs share a node. */
+typedef struct hl_program {
+  hl_graph g;
+  struct hl_kernel *kernel;
+  hl_array *captures;
+  int ncaptures;
+  int nargs;
+} hl_program;
+
+/* Prune t's graph to `outputs` (tracers of t), compile it (through the cache) into p. */
+int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, const char *name, hl_program *p);
+/* Run with the argument arrays; fills nout new arrays. */
+int hl_program_run(hl_program *p, int nargs, const hl_array *const *args, hl_array *outs);
+/* Run with every input given (arguments, then one array per capture): a loop's body, whose
+ * abstract captures are values of the enclosing pipeline. */
+int hl_program_run_inputs(hl_program *p, int nin, const hl_array *const *in, hl_array *outs);
+void hl_program_free(hl_program *p);
+/* Move the program's concrete captures to its device (once; hl_program_run does it itself). */
+int hl_program_place_captures(hl_program *p);
+
+/* Copy src's elements into the allocated view dst: one device, dtype and shape, any strides. */
+int hl_copy_into(hl_array *dst, const hl_array *src);
+
+/* out = a on `device` (a copy when it is elsewhere; a shared reference when it is there). */
+int hl_to_device(const hl_array *a, int device, hl_array *out);
+
+/* out = a @ b into out's (allocated, possibly strided) view through the cached matmul kernel:
+ * the CPU extern stage of jit pipelines. */
+int hl_matmul_into(const hl_array *a, const hl_array *b, hl_array *out);
+
+/* Make a contiguous copy (a kernel run) unless `a` already is; out shares or owns. */
+int hl_contiguous(const hl_array *a, hl_array *out);
+
+/* A host, contiguous view of `a` for writing it to a file: a copy from the GPU, or of a strided
+ * view, when it is needed; a shared reference otherwise. Traced values are an error under `op`. */
+int hl_host_contiguous(const char *op, const hl_array *a, hl_array *out);
+#endif
