@@ -113,8 +113,6 @@ void set_meta(hl_kernel *k, const hl_graph *g, const char *name) {
   for (int j = 0; j < g->noutputs; j++) k->output_ranks.push_back(g->nodes[g->outputs[j]].type.ndim);
 }
 
-/* whether an extern stage of this thread's current pipeline run failed (hl_stage_failed) */
-thread_local bool stage_failed;
 
 /* Halide's compiler and our lowering keep process-wide state (static Vars, name counters,
  * LLVM's global options), and embedders compile from several threads: one compile at a time.
@@ -133,11 +131,8 @@ struct QuietReporter : CompileTimeErrorReporter {
   void error(const char *msg) override { throw CompileError(msg); }
 };
 
-bool hl_stage_run_failed() { return stage_failed; }
 
-static std::atomic<const hl_runtime_hooks *> runtime_hooks{nullptr};
-extern "C" void hl_backend_set_hooks(const hl_runtime_hooks *hooks) { runtime_hooks = hooks; }
-extern "C" const hl_runtime_hooks *hl_backend_hooks(void) { return runtime_hooks; }
+
 
 /* The ahead-of-time runtime's handlers: every runtime call passes the run's context (hl_kernel_run) */
 void hl_backend_runtime_error(void *uc, const char *msg) {
@@ -190,11 +185,6 @@ extern "C" hl_kernel *hl_kernel_load(const hl_graph *g, const char *name, const 
   return k;
 }
 
-int hl_stage_failed(int status, const char *what) {
-  if (!stage_failed && what) hl_error("%s", what);
-  stage_failed = true;
-  return status;
-}
 
 extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name, const char *so_path) {
   std::lock_guard<std::mutex> guard(compiler_lock);
@@ -289,11 +279,9 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
   const hl_runtime_hooks *hooks = hl_backend_hooks();
   if (!hooks) return hl_error("%s: internal: the runtime has not started", k->name.c_str());
   uint64_t outer_run = hooks->run_begin();   /* a loop runs once per run of its pipeline */
-  bool outer_failed = stage_failed;      /* (a loop's body runs inside its loop's stage) */
-  stage_failed = false;
+  bool outer_failed = hl_stage_run_begin();   /* (a loop's body runs inside its loop's stage) */
   int rc = k->aot ? k->aot((void **)argv) : k->entry(argv);
-  bool failed = stage_failed;
-  stage_failed = outer_failed;
+  bool failed = hl_stage_run_end(outer_failed);
   hooks->run_end(outer_run);
   /* the stage's message, or the run's: with Halide's asserts compiled out, a runtime failure
    * (a device allocation, a copy) may leave rc 0 but always reports through record_error */

@@ -5,40 +5,11 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#include "hl_hooks.h"
 #include "hl_ir.h"
 
 typedef struct hl_kernel hl_kernel;
 
-/* A compiled loop as the backend sees it (its extern stage, hl.export): the runtime's record
- * (engine/runtime/hl_loop.h) in core types. */
-typedef struct hl_loop_info {
-  hl_loop_kind kind;
-  int device;                                /* where its body runs */
-  int64_t lo, hi;                            /* fori: steps lo..hi; scan: hi steps */
-  int ncarry, nxs, nys, ninputs, nresults;
-  const hl_type *input_types, *result_types;
-  const hl_graph *body, *cond;               /* cond: while loops only, else NULL */
-  int body_ncaptures, cond_ncaptures;
-  const hl_array *body_captures, *cond_captures;
-  const int *body_src, *cond_src;            /* per capture: the loop input it reads, or -1 (its own) */
-} hl_loop_info;
-
-/* What the backend asks of the runtime above it, which fills this table at start-up
- * (hl_runtime_start): the backend never calls up by name. */
-typedef struct hl_runtime_hooks {
-  /* a pipeline run's bracket: a loop runs once per run of its pipeline (hl_kernel_run) */
-  uint64_t (*run_begin)(void);
-  void (*run_end)(uint64_t previous);
-  /* compiled loops: the description, and the region of result k that starts at mins */
-  int (*loop_info)(int id, hl_loop_info *out);
-  int (*loop_result)(int id, int k, int nin, const hl_array *const *in, const int64_t *mins, hl_array *out);
-  /* out = a @ b through the runtime's cached matmul kernel (the CPU matmul stage) */
-  int (*matmul_into)(const hl_array *a, const hl_array *b, hl_array *out);
-} hl_runtime_hooks;
-
-void hl_backend_set_hooks(const hl_runtime_hooks *hooks);
-/* the table (every entry set once the runtime has started; NULL before) */
-const hl_runtime_hooks *hl_backend_hooks(void);
 
 /* Compile a pruned graph for its device. In a dynamic graph the PARAM attribute i[1] tells
  * the innermost stride of that input: 0 unit stride, 1 broadcast (stride 0), 2 any. With

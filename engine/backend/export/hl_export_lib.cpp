@@ -25,7 +25,7 @@
 #include <vector>
 extern "C" {
 #include "hl_error.h"
-#include "hl_backend.h"
+#include "hl_hooks.h"
 }
 
 extern char **environ;
@@ -39,7 +39,7 @@ struct Failure {
 };
 
 /* the directory and its missing parents, mode 0777 less the umask */
-void make_dirs(const std::string &dir) {
+void create_directories(const std::string &dir) {
   std::string part;
   std::stringstream ss(dir);
   std::string piece;
@@ -341,7 +341,7 @@ void export_library(const hl_graph *g, int ncaptures, const hl_array *captures, 
   int nargs = (int)param_types(g).size() - ncaptures;
   if (nargs < 0) throw Failure{"internal: more captures than parameters"};
   std::string support = support_library();
-  make_dirs(dir);
+  create_directories(dir);
   Scratch s(dir, name);
 
   /* the pipeline, with Halide's runtime; the loops' bodies and conditions without another copy */

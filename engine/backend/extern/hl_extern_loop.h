@@ -4,7 +4,7 @@
 #define HL_LOOP_EXTERN_H
 #include <Halide.h>
 extern "C" {
-#include "hl_backend.h"
+#include "hl_hooks.h"
 }
 
 /* A JIT module exporting hl_stage_loop_1 .. hl_stage_loop_<HL_MAX_LOOP_INPUTS> to the pipelines. */

@@ -1,7 +1,7 @@
 #include "hl_extern_matmul.h"
 #include "hl_extern_view.h"
 extern "C" {
-#include "hl_backend.h"
+#include "hl_hooks.h"
 #include "hl_error.h"
 }
 #include <mutex>
