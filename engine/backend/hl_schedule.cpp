@@ -331,7 +331,7 @@ static std::vector<char> materialised(const hl_lowered &L) {
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     hl_prim_kind kind = hl_prims[n.prim].kind;
-    bool extern_stage = kind == HL_K_LOOP || kind == HL_K_LINALG || kind == HL_K_SORT;   /* loops, LAPACK, sorting */
+    bool extern_stage = hl_prims[n.prim].stage == HL_S_EXTERN;   /* loops, LAPACK, sorting */
     bool tiled = g->device == 0 || L.funcs[i].is_extern();
     if (kind == HL_K_REDUCE || kind == HL_K_MATMUL || extern_stage || n.prim == HL_P_SCATTER_ADD) root[i] = 1;
     if (kind == HL_K_ELEMWISE && L.consumers[i] > 1 && expensive(n.prim)) root[i] = 1;
@@ -389,10 +389,11 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
       output_done[output_of[i]] = 1;
       continue;
     }
+    if (hl_prims[n.prim].stage == HL_S_EXTERN) {   /* the loop driver, LAPACK, sorting: on the host */
+      L.funcs[i].compute_root();
+      continue;
+    }
     switch (hl_prims[n.prim].kind) {
-    case HL_K_LOOP: L.funcs[i].compute_root(); break;   /* the loop driver */
-    case HL_K_LINALG:
-    case HL_K_SORT: L.funcs[i].compute_root(); break;   /* LAPACK, sorting: on the host */
     case HL_K_INDEXED:
       if (n.prim == HL_P_SCATTER_ADD) schedule_scatter(L, i, vec, L.outputs[0]);
       else schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i));
@@ -582,10 +583,11 @@ void hl_schedule_cuda(hl_lowered &L, const Target &t) {
       L.funcs[i].compute_root();
       continue;
     }
+    if (hl_prims[n.prim].stage == HL_S_EXTERN) {   /* host stages; a loop's body runs as a pipeline of its own */
+      L.funcs[i].compute_root();
+      continue;
+    }
     switch (hl_prims[n.prim].kind) {
-    case HL_K_LOOP:      /* a CUDA stage: the loop's body runs as a pipeline of its own */
-    case HL_K_LINALG:
-    case HL_K_SORT: L.funcs[i].compute_root(); break;   /* host stages */
     case HL_K_INDEXED:
       L.funcs[i].compute_root();
       if (n.prim == HL_P_SCATTER_ADD) {
@@ -674,8 +676,7 @@ void hl_schedule_auto(hl_lowered &L, const Target &t) {
   const hl_graph *g = L.g;
   /* Mullapudi2016 in Halide 14 fails on extern stages (an undefined buffer in its bounds pass) */
   for (int i = 0; i < g->nnodes; i++) {
-    int kind = hl_prims[g->nodes[i].prim].kind;
-    if (kind == HL_K_LOOP || kind == HL_K_LINALG || kind == HL_K_SORT)
+    if (hl_prims[g->nodes[i].prim].stage == HL_S_EXTERN)
       throw CompileError(std::string("schedule \"auto\" cannot schedule ") + hl_prims[g->nodes[i].prim].name +
                          " (an extern stage the Mullapudi2016 autoscheduler does not handle); leave the schedule option out");
   }

@@ -7,7 +7,7 @@
 #include <string.h>
 
 const hl_prim_info hl_prims[HL_NPRIMS] = {
-#define X(e, name, kind, in, out, arity) {name, HL_K_##kind, HL_IN_##in, HL_OUT_##out, arity},
+#define X(e, name, kind, in, out, arity, attrs, stage) {name, HL_K_##kind, HL_IN_##in, HL_OUT_##out, arity, HL_A_##attrs, HL_S_##stage},
 #include "hl_prims.def"
 #undef X
 };
@@ -347,18 +347,15 @@ static void key_put(hl_key *k, const void *p, size_t n) {
   k->len += n;
 }
 
-static int attr_count(int prim, int ndim) {
-  switch (prim) {
-  case HL_P_PARAM: return 2;   /* index, innermost stride class */
-  case HL_P_IOTA: case HL_P_CONCAT: case HL_P_SORT: case HL_P_ARGSORT: return 1;
-  case HL_P_SUM: case HL_P_PROD: case HL_P_MAX: case HL_P_MIN: case HL_P_ARGMAX: case HL_P_ARGMIN: return 1;
-  case HL_P_TRANSPOSE: return ndim;
-  case HL_P_SLICE: return 2 * HL_MAX_DIMS;
-  case HL_P_LOOP: return 2;   /* loop id, result index */
-  case HL_P_GATHER: return 1;        /* axis */
-  case HL_P_SCATTER_ADD: return 2;   /* axis, extent */
-  default: return 0;
+int hl_attr_count(int prim, int ndim) {
+  switch (hl_prims[prim].attrs) {
+  case HL_A_AXIS: case HL_A_AXES: return 1;
+  case HL_A_PARAM: case HL_A_LOOP: case HL_A_SCATTER: return 2;
+  case HL_A_PERM: return ndim;
+  case HL_A_SLICE: return 2 * HL_MAX_DIMS;
+  case HL_A_NONE: case HL_A_VALUE: return 0;
   }
+  return 0;
 }
 
 /* the key's bytes with the nodes in `order` (NULL: as they are), inputs and outputs renumbered
@@ -376,8 +373,8 @@ static void put_graph(const hl_graph *g, hl_key *key, const int *order, const in
       int v = pos ? pos[in[k]] : in[k];
       key_put(key, &v, sizeof v);
     }
-    key_put(key, n->attrs.i, sizeof(int64_t) * (size_t)attr_count(n->prim, n->type.ndim));
-    if (n->prim == HL_P_CONST) key_put(key, &n->attrs.f, sizeof(double));
+    key_put(key, n->attrs.i, sizeof(int64_t) * (size_t)hl_attr_count(n->prim, n->type.ndim));
+    if (hl_prims[n->prim].attrs == HL_A_VALUE) key_put(key, &n->attrs.f, sizeof(double));
   }
   key_put(key, &g->device, sizeof(int));
   key_put(key, &g->schedule, sizeof(int));
@@ -488,11 +485,11 @@ static void sb_printf(strbuf *b, const char *fmt, ...) {
 
 static void attr_text(strbuf *b, const hl_node *n) {
   const hl_attrs *a = &n->attrs;
-  switch (n->prim) {
-  case HL_P_CONST: sb_printf(b, " %.17g", a->f); break;
-  case HL_P_IOTA: case HL_P_CONCAT: case HL_P_GATHER: case HL_P_SORT: case HL_P_ARGSORT: sb_printf(b, " axis=%d", (int)a->i[0] + 1); break;
-  case HL_P_SCATTER_ADD: sb_printf(b, " axis=%d n=%lld", (int)a->i[0] + 1, (long long)a->i[1]); break;
-  case HL_P_SUM: case HL_P_PROD: case HL_P_MAX: case HL_P_MIN: case HL_P_ARGMAX: case HL_P_ARGMIN:
+  switch (hl_prims[n->prim].attrs) {
+  case HL_A_VALUE: sb_printf(b, " %.17g", a->f); break;
+  case HL_A_AXIS: sb_printf(b, " axis=%d", (int)a->i[0] + 1); break;
+  case HL_A_SCATTER: sb_printf(b, " axis=%d n=%lld", (int)a->i[0] + 1, (long long)a->i[1]); break;
+  case HL_A_AXES:
     sb_printf(b, " axes={");
     for (int k = 0, first = 1; k < HL_MAX_DIMS; k++)
       if (a->i[0] >> k & 1) {
@@ -501,19 +498,19 @@ static void attr_text(strbuf *b, const hl_node *n) {
       }
     sb_printf(b, "}");
     break;
-  case HL_P_TRANSPOSE:
+  case HL_A_PERM:
     sb_printf(b, " perm={");
     for (int k = 0; k < n->type.ndim; k++) sb_printf(b, k ? ",%d" : "%d", (int)a->i[k] + 1);
     sb_printf(b, "}");
     break;
-  case HL_P_SLICE:
+  case HL_A_SLICE:
     sb_printf(b, " start={");
     for (int k = 0; k < n->type.ndim; k++) sb_printf(b, k ? ",%d" : "%d", (int)a->i[k] + 1);
     sb_printf(b, "} step={");
     for (int k = 0; k < n->type.ndim; k++) sb_printf(b, k ? ",%d" : "%d", (int)a->i[HL_MAX_DIMS + k]);
     sb_printf(b, "}");
     break;
-  default: break;
+  case HL_A_NONE: case HL_A_PARAM: case HL_A_LOOP: break;   /* (a loop's number is this process's) */
   }
 }
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 typedef enum {
-#define X(e, name, kind, in, out, arity) HL_P_##e,
+#define X(e, name, kind, in, out, arity, attrs, stage) HL_P_##e,
 #include "hl_prims.def"
 #undef X
   HL_NPRIMS
@@ -22,25 +22,29 @@ typedef enum { HL_LOOP_FORI, HL_LOOP_WHILE, HL_LOOP_SCAN } hl_loop_kind;
 typedef enum { HL_IN_ANY, HL_IN_NUM, HL_IN_FLOAT, HL_IN_BOOL, HL_IN_INT, HL_IN_BITS } hl_in_rule;
 typedef enum { HL_OUT_SAME, HL_OUT_TOBOOL, HL_OUT_ATTR, HL_OUT_INDEX, HL_OUT_SUMLIKE } hl_out_rule;
 
+/* a node's attributes and where it runs in a pipeline: hl_prims.def's last two columns */
+typedef enum { HL_A_NONE, HL_A_PARAM, HL_A_VALUE, HL_A_AXIS, HL_A_AXES, HL_A_PERM, HL_A_SLICE, HL_A_LOOP,
+               HL_A_SCATTER } hl_attr_layout;
+typedef enum { HL_S_FUNC, HL_S_EXTERN } hl_stage_kind;
+
 typedef struct {
   const char *name;
   hl_prim_kind kind;
   hl_in_rule in;
   hl_out_rule out;
   int arity;
+  hl_attr_layout attrs;
+  hl_stage_kind stage;
 } hl_prim_info;
 
 extern const hl_prim_info hl_prims[HL_NPRIMS];
 int hl_prim_from_name(const char *name);   /* -1 when unknown */
+/* how many of attrs.i a node of this primitive and rank uses (its layout) */
+int hl_attr_count(int prim, int ndim);
 
-/* Attributes, by primitive:
- *  PARAM: i[0] = argument index          CONST: f = value
- *  IOTA: i[0] = axis                      CAST: dtype (in `dtype`)
- *  REDUCE: i[0] = bit mask of axes        TRANSPOSE: i[0..n) = perm (output axis k reads input axis i[k])
- *  SLICE: i[k] = start, i[HL_MAX_DIMS+k] = step (0-based, step may be negative)
- *  CONCAT: i[0] = axis                    RESHAPE, BROADCAST: the output shape
- *  LOOP: i[0] = loop id, i[1] = result index, dtype and shape: the result's type
- *  SORT, ARGSORT: i[0] = axis */
+/* Attributes: i and f by the primitive's layout (hl_prims.def's attributes column: the cache
+ * key holds exactly those, hl_attr_count); the output's dtype and shape are the node's type (CAST's
+ * target dtype, RESHAPE's and BROADCAST's shape, LOOP's result type). */
 typedef struct {
   int64_t i[2 * HL_MAX_DIMS];
   double f;

@@ -720,8 +720,8 @@ static int l_graph_nodes(lua_State *L) {
     lua_pushstring(L, hl_dtype_name(n->type.dtype));
     lua_setfield(L, -2, "dtype");
     set_int_list(L, "shape", n->type.ndim, n->type.shape, 0);
-    switch (hl_prims[n->prim].kind) {
-    case HL_K_REDUCE: {
+    switch (hl_prims[n->prim].attrs) {   /* the row's attribute layout (hl_prims.def) */
+    case HL_A_AXES: {
       int64_t axes[HL_MAX_DIMS];
       int na = 0, nd = t->g.nodes[ins[0]].type.ndim;
       for (int k = 0; k < nd; k++)
@@ -729,35 +729,30 @@ static int l_graph_nodes(lua_State *L) {
       set_int_list(L, "axes", na, axes, 1);
       break;
     }
-    case HL_K_CONCAT:
-    case HL_K_SORT:
-    case HL_K_INDEXED:
+    case HL_A_AXIS:
+    case HL_A_SCATTER:
       lua_pushinteger(L, (lua_Integer)a->i[0] + 1);
       lua_setfield(L, -2, "axis");
       break;
-    case HL_K_SOURCE:
-      if (n->prim == HL_P_IOTA) {
-        lua_pushinteger(L, (lua_Integer)a->i[0] + 1);
-        lua_setfield(L, -2, "axis");
-      } else if (n->prim == HL_P_CONST) {
-        lua_pushnumber(L, a->f);
-        lua_setfield(L, -2, "value");
-      }
+    case HL_A_VALUE:
+      lua_pushnumber(L, a->f);
+      lua_setfield(L, -2, "value");
       break;
-    case HL_K_LOOP:   /* which compiled loop, and which of its results (1-based) */
+    case HL_A_LOOP:   /* which compiled loop, and which of its results (1-based) */
       lua_pushinteger(L, (lua_Integer)a->i[0]);
       lua_setfield(L, -2, "loop");
       lua_pushinteger(L, (lua_Integer)a->i[1] + 1);
       lua_setfield(L, -2, "result");
       break;
-    case HL_K_VIEW:
-      if (n->prim == HL_P_TRANSPOSE) set_int_list(L, "perm", n->type.ndim, a->i, 1);
-      if (n->prim == HL_P_SLICE) {
-        set_int_list(L, "start", n->type.ndim, a->i, 0);
-        set_int_list(L, "step", n->type.ndim, a->i + HL_MAX_DIMS, 0);
-      }
+    case HL_A_PERM:
+      set_int_list(L, "perm", n->type.ndim, a->i, 1);
       break;
-    default:
+    case HL_A_SLICE:
+      set_int_list(L, "start", n->type.ndim, a->i, 0);
+      set_int_list(L, "step", n->type.ndim, a->i + HL_MAX_DIMS, 0);
+      break;
+    case HL_A_NONE:
+    case HL_A_PARAM:
       break;
     }
     lua_rawseti(L, -2, id);

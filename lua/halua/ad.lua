@@ -9,16 +9,18 @@
 -- forwards for forward mode. The rules are ordinary halua ops, so under jit the derivative joins
 -- the same pipeline as the function, and on a tape shared by nested transformations the
 -- derivative is itself recorded, which is how derivatives of derivatives work.
-return function(hl, core, state)
+return function(hl, core)
+  local tracing = require "halua.trace"
+  local util = require "halua.util"
   local tree = require "halua.tree"
   local rules = require("halua.rules")(hl, core)
   local is_array = core.is_array
   local unpack = unpack or table.unpack
 
-  local function fail(msg, ...) error("halua: " .. string.format(msg, ...), 0) end
-  local function pack(...) return {n = select("#", ...), ...} end
-  local function shape_str(s) return "[" .. table.concat(s, ",") .. "]" end
-  local function type_str(x) return x.dtype .. shape_str(x.shape) end
+  local fail = util.fail
+  local pack = util.pack
+  local shape_str = util.shape_str
+  local type_str = util.type_str
   local function is_float(dtype) return dtype == "float32" or dtype == "float64" or dtype == "float16" or dtype == "bfloat16" end
 
   -- custom_vjp and compiled-loop nodes, per trace: node -> {ins = {nodes}, bwd, group, nargs}
@@ -29,22 +31,22 @@ return function(hl, core, state)
   -- The graph a transformation records on: the jit trace of a traced argument or of the function
   -- being traced, else the open tape, else a new tape that this call owns.
   local function open_trace(leaves)
-    local jt = state.tracing[#state.tracing]
+    local jt = tracing.stack[#tracing.stack]
     for _, l in ipairs(leaves) do
       if is_array(l) and core.is_tracer(l) then
         local lt = core.trace_of(l)
         -- a value of a trace that encloses the one being traced (a loop body's capture): the
         -- function's ops go to the inner trace, so the derivative is taken there
-        for _, t in ipairs(state.tracing) do
+        for _, t in ipairs(tracing.stack) do
           if rawequal(t, lt) then return jt, false end
         end
         return lt, false
       end
     end
     if jt then return jt, false end
-    if state.tape then return state.tape, false end
+    if tracing.tape then return tracing.tape, false end
     local t = core.tape_new()
-    state.tape = t
+    tracing.tape = t
     return t, true
   end
 
@@ -53,7 +55,7 @@ return function(hl, core, state)
   local function stop(trace, owner)
     if owner then
       core.tape_stop(trace)
-      state.tape = nil
+      tracing.tape = nil
     end
   end
 
@@ -119,13 +121,13 @@ return function(hl, core, state)
       end
       call_args[info.arg] = tree.unflatten(info.def, vals)
     end
-    -- control flow traced while a derivative is being taken (reverse mode: state.differentiating;
-    -- forward mode: state.forward_mode): loops stay compiled, and their derivative is a compiled
+    -- control flow traced while a derivative is being taken (reverse mode: tracing.differentiating;
+    -- forward mode: tracing.forward_mode): loops stay compiled, and their derivative is a compiled
     -- loop too (control.lua)
     local mode = (op == "jvp" or op == "jacfwd") and "forward_mode" or "differentiating"
-    state[mode] = (state[mode] or 0) + 1
+    tracing[mode] = (tracing[mode] or 0) + 1
     local ok, res = pcall(function() return pack(f(unpack(call_args, 1, args.n))) end)
-    state[mode] = state[mode] - 1
+    tracing[mode] = tracing[mode] - 1
     stop(trace, owner)
     if not ok then
       if owner then core.trace_close(trace) end
@@ -706,10 +708,10 @@ return function(hl, core, state)
     end
   end
 
-  -- for compiled loops (control.lua): the reverse and forward passes, and groups whose bwd gets
+  -- for compiled loops (control.lua, which init.lua hands this table): the reverse and forward passes, and groups whose bwd gets
   -- false for outputs that received no cotangent and whose jvp(ts) gives the outputs' tangents
   -- (nil for none) from the tangents ts of `ins` (nil where none)
-  state.ad = {
+  local internals = {
     backward = backward,
     forward = forward,
     group = function(trace, ins, leaves, bwd, jvp)
@@ -718,5 +720,5 @@ return function(hl, core, state)
     end,
   }
 
-  return rules
+  return rules, internals
 end

@@ -7,10 +7,14 @@
 -- derivative is a compiled loop too: in reverse mode (fori_loop and scan) a loop that runs the
 -- steps backwards, in forward mode (all three) a loop that carries the tangents. Under vmap
 -- inside jit they are batched into compiled loops.
-return function(hl, core, state)
+return function(hl, core, lower)
+  local tracing = require "halua.trace"
+  -- what ad.lua and vmap.lua give compiled loops (init.lua hands them over)
+  local ad, batch_replay, with_batch_of = lower.ad, lower.batch_replay, lower.with_batch
+  local util = require "halua.util"
   local tree = hl.tree
   local is_array = core.is_array
-  local function fail(msg, ...) error("halua: " .. string.format(msg, ...), 0) end
+  local fail = util.fail
 
   -- the path of each leaf, in tree.flatten's order: "[2].w" names the leaf to the user
   local function leaf_paths(t, prefix, out)
@@ -144,13 +148,13 @@ return function(hl, core, state)
   -- the jit trace a loop is compiled into, or nil (outside jit, or batched by vmap where the
   -- replay cannot batch it); whether reverse-mode autodiff is recording there, and whether
   -- forward-mode autodiff is
-  local function vmap_trace(t) return state.vmap_traces and state.vmap_traces[t] end
+  local function vmap_trace(t) return tracing.vmap_traces and tracing.vmap_traces[t] end
   local function loop_trace()
-    local t = state.tracing[#state.tracing]
+    local t = tracing.stack[#tracing.stack]
     if not t then return nil end
     -- under vmap, loops compile in the vmap trace itself when its replay can batch them
-    if (state.batching or 0) > 0 and not vmap_trace(t) then return nil end
-    return t, (state.differentiating or 0) > 0, (state.forward_mode or 0) > 0
+    if (tracing.batching or 0) > 0 and not vmap_trace(t) then return nil end
+    return t, (tracing.differentiating or 0) > 0, (tracing.forward_mode or 0) > 0
   end
 
   -- fn(args) traced into a trace nested in `parent`, with one argument per spec
@@ -159,10 +163,10 @@ return function(hl, core, state)
     local device = core.trace_device(parent) == "cpu" and 0 or 1   -- the body runs where its pipeline does
     local args = {}
     for i, s in ipairs(specs) do args[i] = core.trace_arg(t, s.dtype, s.shape, device) end
-    local tracing = state.tracing
-    tracing[#tracing + 1] = t
+    local stack = tracing.stack
+    stack[#stack + 1] = t
     local ok, res = pcall(fn, args)
-    tracing[#tracing] = nil
+    stack[#stack] = nil
     if not ok then
       core.trace_close(t)
       error(res, 0)
@@ -281,7 +285,7 @@ return function(hl, core, state)
   -- prog's results at `args` (values of the current trace) and the tangents of its float results,
   -- given the tangents `targs` of args (nil where none) and `ctan` of the captures
   local function tangent_step(prog, args, targs, caps, ctan)
-    local t = state.tracing[#state.tracing]
+    local t = tracing.stack[#tracing.stack]
     return on_floor(t, function()
       local vars, seeds = {}, {}
       for k, a in ipairs(args) do
@@ -295,14 +299,14 @@ return function(hl, core, state)
         if ctan[j] ~= nil then seeds[node_for(t, c.value)] = as_dtype_of(ctan[j], c.value) end
       end
       -- loops inside the body are differentiated in turn
-      state.forward_mode = (state.forward_mode or 0) + 1
+      tracing.forward_mode = (tracing.forward_mode or 0) + 1
       local ok, outs = pcall(prog, vars)
-      state.forward_mode = state.forward_mode - 1
+      tracing.forward_mode = tracing.forward_mode - 1
       if not ok then error(outs, 0) end
       outs = own(t, outs)   -- a result that is a capture passes its tangent on
       local onodes = {}
       for q, o in ipairs(outs) do onodes[q] = core.node_in(t, o) end
-      local tan = state.ad.forward(t, seeds, onodes)
+      local tan = ad.forward(t, seeds, onodes)
       local touts = {}
       for q, o in ipairs(outs) do
         if is_float(o) then
@@ -393,20 +397,20 @@ return function(hl, core, state)
     s.caps = s.caps or loop_captures(spec.body, spec.inputs)
     s.c, s.x = {unpack(spec.inputs, 1, spec.ncarry)}, {unpack(spec.inputs, spec.ncarry + 1)}
     bwd = bwd or function() fail("%s: internal: reverse-mode autodiff reached a loop compiled for forward mode", spec.name) end
-    return state.ad.group(spec.trace, loop_inputs(spec.trace, r[1]), r, bwd, function(ts) return tangent_loop(s, ts) end)
+    return ad.group(spec.trace, loop_inputs(spec.trace, r[1]), r, bwd, function(ts) return tangent_loop(s, ts) end)
   end
 
   -- A loop body, prog(args), traced into a trace nested in t on the floor of the body, so that
   -- its derivative, tracing prog again, captures the same values; with autodiff's `mode` (the
-  -- state's counter: differentiating or forward_mode) off, as the body itself is not being
+  -- tracing counter: differentiating or forward_mode) off, as the body itself is not being
   -- differentiated (loops inside it compile plainly).
   local function floored_body(t, specs, prog, mode)
-    local saved = state[mode]
-    state[mode] = 0
+    local saved = tracing[mode]
+    tracing[mode] = 0
     local ok, bt, res = pcall(sub_trace, t, specs, function(args)
-      return on_floor(state.tracing[#state.tracing], prog, args)
+      return on_floor(tracing.stack[#tracing.stack], prog, args)
     end)
-    state[mode] = saved
+    tracing[mode] = saved
     if not ok then error(bt, 0) end
     return bt, res
   end
@@ -538,9 +542,9 @@ return function(hl, core, state)
         cap[j] = node_for(t, caps[j].value)
         vars[#vars + 1] = cap[j]
       end
-      state.differentiating = (state.differentiating or 0) + 1
+      tracing.differentiating = (tracing.differentiating or 0) + 1
       local ok, new_c, ys = pcall(step, cv, xv)
-      state.differentiating = state.differentiating - 1
+      tracing.differentiating = tracing.differentiating - 1
       if not ok then error(new_c, 0) end
       local seeds = {}
       for q, k in ipairs(fc) do
@@ -551,7 +555,7 @@ return function(hl, core, state)
         local id = is_float(ys[k]) and core.node_in(t, ys[k])
         if id then seeds[#seeds + 1] = {id, g_y[k]} end
       end
-      local ct = state.ad.backward(t, vars, seeds)
+      local ct = ad.backward(t, vars, seeds)
       local new_carry, out = {}, {}
       for q, k in ipairs(fc) do
         local g = ct[core.node_in(t, cv[k])] or hl.zeros_like(c_i[k])
@@ -569,7 +573,7 @@ return function(hl, core, state)
       return new_carry, out
     end
     local function step_back(carry, row)
-      local t = state.tracing[#state.tracing]
+      local t = tracing.stack[#tracing.stack]
       return on_floor(t, step_back_in, t, carry, row)
     end
 
@@ -686,7 +690,7 @@ return function(hl, core, state)
     list[#list + 1] = id
   end
 
-  function state.close_loop_bodies(v)
+  function tracing.hooks.close_loop_bodies(v)
     for _, id in ipairs(bodies_of[v] or {}) do
       local info = batched_loops[id]
       core.trace_close(info.body.trace)
@@ -697,7 +701,7 @@ return function(hl, core, state)
   end
 
   -- v with the batch as its first axis (vmap.lua)
-  local function with_batch(v, batched, size) return state.with_batch(v, batched, size) end
+  local function with_batch(v, batched, size) return with_batch_of(v, batched, size) end
   local function swap12(v)
     local perm = {2, 1}
     for d = 3, v.ndim do perm[d] = d end
@@ -714,7 +718,7 @@ return function(hl, core, state)
       for k = 1, #x do same = same and rawequal(c.x[k], x[k]) and c.b[k] == b[k] end
       if same then return c.results[n.result], true end
     end
-    local t = state.tracing[#state.tracing]
+    local t = tracing.stack[#tracing.stack]
     local nc, nx = info.nc, info.nx
     local inputs, specs, xb = {}, {}, {}
     if info.kind == "fori" then specs[1] = {dtype = "int32", shape = {}} end
@@ -738,7 +742,7 @@ return function(hl, core, state)
       for pid, cap in pairs(p.captures) do
         bound[pid] = cap.slot and {x[cap.slot], b[cap.slot]} or {cap.value, false}
       end
-      local val, bat = state.batch_replay(p.trace, size, function(id)
+      local val, bat = batch_replay(p.trace, size, function(id)
         local v = bound[id]
         if v then return v[1], v[2] end
       end, function(v) return v end)
@@ -787,7 +791,7 @@ return function(hl, core, state)
   local function no_derivative(what)
     return function() fail("%s: internal: a compiled loop reached autodiff without its derivative", what) end
   end
-  hl.rules.loop = {batch = batch_loop, vjp = no_derivative("grad"), jvp = no_derivative("jvp")}
+  hl.rules.define("loop", {batch = batch_loop, vjp = no_derivative("grad"), jvp = no_derivative("jvp")})
 
   local function any_traced(leaves)
     for _, l in ipairs(leaves) do if not is_concrete(l) then return true end end
@@ -804,7 +808,7 @@ return function(hl, core, state)
     while true do
       local p = cond_fn(carry)
       if not is_concrete(p) or any_traced(leaves) then
-        if (state.differentiating or 0) > 0 then
+        if (tracing.differentiating or 0) > 0 then
           fail("while_loop: its number of steps depends on traced values, so reverse-mode autodiff (grad, vjp, " ..
                "jacrev, hessian) cannot go through it; use hl.fori_loop or hl.scan with a fixed number of steps " ..
                "(jvp and jacfwd can, inside hl.jit)")

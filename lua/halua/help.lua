@@ -4,7 +4,8 @@
 -- when first needed and rebuilt when a function is missing from it, so functions other modules
 -- add to hl later are found too.
 return function(hl)
-  local function fail(msg, ...) error("halua: " .. string.format(msg, ...), 0) end
+  local util = require "halua.util"
+  local fail = util.fail
 
   local docs                       -- loaded on first use: most scripts never ask for help
   local function entries()

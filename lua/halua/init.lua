@@ -2,6 +2,7 @@
 -- compiled pipelines; this file adds NumPy-style argument handling, composites written with
 -- primitives, indexing, printing and hl.jit.
 local core = require "halua_core"
+local util = require "halua.util"
 local tree = require "halua.tree"
 local ok_format, format = pcall(require, "halua.format")
 
@@ -10,22 +11,18 @@ local P = core.prims
 local mt = core.array_mt
 local methods = {}
 
-local function fail(msg, ...) error("halua: " .. string.format(msg, ...), 0) end
+local fail = util.fail
 local is_array = core.is_array
 
 for _, d in ipairs {"float32", "float64", "float16", "bfloat16", "int8", "int32", "int64", "uint8", "bool"} do
   hl[d] = d
 end
 
-local function shape_str(s)
-  local parts = {}
-  for i, e in ipairs(s) do parts[i] = tostring(e) end
-  return "[" .. table.concat(parts, ",") .. "]"
-end
+local shape_str = util.shape_str
 
 -- Composites report errors under their own name, not their inner primitives' ("halua: mean:
 -- axis 3 ..." rather than "halua: sum: ..."). Only the first op name of the message changes.
-local function pack(...) return {n = select("#", ...), ...} end
+local pack = util.pack
 local function named(op, f)
   return function(...)
     local r = pack(pcall(f, ...))
@@ -562,8 +559,9 @@ local function static_sig(v)
   return type(v) == "number" and string.format("%.17g", v) or tostring(v)
 end
 
--- shared with ad.lua: the jit traces being built (innermost last) and the open autodiff tape
-local state = {tracing = {}, tape = nil}
+-- the jit traces being built (innermost last) and the open autodiff tape, shared with ad.lua,
+-- vmap.lua and control.lua
+local tracing = require "halua.trace"
 
 local jit_mt = {}
 jit_mt.__index = jit_mt
@@ -625,10 +623,10 @@ local function trace_call(self, args, n, info, device)
     end
   end
   -- autodiff records onto the trace being built (ad.lua)
-  local tracing = state.tracing
-  tracing[#tracing + 1] = trace
+  local stack = tracing.stack
+  stack[#stack + 1] = trace
   local ok, results = pcall(function() return pack(self.f(unpack(targs, 1, n))) end)
-  tracing[#tracing] = nil
+  stack[#stack] = nil
   if not ok then
     core.trace_close(trace)
     error(results, 0)
@@ -722,7 +720,7 @@ end
 
 function jit_mt:call(...)
   -- under an autodiff tape (hl.grad outside jit) the function runs op by op, recorded
-  if state.tape then return self.f(...) end
+  if tracing.tape then return self.f(...) end
   -- fast path: plain array arguments, a compiled entry whose results are arrays
   if not self.has_static then
     local sig = signature(...)
@@ -874,17 +872,19 @@ end
 hl.methods = methods
 
 -- the parts that live in their own files
-require("halua.ops")(hl, core, {fail = fail, as_array = as_array, norm_axis = norm_axis, norm_axes = norm_axes,
+require("halua.ops")(hl, core, {as_array = as_array, norm_axis = norm_axis, norm_axes = norm_axes,
                                named = named, methods = methods})
 require("halua.io")(hl, core, {placed = placed})
-require("halua.linalg")(hl, core, {fail = fail, as_array = as_array})
-require("halua.sorting")(hl, core, {fail = fail, as_array = as_array, norm_axis = norm_axis, methods = methods})
-hl.rules = require("halua.ad")(hl, core, state)
+require("halua.linalg")(hl, core, {as_array = as_array})
+require("halua.sorting")(hl, core, {as_array = as_array, norm_axis = norm_axis, methods = methods})
+local ad_internals
+hl.rules, ad_internals = require("halua.ad")(hl, core)
 hl.random = require("halua.random")(hl, core)
-require("halua.control")(hl, core, state)
-require("halua.vmap")(hl, core, state)
-require("halua.nn")(hl, core, {fail = fail, as_array = as_array, named = named, methods = methods})
-hl.optim = require("halua.optim")(hl, core, {fail = fail, named = named})
+local vmap_internals = require("halua.vmap")(hl, core)
+require("halua.control")(hl, core, {ad = ad_internals, batch_replay = vmap_internals.batch_replay,
+                                    with_batch = vmap_internals.with_batch})
+require("halua.nn")(hl, core, {as_array = as_array, named = named, methods = methods})
+hl.optim = require("halua.optim")(hl, core, {named = named})
 require("halua.help")(hl)
 
 -- HALUA_DEVICE chooses the default device for a whole run (e.g. HALUA_DEVICE=cuda)

@@ -2,10 +2,11 @@
 -- The formats are NumPy's (engine/formats/hl_npy.c, hl_npz.c, hl_zip_*.c): hl.save writes the same
 -- bytes as numpy.save, hl.savez the same as numpy.savez. Paths are used as given (NumPy appends
 -- .npy or .npz to a name without it; these do not).
-return function(hl, core, util)
+return function(hl, core, shared)
+  local util = require "halua.util"
   local is_array = core.is_array
 
-  local function fail(msg, ...) error("halua: " .. string.format(msg, ...), 0) end
+  local fail = util.fail
 
   local function check_path(op, path)
     if type(path) ~= "string" then fail("%s: the path must be a string, got %s", op, type(path)) end
@@ -36,7 +37,7 @@ return function(hl, core, util)
 
   -- loaded arrays go where arrays made from Lua values go: the default device (a failed copy
   -- there is the load's error)
-  local placed = util.placed
+  local placed = shared.placed
 
   function hl.save(path, x)
     check_path("save", path)

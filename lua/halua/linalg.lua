@@ -4,11 +4,12 @@
 -- A singular (or, for cholesky, not positive definite) matrix is an error when the op runs
 -- eagerly, and gives NaN for that matrix of the batch inside hl.jit, where a pipeline cannot
 -- stop part way (JAX gives NaN too).
-return function(hl, core, util)
+return function(hl, core, shared)
+  local util = require "halua.util"
   local fail = util.fail
   local linalg = {}
 
-  local function operand(x, op, argn) return util.as_array(x, op, argn) end
+  local function operand(x, op, argn) return shared.as_array(x, op, argn) end
 
   -- errors of the primitive under another op's name
   local function renamed(op, f, ...)

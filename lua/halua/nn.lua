@@ -2,12 +2,13 @@
 -- composites over the primitives, so they trace into one pipeline under jit and differentiate
 -- through the primitives' rules. (softmax and log_softmax live in init.lua with the core ops.)
 -- u: init.lua's helpers {fail, as_array, named, methods}.
-return function(hl, core, u)
-  local fail, as_array = u.fail, u.as_array
+return function(hl, core, shared)
+  local util = require "halua.util"
+  local fail, as_array = util.fail, shared.as_array
   local is_array = core.is_array
   local nn = hl.nn
 
-  local function shape_str(s) return "[" .. table.concat(s, ",") .. "]" end
+  local shape_str = util.shape_str
   local function is_pos_int(v) return type(v) == "number" and v == math.floor(v) and v >= 1 end
   local function is_float(d) return d == "float32" or d == "float64" or d == "float16" or d == "bfloat16" end
 
@@ -279,9 +280,9 @@ return function(hl, core, u)
 
   for _, name in ipairs {"relu", "gelu", "sigmoid", "softplus", "silu", "conv2d", "max_pool2d", "avg_pool2d", "dropout",
                          "cross_entropy", "mse"} do
-    nn[name] = u.named(name, nn[name])
+    nn[name] = shared.named(name, nn[name])
   end
-  nn.init.glorot = u.named("nn.init.glorot", nn.init.glorot)
-  nn.init.normal = u.named("nn.init.normal", nn.init.normal)
-  for _, name in ipairs {"relu", "gelu", "sigmoid", "softplus", "silu"} do u.methods[name] = nn[name] end
+  nn.init.glorot = shared.named("nn.init.glorot", nn.init.glorot)
+  nn.init.normal = shared.named("nn.init.normal", nn.init.normal)
+  for _, name in ipairs {"relu", "gelu", "sigmoid", "softplus", "silu"} do shared.methods[name] = nn[name] end
 end

@@ -2,11 +2,12 @@
 -- cumprod), and shape operations (flip, stack, split, tile, repeat, pad, take, take_along_axis,
 -- one_hot). Being ordinary ops, they trace into pipelines and differentiate like any other.
 -- u: init.lua's helpers {fail, as_array, norm_axis, norm_axes, named, methods}.
-return function(hl, core, u)
-  local fail, as_array, norm_axis, norm_axes = u.fail, u.as_array, u.norm_axis, u.norm_axes
+return function(hl, core, shared)
+  local util = require "halua.util"
+  local fail, as_array, norm_axis, norm_axes = util.fail, shared.as_array, shared.norm_axis, shared.norm_axes
   local is_array = core.is_array
 
-  local function shape_str(s) return "[" .. table.concat(s, ",") .. "]" end
+  local shape_str = util.shape_str
   local function is_float(d) return d == "float32" or d == "float64" end
   local function is_int(v) return type(v) == "number" and v == math.floor(v) end
 
@@ -434,10 +435,10 @@ return function(hl, core, u)
 
   for _, name in ipairs {"einsum", "var", "std", "any", "all", "outer", "cumsum", "cumprod", "flip", "stack", "split", "tile",
                          "repeat", "pad", "take", "take_along_axis", "one_hot"} do
-    hl[name] = u.named(name, hl[name])
+    hl[name] = shared.named(name, hl[name])
   end
   for _, name in ipairs {"var", "std", "any", "all", "cumsum", "cumprod", "flip", "split", "tile", "repeat", "pad",
                          "take", "take_along_axis"} do
-    u.methods[name] = hl[name]
+    shared.methods[name] = hl[name]
   end
 end

@@ -5,8 +5,9 @@
 --   params, state = opt.update(grads, state, params)
 -- The state is a pytree of arrays (never Lua numbers, which jit would treat as static values and
 -- recompile for at every step).
-return function(hl, core, u)
-  local fail = u.fail
+return function(hl, core, shared)
+  local util = require "halua.util"
+  local fail = util.fail
   local tree = hl.tree
   local optim = {}
 
@@ -130,8 +131,8 @@ return function(hl, core, u)
     end
   end
 
-  optim.sgd = u.named("optim.sgd", optim.sgd)
-  optim.cosine_decay = u.named("optim.cosine_decay", optim.cosine_decay)
-  optim.adam = u.named("optim.adam", optim.adam)
+  optim.sgd = shared.named("optim.sgd", optim.sgd)
+  optim.cosine_decay = shared.named("optim.cosine_decay", optim.cosine_decay)
+  optim.adam = shared.named("optim.adam", optim.adam)
   return optim
 end

@@ -4,8 +4,9 @@
 -- `fold_in` are pure. The 32-bit words live in int64 arrays: every sum is taken modulo 2^32
 -- with a mask, so no operation depends on integer overflow.
 return function(hl, core)
+  local util = require "halua.util"
   local R = {}
-  local function fail(msg, ...) error("halua: " .. string.format(msg, ...), 0) end
+  local fail = util.fail
   local is_array = core.is_array
 
   local MASK = 0xFFFFFFFF

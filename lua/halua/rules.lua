@@ -12,6 +12,8 @@
 --       attributes: axes, perm, start, step, axis).
 --   {zero = true}     piecewise constant (floor, sign, ...): no cotangent, zero tangent
 --   {nondiff = true}  integer or boolean results: autodiff never reaches them
+-- and, for hl.vmap, batch = function(n, x, b, size) -> value, batched (below). Every primitive
+-- has its entry here except compiled loops, whose node control.lua registers with R.define.
 return function(hl, core)
   local R = {}
 
@@ -343,10 +345,8 @@ return function(hl, core)
     vjp = function(g, n, x) return {core.gather(g, x[2], n.axis - 1)} end,
     jvp = function(t, n, x) return core.scatter_add(t[1], x[2], n.axis - 1, n.shape[n.axis]) end,
   }
-  -- compiled loops are made only where no derivative is being taken (control.lua traces loops
-  -- step by step under a transformation), so autodiff reaching one is a halua bug
-  local function loop_error() error("halua: autodiff: a compiled loop was reached; loops under grad must be traced step by step", 0) end
-  R.loop = {vjp = loop_error, jvp = loop_error}
+  -- (compiled loops register their own entry, derivative and batching rules together, through
+  -- R.define: control.lua)
 
   ---------------------------------------------------------------- batching rules (hl.vmap)
   -- batch(n, x, b, size) -> value, batched: x are the node's inputs, b[k] tells whether x[k]
@@ -501,8 +501,18 @@ return function(hl, core)
   R["linalg.cholesky"].batch = function(_, x, b) return core.linalg_cholesky(x[1]), b[1] end
   R.sort.batch = function(n, x, b) return core.sort(x[1], n.axis - 1 + (b[1] and 1 or 0), false), b[1] end
   R.argsort.batch = function(n, x, b) return core.sort(x[1], n.axis - 1 + (b[1] and 1 or 0), true), b[1] end
-  R.loop.batch = function()
-    error("halua: vmap: a compiled loop was reached; loops under vmap are traced step by step", 0)
+
+  -- A primitive's rules from outside this file (the compiled loops' node, control.lua): fields
+  -- vjp, jvp, deriv, zero, nondiff and batch, merged into the primitive's entry.
+  local known = {vjp = true, jvp = true, deriv = true, zero = true, nondiff = true, batch = true}
+  function R.define(name, fields)
+    local entry = rawget(R, name) or {}
+    for k, v in pairs(fields) do
+      if not known[k] then error("halua: rules.define: unknown field '" .. tostring(k) .. "' for " .. name, 2) end
+      entry[k] = v
+    end
+    R[name] = entry
+    return entry
   end
   return R
 end

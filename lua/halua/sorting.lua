@@ -3,11 +3,12 @@
 -- host, an extern stage inside jit pipelines), stable like NumPy's kind="stable", with NaN after
 -- everything else. argsort's indices are 1-based int64. sort's derivative moves the cotangent
 -- back through the inverse permutation (rules.lua).
-return function(hl, core, util)
+return function(hl, core, shared)
+  local util = require "halua.util"
   local function operand(op, x, axis)
-    x = util.as_array(x, op)
+    x = shared.as_array(x, op)
     if x.ndim == 0 then util.fail("%s: cannot sort a 0-d array; give it an axis first (hl.reshape(x, {1}))", op) end
-    return x, util.norm_axis(op, axis == nil and -1 or axis, x.ndim)
+    return x, shared.norm_axis(op, axis == nil and -1 or axis, x.ndim)
   end
 
   -- the 2-byte floats sort as float32 (exact, same order)
@@ -27,5 +28,5 @@ return function(hl, core, util)
     return core.sort(x, a, true) + 1
   end
 
-  util.methods.sort, util.methods.argsort = hl.sort, hl.argsort
+  shared.methods.sort, shared.methods.argsort = hl.sort, hl.argsort
 end

@@ -9,21 +9,19 @@
 -- Inside jit, fori_loop and scan in f stay compiled loops: the replay batches a loop by
 -- replaying its body on the batch into a new compiled loop (control.lua). Elsewhere, and for
 -- while_loop, control flow inside f is traced step by step.
-return function(hl, core, state)
+return function(hl, core)
+  local tracing = require "halua.trace"
+  local util = require "halua.util"
   local tree = require "halua.tree"
   local rules = hl.rules
   local is_array = core.is_array
   local unpack = unpack or table.unpack
 
-  local function fail(msg, ...) error("halua: " .. string.format(msg, ...), 0) end
-  local function pack(...) return {n = select("#", ...), ...} end
-  local function shape_str(s) return "[" .. table.concat(s, ",") .. "]" end
+  local fail = util.fail
+  local pack = util.pack
+  local shape_str = util.shape_str
 
-  local function is_callable(f)
-    if type(f) == "function" then return true end
-    local mt = getmetatable(f)
-    return mt ~= nil and mt.__call ~= nil
-  end
+  local is_callable = util.is_callable
 
   -- an axis spec: a non-zero integer (1-based, negative from the end) or false
   local function check_axis(what, a)
@@ -82,7 +80,6 @@ return function(hl, core, state)
     end
     return val, bat
   end
-  state.batch_replay = replay
 
   -- v with the batch as its first axis: repeated when it does not depend on the batch
   local function with_batch(v, batched, size)
@@ -91,17 +88,16 @@ return function(hl, core, state)
     for d, e in ipairs(v.shape) do one[d + 1], full[d + 1] = e, e end
     return hl.broadcast_to(hl.reshape(v, one), full)
   end
-  state.with_batch = with_batch
 
-  -- vmap traces whose compiled loops can be batched: the replay records into a jit trace (or a
-  -- loop body, or such a vmap trace), where a batched loop compiles (control.lua)
-  state.vmap_traces = setmetatable({}, {__mode = "k"})
+  -- vmap traces whose compiled loops can be batched (tracing.vmap_traces): the replay records
+  -- into a jit trace (or a loop body, or such a vmap trace), where a batched loop compiles
+  -- (control.lua)
   local function loops_compile(parent)
-    if parent == nil or parent ~= state.tracing[#state.tracing] then return false end
-    return state.vmap_traces[parent] ~= false
+    if parent == nil or parent ~= tracing.stack[#tracing.stack] then return false end
+    return tracing.vmap_traces[parent] ~= false
   end
   local function close(trace)
-    if state.close_loop_bodies then state.close_loop_bodies(trace) end
+    if tracing.hooks.close_loop_bodies then tracing.hooks.close_loop_bodies(trace) end
     core.trace_close(trace)
   end
 
@@ -149,12 +145,12 @@ return function(hl, core, state)
 
       -- trace one example, nested in the trace being built or the open autodiff tape (if any),
       -- so that values closed over from it are captured as they are, and the replay records on it
-      local parent = state.tracing[#state.tracing] or state.tape
+      local parent = tracing.stack[#tracing.stack] or tracing.tape
       local trace = parent and core.trace_new(parent) or core.trace_new()
       -- (not where autodiff outside vmap will differentiate the replay: a batched loop has no
       -- derivative rule, so loops there are traced step by step)
-      state.vmap_traces[trace] = loops_compile(parent) and (state.differentiating or 0) == 0 and
-                                 (state.forward_mode or 0) == 0
+      tracing.vmap_traces[trace] = loops_compile(parent) and (tracing.differentiating or 0) == 0 and
+                                 (tracing.forward_mode or 0) == 0
       local targs, arg_node, actual = {}, {}, {}
       for i = 1, args.n do
         local fi = flat[i]
@@ -173,12 +169,12 @@ return function(hl, core, state)
         end
         targs[i] = tree.unflatten(fi.def, tl)
       end
-      local tracing = state.tracing
-      tracing[#tracing + 1] = trace
-      state.batching = (state.batching or 0) + 1
+      local stack = tracing.stack
+      stack[#stack + 1] = trace
+      tracing.batching = (tracing.batching or 0) + 1
       local ok, res = pcall(function() return pack(f(unpack(targs, 1, args.n))) end)
-      state.batching = state.batching - 1
-      tracing[#tracing] = nil
+      tracing.batching = tracing.batching - 1
+      stack[#stack] = nil
       if not ok then
         close(trace)
         error(res, 0)
@@ -230,4 +226,8 @@ return function(hl, core, state)
       return unpack(out, 1, res.n)
     end
   end
+
+  -- for compiled loops (control.lua, which init.lua hands this table): a body replayed on a
+  -- batch, and a value given the batch as its first axis
+  return {batch_replay = replay, with_batch = with_batch}
 end

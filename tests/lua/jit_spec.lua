@@ -66,7 +66,8 @@ describe("jit", function()
     local after = hl.cache_info()
     assert.is_true(after.misses >= before.misses + 3)
     assert.is_true(after.entries >= before.entries + 3)
-    assert.is_true(after.compile_ms > before.compile_ms)
+    -- compiled, or loaded from the disk cache of an earlier run
+    assert.is_true(after.compile_ms + after.disk_load_ms > before.compile_ms + before.disk_load_ms)
     -- the same program traced by another function is a cache hit
     local g = hl.jit(function(a) return a * 2 + 1 end)
     local hits = hl.cache_info().hits
