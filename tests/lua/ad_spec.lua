@@ -2,11 +2,7 @@
 -- (Per-primitive gradients against finite differences are in grad_spec.lua.)
 local hl = require "halua"
 
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(e)
-end
+local err_of = require("support.errors").err_of
 local function has(msg, ...)
   for _, part in ipairs {...} do
     assert.is_truthy(msg:find(part, 1, true), "message '" .. msg .. "' lacks '" .. part .. "'")

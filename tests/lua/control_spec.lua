@@ -13,12 +13,8 @@ local function close(a, b, tol)
                    string.format("element %d is %.17g, expected %.17g", i, ta[i], tb[i]))
   end
 end
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(e)
-end
-local function has(msg, part) assert.is_truthy(msg:find(part, 1, true), "message '" .. msg .. "' lacks '" .. part .. "'") end
+local err_of = require("support.errors").err_of
+local has = require("support.errors").has
 
 -- The derivative along `seed` of `steps` steps c -> 0.9999 c + 1e-4 sin(c) from x, by a Lua loop:
 -- d/dc of a step is 0.9999 + 1e-4 cos(c), so the derivative is the product over the steps.

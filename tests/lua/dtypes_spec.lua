@@ -7,11 +7,7 @@ local PYTHON = os.getenv("HALUA_NUMPY_PYTHON") or "/usr/bin/python3"
 local NEW = {"int8", "float16", "bfloat16"}
 local ALL = {"bool", "uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32", "float64"}
 
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert(not ok, "expected an error")
-  return tostring(e)
-end
+local err_of = require("support.errors").err_of
 
 local function tmp() return os.tmpname() end
 

@@ -210,11 +210,7 @@ local function grad_cases(cases, opts)
   end
 end
 
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(e)
-end
+local err_of = require("support.errors").err_of
 -- the message starts with `prefix` and contains each of parts (plain find)
 local function expect_error(prefix, parts, f, ...)
   local args, n = {...}, select("#", ...)

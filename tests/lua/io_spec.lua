@@ -117,11 +117,7 @@ local function assert_matches(desc, got, dtype)
   end
 end
 
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(e)
-end
+local err_of = require("support.errors").err_of
 
 -- a .npy file from parts: header text (padded as NumPy pads it unless raw), version, data
 local function npy_bytes(header, data, version, raw)

@@ -4,12 +4,8 @@ local hl = require "halua"
 local np = require "support.numpy"
 local suite = require "support.suite"
 
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(e)
-end
-local function has(msg, part) assert.is_truthy(msg:find(part, 1, true), "message '" .. msg .. "' lacks '" .. part .. "'") end
+local err_of = require("support.errors").err_of
+local has = require("support.errors").has
 
 -- each case twice: eager, and the same function under hl.jit
 local function both(case, name, f, expr, inputs, opts)

@@ -5,12 +5,8 @@ local np = require "support.numpy"
 local suite = require "support.suite"
 local R = hl.random
 
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(e)
-end
-local function has(msg, part) assert.is_truthy(msg:find(part, 1, true), "message '" .. msg .. "' lacks '" .. part .. "'") end
+local err_of = require("support.errors").err_of
+local has = require("support.errors").has
 local function same(a, b)
   local x, y = a:totable(), b:totable()
   assert.are.same(x, y)

@@ -1,0 +1,344 @@
+-- hl.jit, hl.trace, hl.export and the compile cache's API: a function traced once per argument
+-- signature into a program (one pipeline), cached, and called through a fast path.
+return function(hl, core, shared)
+  local tree = require "halua.tree"
+  local util = require "halua.util"
+  local tracing = require "halua.trace"   -- the jit traces being built, and the open autodiff tape
+  local fail, pack = util.fail, util.pack
+  local is_array = core.is_array
+  local unpack = unpack or table.unpack
+  local device_id = shared.device_id
+  local CPU, CUDA = 0, 1
+
+
+  local function leaf_sig(v, i)
+    local t = type(v)
+    if t == "userdata" and is_array(v) then
+      local dtype, shape = core.info(v)
+      return dtype .. "@" .. core.device_of(v) .. "[" .. table.concat(shape, ",") .. "]"
+    elseif t == "number" then
+      return string.format("#%.17g", v)
+    elseif t == "boolean" or t == "string" or t == "nil" then
+      return "#" .. tostring(v)
+    end
+    fail("jit: argument %d holds a %s leaf; pass arrays or numbers, or mark it static with static_argnums", i, t)
+  end
+
+  local function static_sig(v)
+    if type(v) == "table" then
+      local leaves, def = tree.flatten(v)
+      local parts = {def}
+      for _, l in ipairs(leaves) do parts[#parts + 1] = type(l) == "number" and string.format("%.17g", l) or tostring(l) end
+      return table.concat(parts, "|")
+    end
+    return type(v) == "number" and string.format("%.17g", v) or tostring(v)
+  end
+
+
+  local jit_mt = {}
+  jit_mt.__index = jit_mt
+
+  -- signature, the flat list of traced arrays, and per-argument tree information
+  local function analyse(self, args, n)
+    local parts, arrays, info = {}, {}, {}
+    for i = 1, n do
+      local a = args[i]
+      if self.static[i] then
+        parts[i] = "S" .. static_sig(a)
+        info[i] = false
+      elseif is_array(a) then
+        arrays[#arrays + 1] = a
+        parts[i] = leaf_sig(a, i)
+        info[i] = true
+      elseif type(a) == "table" then
+        local leaves, def = tree.flatten(a)
+        local lp = {def}
+        for _, l in ipairs(leaves) do
+          lp[#lp + 1] = leaf_sig(l, i)
+          if is_array(l) then arrays[#arrays + 1] = l end
+        end
+        parts[i] = table.concat(lp, ";")
+        info[i] = {def = def, leaves = leaves}
+      else
+        parts[i] = leaf_sig(a, i)
+        info[i] = false
+      end
+    end
+    return n .. "|" .. table.concat(parts, "|"), arrays, info
+  end
+
+  local log_compiles = (os.getenv("HALUA_LOG_COMPILES") or "0") ~= "0" and os.getenv("HALUA_LOG_COMPILES") ~= ""
+
+  -- Traces self.f on tracers standing for the arrays of args (on `device`): the trace, its traced
+  -- results in order, and where each sits in the results (slots), with the results' trees.
+  local function trace_call(self, args, n, info, device)
+    local trace = core.trace_new()
+    local targs = {}
+    for i = 1, n do
+      local a = args[i]
+      if info[i] == true then
+        local dtype, shape = core.info(a)
+        targs[i] = core.trace_arg(trace, dtype, shape, device or core.device_of(a))
+      elseif type(info[i]) == "table" then
+        local leaves = {}
+        for j, l in ipairs(info[i].leaves) do
+          if is_array(l) then
+            local dtype, shape = core.info(l)
+            leaves[j] = core.trace_arg(trace, dtype, shape, device or core.device_of(l))
+          else
+            leaves[j] = l
+          end
+        end
+        targs[i] = tree.unflatten(info[i].def, leaves)
+      else
+        targs[i] = a
+      end
+    end
+    -- autodiff records onto the trace being built (ad.lua)
+    local stack = tracing.stack
+    stack[#stack + 1] = trace
+    local ok, results = pcall(function() return pack(self.f(unpack(targs, 1, n))) end)
+    stack[#stack] = nil
+    if not ok then
+      core.trace_close(trace)
+      error(results, 0)
+    end
+    -- the outputs: tracers of this trace become pipeline outputs; anything else is returned as is
+    local out_leaves, out_defs = {}, {}
+    local traced, slots = {}, {}
+    for r = 1, results.n do
+      local leaves, def = tree.flatten(results[r])
+      out_defs[r] = def
+      out_leaves[r] = leaves
+      for j, l in ipairs(leaves) do
+        if core.is_tracer(l) then
+          traced[#traced + 1] = l
+          slots[#slots + 1] = {r, j}
+        end
+      end
+    end
+    return trace, traced, {nres = results.n, defs = out_defs, consts = out_leaves, slots = slots}
+  end
+
+  local function build(self, args, n, info, sig)
+    if log_compiles then
+      local others = 0
+      for _ in pairs(self.cache) do others = others + 1 end
+      io.stderr:write(string.format("halua: tracing %s: %s (signature %s)\n", self.name,
+        others == 0 and "first call" or ("a new argument signature; " .. others .. " other(s) cached"), sig))
+    end
+    local trace, traced, entry = trace_call(self, args, n, info, self.device)
+    entry.text = core.trace_text(trace, traced)
+    -- results that do not depend on the arguments are returned as they are: nothing to compile
+    if #traced > 0 then entry.program = core.program_build(trace, traced, self.name, self.schedule) end
+    core.trace_close(trace)
+    -- constants must not keep tracers alive
+    for _, s in ipairs(entry.slots) do entry.consts[s[1]][s[2]] = false end
+    self.cache[sig] = entry
+    return entry
+  end
+
+  local function run(entry, arrays)
+    local outs = entry.program and {core.program_run(entry.program, unpack(arrays))} or {}
+    local results = {}
+    for r = 1, entry.nres do
+      local leaves = {}
+      for j, l in ipairs(entry.consts[r]) do leaves[j] = l end
+      results[r] = leaves
+    end
+    for k, s in ipairs(entry.slots) do results[s[1]][s[2]] = outs[k] end
+    for r = 1, entry.nres do
+      local def = entry.defs[r]
+      results[r] = def == "*" and results[r][1] or tree.unflatten(def, results[r])
+    end
+    return unpack(results, 1, entry.nres)
+  end
+
+  local signature, program_run = core.signature, core.program_run
+
+  -- jit(f, {device = ...}): array arguments move to that device first
+  local function moved(self, ...)
+    local n = select("#", ...)
+    local args = {...}
+    for i = 1, n do
+      local a = args[i]
+      if is_array(a) and not core.is_tracer(a) and core.device_of(a) ~= self.device then
+        args[i] = core.to_device(a, self.device)
+      elseif type(a) == "table" and not self.static[i] then
+        args[i] = tree.map(function(l)
+          if is_array(l) and not core.is_tracer(l) and core.device_of(l) ~= self.device then return core.to_device(l, self.device) end
+          return l
+        end, a)
+      end
+    end
+    return unpack(args, 1, n)
+  end
+
+  -- in the shell a jitted function shows its name and how many signatures it has traced
+  function jit_mt:__tostring()
+    local n = 0
+    for _ in pairs(self.cache) do n = n + 1 end
+    return string.format("<jit function %s: %d signature%s traced>", (self.name:gsub("^jit ", "")), n, n == 1 and "" or "s")
+  end
+
+  function jit_mt:__call(...)
+    if self.device and not self.device_checked then
+      device_id(self.device == CPU and "cpu" or "cuda", "jit")   -- the device must exist to run
+      self.device_checked = true
+    end
+    if self.device then return self:call(moved(self, ...)) end
+    return self:call(...)
+  end
+
+  function jit_mt:call(...)
+    -- under an autodiff tape (hl.grad outside jit) the function runs op by op, recorded
+    if tracing.tape then return self.f(...) end
+    -- fast path: plain array arguments, a compiled entry whose results are arrays
+    if not self.has_static then
+      local sig = signature(...)
+      local entry = sig and self.fast[sig]
+      if entry then return program_run(entry.program, ...) end
+    end
+    local n = select("#", ...)
+    local args = {...}
+    for i = 1, n do
+      -- called while tracing an enclosing function: inline
+      if core.is_tracer(args[i]) then return self.f(...) end
+      if type(args[i]) == "table" and not self.static[i] then
+        for _, l in ipairs(tree.leaves(args[i])) do
+          if core.is_tracer(l) then return self.f(...) end
+        end
+      end
+    end
+    local sig, arrays, info = analyse(self, args, n)
+    local entry = self.cache[sig]
+    if not entry then
+      entry = build(self, args, n, info, sig)
+      -- every argument an array or number, every result a traced array: the fast path applies
+      local plain = not self.has_static and #entry.slots == entry.nres
+      for r = 1, entry.nres do plain = plain and entry.defs[r] == "*" end
+      local fsig = plain and entry.program and signature(...)
+      if fsig then self.fast[fsig] = entry end
+    end
+    return run(entry, arrays)
+  end
+
+  local lowered_mt = {}
+  lowered_mt.__index = lowered_mt
+  function lowered_mt:ir() return self.entry.text end
+  local function program_of(self)
+    if not self.entry.program then fail("lower: this function's results do not depend on its arguments: there is no pipeline") end
+    return self.entry.program
+  end
+  function lowered_mt:stmt() return core.program_stmt(program_of(self)) end
+  function lowered_mt:compile_ms() return self.entry.program and core.program_compile_ms(self.entry.program) or 0 end
+  function lowered_mt:ptx() return core.program_ptx(program_of(self)) end
+  function lowered_mt:loop_ptx() return core.program_loop_ptx(program_of(self)) end
+  function lowered_mt:asm() return core.program_asm(program_of(self)) end
+  lowered_mt.__tostring = function(self) return self.entry.text end
+
+  function jit_mt:lower(...)
+    local n = select("#", ...)
+    local args = {...}
+    local sig, _, info = analyse(self, args, n)
+    local entry = self.cache[sig] or build(self, args, n, info, sig)
+    return setmetatable({entry = entry}, lowered_mt)
+  end
+
+  function hl.jit(f, opts)
+    if type(f) ~= "function" and not (type(f) == "table" and getmetatable(f) and getmetatable(f).__call) then
+      fail("jit: expected a function, got %s", type(f))
+    end
+    opts = opts or {}
+    local static = {}
+    local sa = opts.static_argnums
+    if type(sa) == "number" then sa = {sa} end
+    for _, i in ipairs(sa or {}) do
+      if type(i) ~= "number" or i < 1 or i ~= math.floor(i) then fail("jit: static_argnums must hold 1-based argument numbers") end
+      static[i] = true
+    end
+    local device
+    if opts.device ~= nil then
+      -- checked when the function runs: lowering (and PTX checks) need no GPU
+      if opts.device == "cpu" then device = CPU
+      elseif type(opts.device) == "string" and (opts.device == "cuda" or opts.device == "cuda:1") then device = CUDA
+      else fail("jit: unknown device %s (use \"cpu\" or \"cuda\")", tostring(opts.device)) end
+    end
+    -- schedule = "auto": Halide's Mullapudi2016 autoscheduler instead of halua's own (CPU only)
+    if opts.schedule ~= nil and opts.schedule ~= "default" and opts.schedule ~= "auto" then
+      fail("jit: schedule must be \"default\" or \"auto\" (Halide's Mullapudi2016 autoscheduler), got %s", tostring(opts.schedule))
+    end
+    if opts.schedule == "auto" and device == CUDA then
+      fail("jit: schedule \"auto\" schedules CPU pipelines (Mullapudi2016); leave it out for cuda")
+    end
+    local info = type(f) == "function" and debug.getinfo(f, "S") or nil
+    local name = opts.name or (info and info.short_src and ("jit " .. info.short_src .. ":" .. (info.linedefined or 0))) or "jit"
+    return setmetatable({f = f, static = static, has_static = next(static) ~= nil, cache = {}, fast = {}, name = name,
+                         device = device, schedule = opts.schedule == "auto" and "auto" or nil}, jit_mt)
+  end
+
+  -- hl.export(f, args, dir [, name]): f for the shapes and dtypes of args as a standalone C library
+  -- (engine/runtime/hl_export.h); the default name is dir's last component as a C identifier
+  function hl.export(f, args, dir, name)
+    local jf
+    if getmetatable(f) == jit_mt then jf = f
+    elseif type(f) == "function" or (type(f) == "table" and getmetatable(f) and getmetatable(f).__call) then jf = hl.jit(f)
+    else fail("export: expected a function or a jitted function, got %s", type(f)) end
+    if type(args) ~= "table" or is_array(args) then
+      fail("export: args must be a list of the function's arguments, such as {x} or {params, x}, got %s",
+           is_array(args) and "an array" or type(args))
+    end
+    if type(dir) ~= "string" or dir == "" then fail("export: dir must be a directory path, got %s", type(dir)) end
+    if name == nil then
+      name = dir:gsub("/+$", ""):match("[^/]*$"):gsub("[^%w_]", "_")
+      if name == "" then name = "halua_export" end
+      if name:match("^%d") then name = "_" .. name end
+    elseif type(name) ~= "string" then
+      fail("export: name must be a string, got %s", type(name))
+    end
+    if jf.device == CUDA then fail("export: %s was jitted for cuda; exported libraries run on the CPU", jf.name) end
+    local n = table.maxn(args)
+    local _, _, info = analyse(jf, args, n)
+    local trace, traced, entry = trace_call(jf, args, n, info, CPU)
+    local ok, err = pcall(function()
+      for _, s in ipairs(entry.slots) do entry.consts[s[1]][s[2]] = true end
+      for r = 1, entry.nres do
+        for j, l in ipairs(entry.consts[r]) do
+          if l ~= true then
+            fail("export: result %d%s does not depend on the arguments (a %s); every output of an exported library " ..
+                 "is computed from its inputs", r, #entry.consts[r] > 1 and (" (leaf " .. j .. ")") or "",
+                 is_array(l) and "constant array" or type(l))
+          end
+        end
+      end
+      if #traced == 0 then fail("export: %s returns nothing to compute", jf.name) end
+      core.trace_export(trace, traced, dir, name)
+    end)
+    core.trace_close(trace)
+    if not ok then error(err, 0) end
+  end
+
+  local trace_mt = {__tostring = function(self) return self.text end}
+  function hl.trace(f, ...)
+    local jf = getmetatable(f) == jit_mt and f or hl.jit(f)
+    local lowered = jf:lower(...)
+    return setmetatable({text = lowered:ir()}, trace_mt)
+  end
+
+  -- a table, as docs/api.md says; its metatable only makes it print readably
+  local cache_info_mt = {__tostring = function(t)
+    return string.format("{entries = %d, hits = %d, misses = %d, compile_ms = %.1f, disk_hits = %d, disk_misses = %d, " ..
+                         "disk_bytes = %d, disk_load_ms = %.1f, disk_dir = %s}", t.entries, t.hits, t.misses, t.compile_ms,
+                         t.disk_hits, t.disk_misses, t.disk_bytes, t.disk_load_ms, t.disk_dir and string.format("%q", t.disk_dir) or "nil")
+  end}
+  function hl.cache_info() return setmetatable(core.cache_info(), cache_info_mt) end
+  function hl.cache_clear(opts)
+    if opts ~= nil and type(opts) ~= "table" then
+      error("halua: cache_clear: options must be a table such as {disk = true}, got a " .. type(opts), 2)
+    end
+    for k in pairs(opts or {}) do
+      if k ~= "disk" then error("halua: cache_clear: unknown option '" .. tostring(k) .. "'", 2) end
+    end
+    return core.cache_clear(opts ~= nil and opts.disk == true)
+  end
+end
