@@ -80,16 +80,17 @@ int hl_npy_write(hl_sink *s, const hl_array *a) {
 
 int hl_npy_save(const char *path, const hl_array *a) {
   if (hl_npy_check_writable("save", a)) return -1;
-  FILE *f = fopen(path, "wb");
-  if (!f) return hl_error("save: cannot open %s: %s", path, strerror(errno));
+  hl_replace_file out;
+  if (hl_replace_open(&out, "save", path)) return -1;
   char what[1024];
   snprintf(what, sizeof what, "save: %s", path);
   hl_file_sink sink;
-  hl_file_sink_init(&sink, f, what);
-  int rc = hl_npy_write(&sink.base, a);
-  if (fclose(f) && !rc) rc = hl_error("%s: write error: %s", what, strerror(errno));
-  if (rc) remove(path);   /* no half-written file left behind */
-  return rc;
+  hl_file_sink_init(&sink, out.f, what);
+  if (hl_npy_write(&sink.base, a)) {
+    hl_replace_abort(&out);   /* the previous file, if any, stays */
+    return -1;
+  }
+  return hl_replace_commit(&out, what);
 }
 
 /* ---- reading the header ---- */

@@ -1,6 +1,11 @@
 #include "hl_stream.h"
 #include "hl_error.h"
 #include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -48,4 +53,47 @@ int hl_open_read(const char *op, const char *path, FILE **out) {
   }
   *out = f;
   return 0;
+}
+
+int hl_replace_open(hl_replace_file *r, const char *op, const char *path) {
+  static unsigned long serial;
+  memset(r, 0, sizeof r->tmp);
+  r->f = NULL;
+  r->path = path;
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return hl_error("%s: cannot open %s: %s", op, path, strerror(EISDIR));
+  for (int attempt = 0; attempt < 100; attempt++) {
+    unsigned long n = __atomic_fetch_add(&serial, 1, __ATOMIC_RELAXED);
+    if (snprintf(r->tmp, sizeof r->tmp, "%s.tmp-%ld-%lu", path, (long)getpid(), n) >= (int)sizeof r->tmp)
+      return hl_error("%s: cannot open %s: %s", op, path, strerror(ENAMETOOLONG));
+    /* mode 0666 less the umask, as fopen would create the file itself */
+    int fd = open(r->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == EEXIST) continue;
+    if (fd < 0) return hl_error("%s: cannot open %s: %s", op, path, strerror(errno));
+    r->f = fdopen(fd, "wb");
+    if (!r->f) {
+      int e = errno;
+      close(fd);
+      unlink(r->tmp);
+      return hl_error("%s: cannot open %s: %s", op, path, strerror(e));
+    }
+    return 0;
+  }
+  return hl_error("%s: cannot open %s: no free temporary name beside it", op, path);
+}
+
+int hl_replace_commit(hl_replace_file *r, const char *what) {
+  int rc = 0;
+  if (fflush(r->f) || fsync(fileno(r->f))) rc = hl_error("%s: write error: %s", what, strerror(errno));
+  if (fclose(r->f) && !rc) rc = hl_error("%s: write error: %s", what, strerror(errno));
+  r->f = NULL;
+  if (!rc && rename(r->tmp, r->path)) rc = hl_error("%s: cannot replace the file: %s", what, strerror(errno));
+  if (rc) unlink(r->tmp);
+  return rc;
+}
+
+void hl_replace_abort(hl_replace_file *r) {
+  if (r->f) fclose(r->f);
+  r->f = NULL;
+  unlink(r->tmp);
 }

@@ -41,4 +41,20 @@ void hl_file_sink_init(hl_file_sink *s, FILE *f, const char *what);
 
 /* fopen for reading that also refuses directories; -1 after hl_error("<op>: cannot open <path>: ...") */
 int hl_open_read(const char *op, const char *path, FILE **out);
+
+/* A file written whole or not at all. The bytes go to a temporary file beside `path` (in its
+ * directory, so that the rename is atomic); hl_replace_commit flushes it to the disk (fsync) and
+ * renames it over path, and hl_replace_abort removes it. Until the commit, and whenever anything
+ * fails, a file already at path is left exactly as it was: a crash, a full disk or a write error
+ * never costs the previous checkpoint. */
+typedef struct {
+  FILE *f;
+  char tmp[4200];
+  const char *path;
+} hl_replace_file;
+/* -1 after hl_error("<op>: cannot open <path>: ...") */
+int hl_replace_open(hl_replace_file *r, const char *op, const char *path);
+/* 0, or -1 after hl_error("<what>: write error: ...") with path untouched */
+int hl_replace_commit(hl_replace_file *r, const char *what);
+void hl_replace_abort(hl_replace_file *r);
 #endif

@@ -12,7 +12,8 @@
 
 typedef struct hl_zip_written hl_zip_written;
 typedef struct {
-  FILE *f;
+  hl_replace_file out;    /* the archive is written beside path and replaces it when closed */
+  FILE *f;                /* out's */
   const char *path;
   char what[1024];        /* "<op>: <path>", for errors */
   uint64_t pos;           /* bytes written so far */
@@ -20,7 +21,8 @@ typedef struct {
   hl_zip_written *members;
 } hl_zip_writer;
 
-/* Create (truncate) path; errors name `op`. */
+/* Start writing path (a file there is replaced only by hl_zip_writer_close's success); errors
+ * name `op`. */
 int hl_zip_writer_open(hl_zip_writer *w, const char *op, const char *path);
 /* A stored member made of nparts pieces, in order. */
 int hl_zip_writer_add(hl_zip_writer *w, const char *name, int nparts, const void *const *parts, const size_t *lens);

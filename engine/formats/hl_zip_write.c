@@ -59,8 +59,8 @@ static int name_flags(const char *name) {
 
 int hl_zip_writer_open(hl_zip_writer *w, const char *op, const char *path) {
   memset(w, 0, sizeof *w);
-  w->f = fopen(path, "wb");
-  if (!w->f) return hl_error("%s: cannot open %s: %s", op, path, strerror(errno));
+  if (hl_replace_open(&w->out, op, path)) return -1;
+  w->f = w->out.f;
   w->path = path;
   snprintf(w->what, sizeof w->what, "%s: %s", op, path);
   return 0;
@@ -194,16 +194,15 @@ static int write_directory(hl_zip_writer *w) {
 
 int hl_zip_writer_close(hl_zip_writer *w) {
   int rc = write_directory(w);
-  if (fclose(w->f) && !rc) rc = hl_error("%s: write error: %s", w->what, strerror(errno));
+  if (rc) hl_replace_abort(&w->out);   /* the previous file, if any, stays */
+  else rc = hl_replace_commit(&w->out, w->what);
   w->f = NULL;
-  if (rc) remove(w->path);
   free_members(w);
   return rc;
 }
 
 void hl_zip_writer_abort(hl_zip_writer *w) {
-  if (w->f) fclose(w->f);
+  if (w->f) hl_replace_abort(&w->out);
   w->f = NULL;
-  remove(w->path);
   free_members(w);
 }

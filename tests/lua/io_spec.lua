@@ -921,6 +921,51 @@ with zipfile.ZipFile(%q, 'w') as z:
     assert.is_nil(io.open(p, "rb"))
   end)
 
+  it("a save replaces the previous file only once the new one is whole (write errors, SIGKILL)", function()
+    local root = debug.getinfo(1, "S").source:match("^@(.*/)tests/lua/") or "./"
+    local function q(x) return "'" .. x:gsub("'", "'\\''") .. "'" end
+    local function ls_tmp(p)
+      local d, base = p:match("^(.*)/([^/]*)$")
+      local pipe = io.popen("ls -A " .. q(d) .. " | grep -c -F " .. q(base .. ".tmp-") .. " || true")
+      local n = tonumber(pipe:read("*a")) or 0
+      pipe:close()
+      return n
+    end
+    for _, kind in ipairs({"save", "savez"}) do
+      local p = tmp() .. (kind == "save" and ".npy" or ".npz")
+      local good = hl.arange(10):astype("float32")
+      if kind == "save" then hl.save(p, good) else hl.savez(p, {w = good}) end
+      -- a write error part way (the file size limit): reported, and the previous file stays
+      local code = string.format([[local hl = require "halua"
+        local big = hl.ones({1024, 1024})
+        local ok, e = pcall(%s, %q, %s)
+        print(ok, e)]], kind == "save" and "hl.save" or "hl.savez", p, kind == "save" and "big" or "{w = big}")
+      local pipe = io.popen(string.format("cd %s && trap '' XFSZ && ulimit -f 200 && luajit -e %s 2>&1", q(root), q(code)))
+      local out = pipe:read("*a")
+      pipe:close()
+      assert.truthy(out:find("false\thalua: " .. kind .. ": " .. p .. ": write error", 1, true) or
+                    out:find("false\thalua: " .. kind .. ": write error", 1, true), out)
+      local back = kind == "save" and hl.load(p) or hl.loadz(p).w
+      assert.are.same(good:totable(), back:totable())
+      assert.are.equal(0, ls_tmp(p))
+      -- killed (SIGKILL) at times spread over a large save: the previous file always loads whole
+      for i = 1, 4 do
+        local writer = string.format([[local hl = require "halua"
+          local big = hl.ones({2048, 2048})
+          io.stdout:write("ready\n") io.stdout:flush()
+          while true do %s(%q, %s) end]], kind == "save" and "hl.save" or "hl.savez", p, kind == "save" and "big" or "{w = big}")
+        os.execute(string.format("cd %s && (luajit -e %s > /dev/null 2>&1 & pid=$!; sleep 0.%d; kill -9 $pid; wait $pid) 2>/dev/null",
+                                 q(root), q(writer), 2 + 2 * i))
+        local ok, v = pcall(kind == "save" and hl.load or hl.loadz, p)
+        assert.is_true(ok, tostring(v))
+        v = kind == "save" and v or v.w
+        assert.is_true(v.size == 10 or v.size == 2048 * 2048, "a loaded checkpoint of " .. v.size .. " elements")
+        os.execute("rm -f " .. q(p) .. ".tmp-*")
+      end
+      os.remove(p)
+    end
+  end)
+
   it("traced values cannot be saved, and a failed save leaves no file", function()
     local p = tmp()
     os.remove(p)
