@@ -205,9 +205,24 @@ static int infer_indexed(int prim, const hl_type *in, const hl_attrs *a, hl_type
   return 0;
 }
 
+int hl_shape_check(const char *op, int ndim, const int64_t *shape) {
+  if (ndim < 0 || ndim > HL_MAX_DIMS) return hl_error("%s: rank %d is beyond the %d axes an array can have", op, ndim, HL_MAX_DIMS);
+  int64_t n = 1;
+  for (int k = 0; k < ndim; k++) {
+    if (shape[k] < 0) return hl_error("%s: negative extent %lld in shape %s", op, (long long)shape[k], hl_shape_str(ndim, (const long long *)shape).s);
+    if (shape[k] && n > INT64_MAX / 16 / shape[k])
+      return hl_error("%s: shape %s has more elements than an array can hold (2^59)", op, hl_shape_str(ndim, (const long long *)shape).s);
+    if (shape[k]) n *= shape[k];
+  }
+  return 0;
+}
+
 int hl_infer(int prim, int nin, const hl_type *in, const hl_attrs *a, hl_type *out) {
   const hl_prim_info *p = &hl_prims[prim];
   if (p->arity >= 0 && nin != p->arity) return hl_error("%s: takes %d operands, got %d", p->name, p->arity, nin);
+  if ((p->kind == HL_K_SOURCE && prim != HL_P_CONST) || p->kind == HL_K_LOOP || prim == HL_P_RESHAPE || prim == HL_P_BROADCAST) {
+    if (hl_shape_check(p->name, a->nshape, a->shape)) return -1;
+  }
   memset(out, 0, sizeof *out);
   switch (p->kind) {
   case HL_K_LOOP:

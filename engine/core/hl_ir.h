@@ -85,6 +85,11 @@ static inline const int *hl_node_inputs(const hl_graph *g, const hl_node *n) { r
 /* Shape and dtype inference for one primitive. Inputs must already follow the prim's input rule
  * (promotion, casts and broadcasts are the frontend's job). -1 + hl_error on bad input. */
 int hl_infer(int prim, int nin, const hl_type *in, const hl_attrs *attrs, hl_type *out);
+/* A shape given from outside (a source's, a reshape's or broadcast's target, a new array's) must
+ * describe an array that can exist: a rank the IR holds, no negative extent, and a count of
+ * elements (of its non-empty axes, which set the strides) within the bound an allocation has,
+ * 2^63 / 16, so that no size or stride computed from it overflows. 0, or -1 + hl_error under op. */
+int hl_shape_check(const char *op, int ndim, const int64_t *shape);
 
 void hl_graph_init(hl_graph *g);
 void hl_graph_free(hl_graph *g);

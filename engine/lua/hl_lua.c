@@ -187,6 +187,7 @@ static int l_array(lua_State *L) {
 static int l_full(lua_State *L) {
   int64_t shape[HL_MAX_DIMS];
   int n = check_shape(L, 1, "full", shape);
+  if (hl_shape_check("full", n, shape)) return raise(L);
   int isb = lua_type(L, 2) == LUA_TBOOLEAN;
   if (!isb && lua_type(L, 2) != LUA_TNUMBER) raisef(L, "halua: full: fill value must be a number or boolean, got %s", luaL_typename(L, 2));
   double v = isb ? lua_toboolean(L, 2) : lua_tonumber(L, 2);
