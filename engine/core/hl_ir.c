@@ -220,7 +220,7 @@ int hl_shape_check(const char *op, int ndim, const int64_t *shape) {
 int hl_infer(int prim, int nin, const hl_type *in, const hl_attrs *a, hl_type *out) {
   const hl_prim_info *p = &hl_prims[prim];
   if (p->arity >= 0 && nin != p->arity) return hl_error("%s: takes %d operands, got %d", p->name, p->arity, nin);
-  if ((p->kind == HL_K_SOURCE && prim != HL_P_CONST) || p->kind == HL_K_LOOP || prim == HL_P_RESHAPE || prim == HL_P_BROADCAST) {
+  if ((p->kind == HL_K_SOURCE && prim != HL_P_CONST) || prim == HL_P_RESHAPE || prim == HL_P_BROADCAST) {
     if (hl_shape_check(p->name, a->nshape, a->shape)) return -1;
   }
   memset(out, 0, sizeof *out);

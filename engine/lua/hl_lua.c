@@ -130,6 +130,18 @@ static void scan(lua_State *L, int idx, int depth, scan_info *s) {
     lua_error(L);
   }
   int n = (int)lua_objlen(L, idx);
+  /* a sequence 1..n and nothing else: a hole ({1, nil, 3}) or a named key ({a = 1}) would be
+   * dropped without a word */
+  int entries = 0;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    entries++;
+    if (entries > n || lua_type(L, -1) != LUA_TNUMBER) {
+      lua_pop(L, 1);
+      raisef(L, "halua: array: not a sequence: the table has a hole or a named key (arrays are made from tables like {1, 2, 3})");
+    }
+  }
   if (s->leaf_depth >= 0 && depth >= s->leaf_depth) raisef(L, "halua: array: ragged nested table (a table where a value was expected)");
   if (depth >= HL_MAX_DIMS) raisef(L, "halua: array: at most 8 dimensions");
   if (depth == s->ndim) {
@@ -140,6 +152,36 @@ static void scan(lua_State *L, int idx, int depth, scan_info *s) {
   for (int k = 1; k <= n; k++) {
     lua_rawgeti(L, idx, k);
     scan(L, lua_gettop(L), depth + 1, s);
+    lua_pop(L, 1);
+  }
+}
+
+/* Every number of the nested table at idx can be stored in the integer dtype t as it is (a
+ * fraction is truncated, as NumPy's conversion does); NaN, infinities and values out of t's
+ * range are an error rather than a wrapped or pinned value. */
+static void check_values(lua_State *L, int idx, hl_dtype t) {
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    double v = lua_tonumber(L, idx), lo, hi;   /* [lo, hi): hi is the first value too large */
+    switch (t) {
+    case HL_INT8: lo = -128, hi = 128; break;
+    case HL_UINT8: lo = 0, hi = 256; break;
+    case HL_INT32: lo = -2147483648.0, hi = 2147483648.0; break;
+    default: lo = -9223372036854775808.0, hi = 9223372036854775808.0; break;
+    }
+    if (!isfinite(v)) raisef(L, "halua: array: %s cannot be stored in %s", isnan(v) ? "NaN" : "an infinity", hl_dtype_name(t));
+    /* (a fraction truncates toward 0; int64's lo - 1 is lo itself as a double) */
+    if (!(t == HL_INT64 ? v >= lo && v < hi : v > lo - 1 && v < hi)) {
+      char buf[64];
+      snprintf(buf, sizeof buf, "%.17g", v);
+      raisef(L, "halua: array: %s is out of range for %s", buf, hl_dtype_name(t));
+    }
+    return;
+  }
+  if (lua_type(L, idx) != LUA_TTABLE) return;
+  int n = (int)lua_objlen(L, idx);
+  for (int k = 1; k <= n; k++) {
+    lua_rawgeti(L, idx, k);
+    check_values(L, lua_gettop(L), t);
     lua_pop(L, 1);
   }
 }
@@ -176,6 +218,7 @@ static int l_array(lua_State *L) {
   hl_dtype dflt = s.has_bool && !s.has_number ? HL_BOOL : HL_FLOAT32;
   if (s.has_bool && s.has_number) raisef(L, "halua: array: mixes booleans and numbers");
   hl_dtype t = check_dtype(L, 2, "array", dflt);
+  if (hl_dtype_is_int(t)) check_values(L, 1, t);
   hl_array a;
   if (hl_array_alloc(&a, t, s.ndim, s.shape)) return raise(L);
   int64_t pos = 0;
@@ -241,6 +284,7 @@ static int l_elemwise(lua_State *L) {
 
 static int l_cast(lua_State *L) {
   hl_array *x = check_array(L, 1, "astype");
+  if (lua_isnoneornil(L, 2)) return raisef(L, "halua: astype: expected a dtype name such as \"float32\", got nothing");
   hl_dtype t = check_dtype(L, 2, "astype", x->dtype);
   hl_array r;
   if (hl_op_cast(x, t, &r)) return raise(L);

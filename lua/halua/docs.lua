@@ -375,7 +375,10 @@ E("jit", "hl.jit(f [, opts]) -> jitted function",
   "control flow on their values is an error (use hl.where, hl.cond, hl.fori_loop). Lua numbers " ..
   "passed in are static (a new value retraces); pass hl.array(v) for a traced scalar. " ..
   "opts.static_argnums = {2} makes argument 2 static (any Lua value, part of the signature); " ..
-  "opts.device = \"cuda\" compiles for the GPU; opts.name names it in logs. jf:lower(...) gives the " ..
+  "opts.device = \"cuda\" compiles for the GPU; opts.name names it in logs; opts.schedule = \"auto\" " ..
+  "uses Halide's autoscheduler; opts.donate_argnums is accepted as JAX takes it (halua never " ..
+  "overwrites an input, so it only says the caller is done with the array). Any other key is an " ..
+  "error, and so is a static argument number past the arguments a call passes. jf:lower(...) gives the " ..
   "compiled form: :ir() (the traced program), :stmt() (Halide's loop nest), :compile_ms(), and " ..
   "for cuda :ptx() (the kernels) and :loop_ptx() (a list: those of its compiled loops). " ..
   "HALUA_LOG_COMPILES=1 prints every compile.",

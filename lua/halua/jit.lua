@@ -40,6 +40,10 @@ return function(hl, core, shared)
 
   -- signature, the flat list of traced arrays, and per-argument tree information
   local function analyse(self, args, n)
+    if self.max_static > n then
+      fail("jit: static_argnums names argument %d, but %s was called with %d argument%s", self.max_static, self.name, n,
+           n == 1 and "" or "s")
+    end
     local parts, arrays, info = {}, {}, {}
     for i = 1, n do
       local a = args[i]
@@ -249,14 +253,31 @@ return function(hl, core, shared)
     if type(f) ~= "function" and not (type(f) == "table" and getmetatable(f) and getmetatable(f).__call) then
       fail("jit: expected a function, got %s", type(f))
     end
+    if opts ~= nil and type(opts) ~= "table" then fail("jit: options must be a table such as {static_argnums = {2}}, got a %s", type(opts)) end
     opts = opts or {}
-    local static = {}
-    local sa = opts.static_argnums
-    if type(sa) == "number" then sa = {sa} end
-    for _, i in ipairs(sa or {}) do
-      if type(i) ~= "number" or i < 1 or i ~= math.floor(i) then fail("jit: static_argnums must hold 1-based argument numbers") end
-      static[i] = true
+    local known = {static_argnums = true, donate_argnums = true, device = true, schedule = true, name = true}
+    for k in pairs(opts) do
+      if not known[k] then
+        fail("jit: unknown option '%s' (the options are static_argnums, donate_argnums, device, schedule, name)", tostring(k))
+      end
     end
+    local function argnums(key)
+      local list, out = opts[key], {}
+      if type(list) == "number" then list = {list} end
+      if list ~= nil and type(list) ~= "table" then fail("jit: %s must hold 1-based argument numbers, got a %s", key, type(list)) end
+      for _, i in ipairs(list or {}) do
+        if type(i) ~= "number" or i < 1 or i ~= math.floor(i) then fail("jit: %s must hold 1-based argument numbers", key) end
+        out[i] = true
+      end
+      return out
+    end
+    local static = argnums("static_argnums")
+    -- donate_argnums: accepted as JAX takes it; halua's results always get memory of their own
+    -- (an input is never overwritten), so donating only says the caller will not use the array again
+    argnums("donate_argnums")
+    local max_static = 0
+    for i in pairs(static) do max_static = math.max(max_static, i) end
+    if opts.name ~= nil and type(opts.name) ~= "string" then fail("jit: name must be a string, got a %s", type(opts.name)) end
     local device
     if opts.device ~= nil then
       -- checked when the function runs: lowering (and PTX checks) need no GPU
@@ -273,7 +294,7 @@ return function(hl, core, shared)
     end
     local info = type(f) == "function" and debug.getinfo(f, "S") or nil
     local name = opts.name or (info and info.short_src and ("jit " .. info.short_src .. ":" .. (info.linedefined or 0))) or "jit"
-    return setmetatable({f = f, static = static, has_static = next(static) ~= nil, cache = {}, fast = {}, name = name,
+    return setmetatable({f = f, static = static, has_static = next(static) ~= nil, max_static = max_static, cache = {}, fast = {}, name = name,
                          device = device, schedule = opts.schedule == "auto" and "auto" or nil}, jit_mt)
   end
 

@@ -117,6 +117,8 @@ return function(hl, core, shared)
       starts_at[1] = 1
       for _, p in ipairs(parts) do
         if not is_int(p) then fail("split: split positions must be integers, got %s", tostring(p)) end
+        if p == 0 then fail("split: position 0 does not exist: positions are 1-based (1 is the first element, -1 the last)") end
+        if p < 0 then p = n + 1 + p end   -- from the end, as indices are
         starts_at[#starts_at + 1] = math.max(1, math.min(p, n + 1))
       end
     else
@@ -188,6 +190,9 @@ return function(hl, core, shared)
     value = value or 0
     if type(value) ~= "number" and type(value) ~= "boolean" then fail("pad: the value must be a number, got %s", type(value)) end
     local per = {}
+    if type(width) == "table" and type(width[1]) == "table" and #width ~= x.ndim then
+      fail("pad: %d pairs of widths for an array of %d axes (give one pair per axis, or one pair for all)", #width, x.ndim)
+    end
     for d = 1, x.ndim do
       local w = width
       if type(w) == "table" and type(w[1]) == "table" then w = width[d] end

@@ -357,8 +357,8 @@ describe("dtypes int8, float16, bfloat16", function()
       assert.are.equal('hl.array({ 0.1, -2.5}, "bfloat16")', tostring(hl.array({0.1, -2.5}, "bfloat16")))
       assert.are.equal('hl.array(65504.0, "float16")', tostring(hl.array(65504, "float16")))
       for _, d in ipairs(NEW) do
-        local x = hl.array({{0.3, -1 / 3, 1e-6}, {1e4, 0 / 0, 1 / 0}}, d)
-        if d == "int8" then x = hl.array({{3, -100, 0}, {127, -128, 1}}, d) end
+        local x = d == "int8" and hl.array({{3, -100, 0}, {127, -128, 1}}, d) or
+                  hl.array({{0.3, -1 / 3, 1e-6}, {1e4, 0 / 0, 1 / 0}}, d)
         local back = assert(loadstring("local hl = require 'halua' return " .. tostring(x)))()
         assert.are.equal(d, back.dtype)
         same_bits(flat(back:astype("float64")), flat(x:astype("float64")), "printed " .. d)
