@@ -183,7 +183,9 @@ int hl_op_matmul(const hl_array *a, const hl_array *b, hl_array *out) {
     goto done;
   }
   hl_dtype t = hl_dtype_promote(a->dtype, b->dtype);
-  if (t == HL_BOOL) t = HL_INT32;
+  /* bool @ bool is bool, as NumPy's (an or of ands): counted in int32, then tested for non-zero */
+  int boolean = t == HL_BOOL;
+  if (boolean) t = HL_INT32;
   if (cast_to(&x, t, tmp, &ntmp) || cast_to(&y, t, tmp, &ntmp)) goto done;
   /* batch dimensions broadcast */
   {
@@ -214,17 +216,24 @@ int hl_op_matmul(const hl_array *a, const hl_array *b, hl_array *out) {
     hl_array r;
     const hl_array *in[2] = {x, y};
     if (hl_apply(HL_P_MATMUL, 2, in, NULL, &r)) goto done;
+    hl_array shaped;
     if (a->ndim == 1 || b->ndim == 1) {
       int64_t os[HL_MAX_DIMS];
       int on = 0;
       for (int d = 0; d < nb; d++) os[on++] = shape[d];
       if (a->ndim != 1) os[on++] = r.shape[nb];
       if (b->ndim != 1) os[on++] = r.shape[nb + 1];
-      rc = hl_op_reshape(&r, on, os, out);
+      rc = hl_op_reshape(&r, on, os, &shaped);
       hl_array_release(&r);
     } else {
-      *out = r;
+      shaped = r;
       rc = 0;
+    }
+    if (!rc && boolean) {
+      rc = hl_op_cast(&shaped, HL_BOOL, out);
+      hl_array_release(&shaped);
+    } else if (!rc) {
+      *out = shaped;
     }
   }
 done:

@@ -71,7 +71,7 @@ local function value(dtype, kind)
     local v = kind[1] + (kind[2] - kind[1]) * math.random()
     return float and v or math.floor(v + 0.5)
   end
-  if kind == "small" then return rint(-3, 3) end
+  if kind == "small" then return dtype == "uint8" and rint(0, 3) or rint(-3, 3) end
   if not float then
     if math.random() < 0.08 then return 0 end
     local r = RANGE[dtype]
@@ -878,8 +878,8 @@ end
 group("matmul, einsum, dot, outer, every dtype", function(add)
   for di, dt in ipairs(DTYPES) do
     local jit = "matmul " .. dt
-    -- bool products count in int32 (NumPy's matmul of bools is logical)
-    local c = dt == "bool" and "int32" or dt
+    -- bool products are bool, an or of ands, as NumPy's
+    local c = dt
     -- fmt has %s for each input: floats go to NumPy in float64 (rounded to dt at the end)
     local function ref(fmt, n)
       local function conv(name) return FLOAT[dt] and name .. ".astype(np.float64)" or cast(name, dt, c) end

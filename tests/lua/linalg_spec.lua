@@ -24,8 +24,8 @@ suite("matmul", function(case)
   case("a.T @ a", function() return hl.matmul(a.T, a) end, "a.T @ a", {a}, {rtol = 1e-5, atol = 1e-6})
   case("int32 @ float32 promotes", function() return hl.matmul(hl.array({{1, 2}}, "int32"), hl.array({{0.5}, {0.25}})) end,
        "np.array([[1.0]])", {}, {dtype = "float32"})
-  case("bool @ bool counts in int32", function() return hl.matmul(hl.array({{true, true}}), hl.array({{true}, {true}})) end,
-       "np.array([[2]])", {}, {dtype = "int32"})
+  case("bool @ bool is bool, as NumPy's (an or of ands)", function() return hl.matmul(hl.array({{true, true}, {false, false}}), hl.array({{true}, {true}})) end,
+       "np.array([[True], [False]])", {}, {dtype = "bool"})
   case("dot of vectors", function() return hl.dot(hl.array({1, 2, 3}), hl.array({4, 5, 6})) end, "np.float32(32)", {}, {dtype = "float32"})
   case("dot with a 0-d operand scales", function() return hl.dot(hl.array(2), hl.array({4, 5})) end, "np.array([8.0, 10.0])", {}, {dtype = "float32"})
 end)
