@@ -74,6 +74,16 @@ static void gather(const hl_array *x, int64_t base, int rows, int cols, int lowe
 
 enum { PLAIN, LOWER, FILL_NAN };
 
+/* whether the n x n column-major matrix at w (leading dimension ld) holds only finite values */
+static int all_finite(const void *w, int n, int ld, int f64) {
+  for (int c = 0; c < n; c++)
+    for (int r = 0; r < n; r++) {
+      double v = f64 ? ((const double *)w)[r + (int64_t)c * ld] : ((const float *)w)[r + (int64_t)c * ld];
+      if (!isfinite(v)) return 0;
+    }
+  return 1;
+}
+
 /* out's matrix at element `base` (rows x cols) = the block of src (column-major, leading
  * dimension ld) at row0, col0; LOWER zeroes the elements above the diagonal of src */
 static void scatter(hl_array *out, int64_t base, const void *src, int ld, int64_t row0, int64_t col0, int mode) {
@@ -103,6 +113,12 @@ static void run_item(job *j, int64_t bi, void *w, int *ipiv) {
     if (j->what == SOLVE) {
       gather(j->a, batch_offset(j, j->a, bi), n, n, 0, wa, ld);
       gather(j->b, batch_offset(j, j->b, bi), n, k, 0, wb, ld);
+      /* a matrix holding a NaN or an infinity has no meaningful solution: every value of the
+       * answer is NaN, as NumPy gives (LAPACK's pivoting would leave some of them finite) */
+      if (!all_finite(wa, n, ld, f64)) {
+        scatter(j->out, oo, NULL, ld, 0, 0, FILL_NAN);
+        return;
+      }
       if (f64) dgesv_(&n, &k, wa, &ld, ipiv, wb, &ld, &info);
       else sgesv_(&n, &k, wa, &ld, ipiv, wb, &ld, &info);
     } else {

@@ -427,3 +427,30 @@ describe("linalg under vmap", function()
     same(hl.grad(f)(a), hl.grad(g)(a), 1e-12)
   end)
 end)
+
+describe("linalg with NaN or infinity in the matrix", function()
+  it("solve and inv give all NaN, as NumPy does, eagerly, under jit and per batch item", function()
+    local function all_nan(x)
+      for _, v in ipairs(hl.reshape(x, {-1}):totable()) do if v == v then return false end end
+      return true
+    end
+    for _, dt in ipairs({"float32", "float64"}) do
+      local bad = hl.array({{1, 2}, {3, 0 / 0}}, dt)
+      local inf = hl.array({{1 / 0, 2}, {3, 4}}, dt)
+      for _, m in ipairs({bad, inf}) do
+        assert.is_true(all_nan(hl.linalg.solve(m, hl.array({1, 1}, dt))))
+        assert.is_true(all_nan(hl.linalg.inv(m)))
+        assert.is_true(all_nan(hl.jit(hl.linalg.inv)(m)))
+      end
+      -- only the bad item of a batch: the other stays exact
+      local batch = hl.stack({bad, hl.array({{2, 0}, {0, 4}}, dt)})
+      local r = hl.linalg.inv(batch)
+      assert.is_true(all_nan(r[1]))
+      assert.are.same({{0.5, 0}, {0, 0.25}}, r[2]:totable())
+      -- a NaN in b spoils its own column only (it flows through the solve like any value)
+      local x = hl.linalg.solve(hl.array({{2, 0}, {0, 2}}, dt), hl.array({{1, 0 / 0}, {1, 1}}, dt)):totable()
+      assert.are.same({0.5, 0.5}, {x[1][1], x[2][1]})
+      assert.is_true(x[1][2] ~= x[1][2] and x[2][2] ~= x[2][2])
+    end
+  end)
+end)
