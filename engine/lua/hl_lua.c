@@ -479,7 +479,11 @@ static int l_iota(lua_State *L) {
 
 /* ---- reading arrays back ---- */
 
-static int tracer_error(lua_State *L, const char *what) {
+static int tracer_error(lua_State *L, const char *what, const hl_array *a) {
+  /* a tracer kept past the end of its trace (stored in a Lua variable inside the function) */
+  if (a->graph && ((hl_trace *)a->graph)->closed)
+    return raisef(L, "halua: %s: this value is a tracer of a finished hl.jit trace (it escaped the function); "
+                     "return it from the function and use the result instead", what);
   lua_pushfstring(L, "halua: %s: cannot turn a traced value into a Lua value inside hl.jit; use hl.where or hl.cond "
                      "for data-dependent choices, or mark the argument static with static_argnums", what);
   return lua_error(L);
@@ -504,7 +508,7 @@ static hl_array *on_host(lua_State *L, hl_array *x) {
 
 static int l_item(lua_State *L) {
   hl_array *x = check_array(L, 1, "item");
-  if (hl_is_abstract(x)) return tracer_error(L, "item");
+  if (hl_is_abstract(x)) return tracer_error(L, "item", x);
   x = on_host(L, x);
   int64_t n = hl_shape_size(x->ndim, x->shape);
   if (n != 1) {
@@ -529,7 +533,7 @@ static void totable_rec(lua_State *L, const hl_array *a, int depth, int64_t *fla
 
 static int l_totable(lua_State *L) {
   hl_array *x = check_array(L, 1, "totable");
-  if (hl_is_abstract(x)) return tracer_error(L, "totable");
+  if (hl_is_abstract(x)) return tracer_error(L, "totable", x);
   x = on_host(L, x);
   int64_t flat = 0;
   totable_rec(L, x, 0, &flat);
@@ -539,7 +543,7 @@ static int l_totable(lua_State *L) {
 /* get(x, flat0): one element, for the printer */
 static int l_get(lua_State *L) {
   hl_array *x = check_array(L, 1, "get");
-  if (hl_is_abstract(x)) return tracer_error(L, "tostring");
+  if (hl_is_abstract(x)) return tracer_error(L, "tostring", x);
   if (hl_array_device(x) != HL_DEVICE_CPU) return raisef(L, "halua: get: the array is on cuda; copy it with x:to(\"cpu\")");
   push_elem(L, x, (int64_t)luaL_checknumber(L, 2));
   return 1;

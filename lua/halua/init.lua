@@ -28,7 +28,7 @@ local function named(op, f)
     local r = pack(pcall(f, ...))
     if r[1] then return unpack(r, 2, r.n) end
     local msg = tostring(r[2])
-    error((msg:gsub("^halua: [%w_]+: ", "halua: " .. op .. ": ", 1)), 0)
+    error((msg:gsub("^halua: [%w_.]+: ", "halua: " .. op .. ": ", 1)), 0)
   end
 end
 
@@ -532,6 +532,16 @@ local function tostring_array(x)
   return string.format("hl.array(<%s%s>)", dtype, shape_str(shape))
 end
 mt.__tostring = tostring_array
+-- Lua's == on two arrays compares identity (it cannot return an array, and LuaJIT cannot overload
+-- truth either). Two distinct concrete arrays are never ==, as before; a tracer compared inside
+-- jit is a mistake halua can see, so it says what to use.
+mt.__eq = function(a, b)
+  if core.is_tracer(a) or core.is_tracer(b) then
+    fail("==: Lua compares arrays by identity, not by value; use hl.eq(a, b) (or a:eq(b)) for elementwise " ..
+         "equality, and hl.where or hl.cond to choose by it")
+  end
+  return false
+end
 hl.tostring = tostring_array
 
 hl.methods = methods

@@ -41,7 +41,9 @@ return function(hl, core, shared)
     if msg:find("different structure", 1, true) then
       fail("%s: grads, state and params must have the same tree structure (%s)", op, msg:gsub("^halua: [%w_.]+: ", ""))
     end
-    error(r, 0)
+    -- an op inside the update (a gradient of another shape than its parameter) fails under the
+    -- optimiser's name
+    error((msg:gsub("^halua: [%w_.]+: ", "halua: " .. op .. ": ", 1)), 0)
   end
 
   local function zeros_like_tree(op, params)
@@ -53,7 +55,10 @@ return function(hl, core, shared)
 
   -- sgd(lr [, momentum]): p <- p - lr * v with v <- momentum * v + g (PyTorch's form); plain
   -- gradient descent without momentum
-  function optim.sgd(lr, momentum)
+  function optim.sgd(lr, momentum, ...)
+    if select("#", ...) > 0 then
+      fail("optim.sgd: takes (lr [, momentum]); there is no third argument (no weight decay: add it to the loss)")
+    end
     local rate = check_rate("optim.sgd", lr)
     if momentum ~= nil then check_coefficient("optim.sgd", "momentum", momentum, 0, 1) end
     local opt = {}
@@ -85,6 +90,9 @@ return function(hl, core, shared)
     local rate = check_rate("optim.adam", lr)
     if opts ~= nil and type(opts) ~= "table" then fail("optim.adam: options must be a table, got %s", type(opts)) end
     opts = opts or {}
+    for k in pairs(opts) do
+      if k ~= "b1" and k ~= "b2" and k ~= "eps" then fail("optim.adam: unknown option '%s' (the options are b1, b2, eps)", tostring(k)) end
+    end
     local b1, b2, eps = opts.b1 or 0.9, opts.b2 or 0.999, opts.eps or 1e-8
     check_coefficient("optim.adam", "b1", b1, 0, 1)
     check_coefficient("optim.adam", "b2", b2, 0, 1)

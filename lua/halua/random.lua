@@ -176,6 +176,14 @@ return function(hl, core)
     local k = R.check_key("categorical", key)
     if not is_array(logits) then fail("random.categorical: logits must be an array, got %s", type(logits)) end
     axis = axis or -1
+    if logits.ndim == 0 then fail("random.categorical: logits must have an axis of categories, got a 0-d array") end
+    if type(axis) ~= "number" or axis == 0 or axis ~= math.floor(axis) or math.abs(axis) > logits.ndim then
+      fail("random.categorical: axis %s is out of range for logits of shape %s", tostring(axis), util.shape_str(logits.shape))
+    end
+    local a = axis < 0 and logits.ndim + 1 + axis or axis
+    if logits.shape[a] == 0 then
+      fail("random.categorical: logits of shape %s have no categories along axis %d", util.shape_str(logits.shape), a)
+    end
     local n = logits.size
     local dtype = logits.dtype == "float64" and "float64" or "float32"
     -- u strictly inside (0, 1): the middle of each of 2^24 cells

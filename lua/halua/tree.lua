@@ -15,22 +15,27 @@ local function sorted_keys(t)
   return keys
 end
 
-local function flatten_into(t, leaves)
+-- path: the tables being flattened, outermost first (a table met again on its own path is a
+-- cycle, which has no flat form: without this check the walk would end in a stack overflow)
+local function flatten_into(t, leaves, path)
   if type(t) ~= "table" then
     leaves[#leaves + 1] = t
     return "*"
   end
+  if path[t] then error("halua: tree: the table contains itself (a cycle); a pytree must be a tree of tables", 0) end
+  path[t] = true
   local parts = {}
-  for i = 1, #t do parts[#parts + 1] = flatten_into(t[i], leaves) end
+  for i = 1, #t do parts[#parts + 1] = flatten_into(t[i], leaves, path) end
   local keys = sorted_keys(t)
-  for _, k in ipairs(keys) do parts[#parts + 1] = string.format("%q=", k) .. flatten_into(t[k], leaves) end
+  for _, k in ipairs(keys) do parts[#parts + 1] = string.format("%q=", k) .. flatten_into(t[k], leaves, path) end
+  path[t] = nil
   return "{" .. #t .. ":" .. table.concat(parts, ",") .. "}"
 end
 
 -- leaves, def: def is a string that describes the structure (usable as a cache key)
 function tree.flatten(t)
   local leaves = {}
-  local def = flatten_into(t, leaves)
+  local def = flatten_into(t, leaves, {})
   return leaves, def
 end
 

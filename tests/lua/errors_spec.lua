@@ -67,6 +67,29 @@ describe("errors", function()
     assert.are.same({3, 1}, {hl.split(hl.arange(4), {-1})[1].size, hl.split(hl.arange(4), {-1})[2].size})
     fails("^halua: pad: 2 pairs of widths for an array of 1 axes", hl.pad, hl.ones(4), {{1, 1}, {1, 1}})
   end)
+  it("errors name the function the user called and say what went wrong", function()
+    local c = {}
+    c.self = c
+    fails("^halua: tree: the table contains itself %(a cycle%)", hl.tree.map, function(x) return x end, c)
+    fails("^halua: tree: the table contains itself %(a cycle%)", hl.jit(function(x) return x end), c)
+    fails("^halua: random%.categorical: logits of shape %[0%] have no categories along axis 1",
+          hl.random.categorical, hl.random.key(0), hl.zeros({0}))
+    local opt = hl.optim.sgd(0.1)
+    fails("^halua: optim%.sgd%.update: cannot broadcast shapes %[3%] and %[2%]",
+          opt.update, {w = hl.ones(2)}, opt.init({w = hl.ones(3)}), {w = hl.ones(3)})
+    fails("^halua: optim%.sgd: takes %(lr %[, momentum%]%)", hl.optim.sgd, 0.1, 0, {weight_decay = 0.1})
+    fails("^halua: optim%.adam: unknown option 'beta1' %(the options are b1, b2, eps%)", hl.optim.adam, 0.1, {beta1 = 0.9})
+    fails("^halua: nn%.init%.glorot: dtype must be float32", hl.nn.init.glorot, hl.random.key(0), {2, 2}, "int32")
+    local leaked
+    hl.jit(function(x) leaked = x return x end)(hl.ones(2))
+    fails("^halua: item: this value is a tracer of a finished hl%.jit trace %(it escaped the function%)", function() return leaked:item() end)
+    fails("^halua: ==: Lua compares arrays by identity, not by value; use hl%.eq%(a, b%)",
+          hl.jit(function(x, y) return x == y end), hl.ones(1), hl.ones(1))
+    -- outside jit, == stays Lua's identity: the same array is equal to itself, another never
+    local x = hl.ones(2)
+    assert.is_true(x == x)
+    assert.is_false(hl.ones(2) == hl.ones(2))
+  end)
   it("jit's options: unknown keys and argument numbers out of range", function()
     local id = function(x) return x end
     fails("^halua: jit: unknown option 'statc_argnums' %(the options are static_argnums, donate_argnums, device, schedule, name%)",
