@@ -33,12 +33,7 @@ local function exists(path)
   return f ~= nil
 end
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local read = require("support.files").read_bytes
 
 -- Exports f for args into dir/name, builds the driver against lib<name>.a (or the .so), runs it
 -- on args and returns the outputs it wrote (arrays), with halua's own results (flattened).
