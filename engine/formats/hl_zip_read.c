@@ -258,6 +258,14 @@ int hl_zip_stream_open(hl_zip_reader *r, int member, const char *what, hl_zip_st
   unsigned char h[LOCAL_SIZE];
   if (read_at(r, what, m->local_offset, h, LOCAL_SIZE, "local header")) return -1;
   if (rd32(h) != 0x04034b50) return hl_error("%s: corrupt archive: bad local header", what);
+  /* the name in the member's own header must be the central directory's, as Python's zipfile
+   * insists: an archive whose two disagree has been tampered with or damaged */
+  size_t name_len = rd16(h + 26), want_len = strlen(m->name);
+  char local_name[0x10000];
+  if (read_at(r, what, m->local_offset + LOCAL_SIZE, local_name, name_len, "local header's name")) return -1;
+  if (name_len != want_len || memcmp(local_name, m->name, name_len))
+    return hl_error("%s: corrupt archive: the member's local header names it '%.*s', the central directory '%s'", what,
+                    (int)(name_len > 200 ? 200 : name_len), local_name, m->name);
   uint64_t data = m->local_offset + LOCAL_SIZE + rd16(h + 26) + rd16(h + 28);
   if (data > r->file_size || m->csize > r->file_size - data)
     return hl_error("%s: truncated archive: the member's data (%llu bytes at offset %llu) runs past the end of the file (%llu bytes)",

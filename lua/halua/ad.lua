@@ -222,7 +222,15 @@ return function(hl, core)
               for _, l in ipairs(leaves) do flat[#flat + 1] = l end
             end
             for k, iid in ipairs(c.ins) do
-              if iid >= 0 and is_array(flat[k]) then give(iid, flat[k]) end
+              if iid >= 0 and is_array(flat[k]) then
+                -- a cotangent of another shape would become a gradient of the wrong shape
+                local want = value(iid).shape
+                if shape_str(flat[k].shape) ~= shape_str(want) then
+                  fail("custom_vjp: bwd returned a cotangent of shape %s for input %d of shape %s", shape_str(flat[k].shape),
+                       k, shape_str(want))
+                end
+                give(iid, flat[k])
+              end
             end
           end
         else

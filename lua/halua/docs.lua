@@ -609,7 +609,9 @@ E("nn.dropout", "hl.nn.dropout(key, x, rate) -> array",
 E("nn.cross_entropy", "hl.nn.cross_entropy(logits, labels) -> 0-d array",
   "The mean over examples of -log softmax(logits)[label], classes along the last axis. labels are " ..
   "1-based integer class indices with logits' shape less the last axis, or float probabilities " ..
-  "with logits' shape (e.g. one-hot rows). A label outside 1..classes is an error.",
+  "with logits' shape (e.g. one-hot rows). A label outside 1..classes is an error where the labels " ..
+  "are concrete; under jit, where they are traced and cannot be checked until the pipeline runs, " ..
+  "such a row's loss is NaN, so the result is NaN.",
   [[local logits = hl.array({{2, 0, 0}, {0, 0, 3}})
 print(hl.nn.cross_entropy(logits, hl.array({1, 3}, "int32")),
       hl.nn.cross_entropy(logits, hl.one_hot(hl.array({1, 3}, "int32"), 3)))]])

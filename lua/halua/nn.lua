@@ -230,6 +230,12 @@ return function(hl, core, shared)
            shape_str({unpack(ls, 1, #ls - 1)}), shape_str(ls), labels.dtype, shape_str(ys))
     end
     local per_row = -hl.sum(probs * hl.nn.log_softmax(logits, -1), -1)
+    if labels.ndim == logits.ndim - 1 and core.is_tracer(labels) then
+      -- traced labels cannot be checked now: a row whose label is out of range has a NaN loss
+      -- (one_hot would give it a zero row and a plausible, wrong loss), so the mean is NaN
+      local valid = hl.logical_and(hl.ge(labels, 1), hl.le(labels, classes))
+      per_row = hl.where(valid, per_row, 0 / 0)
+    end
     return hl.mean(per_row)
   end
 

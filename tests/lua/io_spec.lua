@@ -921,6 +921,23 @@ with zipfile.ZipFile(%q, 'w') as z:
     assert.is_nil(io.open(p, "rb"))
   end)
 
+  it("an .npz whose local header names a member otherwise than the central directory is refused", function()
+    local p = tmp() .. ".npz"
+    hl.savez(p, {w = hl.ones(3)})
+    local f = assert(io.open(p, "rb"))
+    local bytes = f:read("*a")
+    f:close()
+    local at = bytes:find("w.npy", 1, true)   -- the local header comes first
+    f = assert(io.open(p, "wb"))
+    f:write(bytes:sub(1, at - 1) .. "x" .. bytes:sub(at + 1))
+    f:close()
+    local ok, e = pcall(hl.loadz, p)
+    os.remove(p)
+    assert.is_false(ok)
+    assert.truthy(tostring(e):find("corrupt archive: the member's local header names it 'x.npy', the central directory 'w.npy'", 1, true),
+                  tostring(e))
+  end)
+
   it("a save replaces the previous file only once the new one is whole (write errors, SIGKILL)", function()
     local root = debug.getinfo(1, "S").source:match("^@(.*/)tests/lua/") or "./"
     local function q(x) return "'" .. x:gsub("'", "'\\''") .. "'" end
