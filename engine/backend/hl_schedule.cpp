@@ -303,6 +303,17 @@ static bool bound_whole(hl_lowered &L, int i) {
   return true;
 }
 
+/* the nodes an extern stage reads (as a buffer: Halide cannot inline into an extern stage) */
+static std::vector<char> extern_inputs(const hl_lowered &L) {
+  const hl_graph *g = L.g;
+  std::vector<char> read(g->nnodes, 0);
+  for (int i = 0; i < g->nnodes; i++) {
+    if (!L.funcs[i].is_extern()) continue;
+    for (int k = 0; k < g->nodes[i].nin; k++) read[hl_node_inputs(g, &g->nodes[i])[k]] = 1;
+  }
+  return read;
+}
+
 static std::vector<char> bound_extern_operands(hl_lowered &L) {
   const hl_graph *g = L.g;
   std::vector<char> bounded(g->nnodes, 0);
@@ -379,6 +390,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
   std::vector<char> output_done(g->noutputs, 0);
   std::vector<signed char> across(g->nnodes, -1);   /* reads_across, remembered */
   std::vector<char> bounded = bound_extern_operands(L);
+  std::vector<char> extern_input = extern_inputs(L);
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     if (!root[i] || n.prim == HL_P_PARAM) continue;
@@ -421,6 +433,10 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
         schedule_root(red, n, g->dynamic, inner_reduced ? 1 : rvec, !inner_reduced, L.outputs[0], reads);
         if (inner_reduced && !g->dynamic && hl_dtype_is_float(src.type.dtype))
           schedule_inner_reduction(L, i, red, n.type.ndim, rvec, big);
+        /* the conversion back is inlined into its consumers, except into an extern stage
+         * (sort, LAPACK, a loop), which reads a buffer: there it gets one */
+        if (red.name() != L.funcs[i].name() && extern_input[i])
+          schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i));
       }
       break;
     default:

@@ -51,10 +51,22 @@ return function(hl, core, lower)
   end
 
   -- b must have a's structure, shapes and dtypes: names the first leaf that differs
+  -- a tree's structure in words, for messages
+  local function structure(t, n)
+    if t == nil then return "nothing (nil)" end
+    if type(t) ~= "table" then return "a single value" end
+    return string.format("a table of %d leaf%s", n, n == 1 and "" or "s")
+  end
+
   local function check_same(op, what, ref, a_tree, a_leaves, a_def, b)
+    if b == nil then fail("%s: %s is nothing (nil): return the new value, of the structure of %s", op, what, ref) end
     local b_leaves, b_def = as_leaves(op, what, b)
-    if b_def ~= a_def then
+    if #b_leaves ~= #a_leaves then
       fail("%s: %s has a different structure (%d leaves) from %s (%d leaves)", op, what, #b_leaves, ref, #a_leaves)
+    end
+    if b_def ~= a_def then   -- as many leaves, nested otherwise ({c} for c)
+      fail("%s: %s is %s, but %s is %s: they must have the same structure", op, what, structure(b, #b_leaves), ref,
+           structure(a_tree, #a_leaves))
     end
     local paths = leaf_paths(a_tree)
     for i, l in ipairs(b_leaves) do

@@ -103,6 +103,20 @@ describe("errors", function()
     fails("^halua: custom_vjp: bwd returned a cotangent of shape %[5%] for input 1 of shape %[3%]", hl.grad(loss), hl.ones(3))
     fails("^halua: custom_vjp: bwd returned a cotangent of shape %[5%] for input 1 of shape %[3%]", hl.jit(hl.grad(loss)), hl.ones(3))
   end)
+  it("host stages fed by reductions compile under jit and grad; loop bodies returning nothing or another structure", function()
+    local x = hl.array({{3, 1, 2}, {0, 5, 1}, {1, 1, 1}})
+    assert.are.same(hl.sort(x:sum(2)):totable(), hl.jit(function(v) return hl.sort(v:sum(2)) end)(x):totable())
+    assert.are.same(hl.argsort(x:max(2)):totable(), hl.jit(function(v) return hl.argsort(v:max(2)) end)(x):totable())
+    local m = hl.array({{{2, 1}, {0, 1}}, {{1, 0}, {1, 3}}})
+    assert.are.same(hl.linalg.inv(m:sum(3)):totable(), hl.jit(function(v) return hl.linalg.inv(v:sum(3)) end)(m):totable())
+    local loss = function(v) return hl.sum(hl.sort(v:sum(2)) ^ 2) end
+    assert.are.same(hl.grad(loss)(x):totable(), hl.jit(hl.grad(loss))(x):totable())
+    fails("^halua: fori_loop: body_fn's result is nothing %(nil%): return the new value",
+          hl.jit(function(v) return hl.fori_loop(1, 3, function() end, v) end), hl.ones(2))
+    fails("^halua: scan: f's carry is nothing %(nil%)", hl.jit(function(v) return hl.scan(function() end, v, hl.ones({3, 2})) end), hl.ones(2))
+    fails("^halua: fori_loop: body_fn's result is a table of 1 leaf, but the initial carry is a single value: they must have the same structure",
+          hl.jit(function(v) return hl.fori_loop(1, 3, function(_, c) return {c} end, v) end), hl.ones(2))
+  end)
   it("jit's options: unknown keys and argument numbers out of range", function()
     local id = function(x) return x end
     fails("^halua: jit: unknown option 'statc_argnums' %(the options are static_argnums, donate_argnums, device, schedule, name%)",
