@@ -16,6 +16,7 @@
 #include "hl_lua_value.h"
 #include "hl_loop.h"
 #include "hl_runtime.h"
+#include "hl_interrupt.h"
 #include <lauxlib.h>
 #include <lua.h>
 #include <math.h>
@@ -1144,6 +1145,7 @@ static const luaL_Reg core_funcs[] = {
 
 int luaopen_halua_core(lua_State *L) {
   hl_runtime_start();
+  hl_interrupt_install();   /* Ctrl-C stops compiled loops too, where it stops Lua code */
   /* the array metatable; __index/__newindex/__tostring are completed by halua/init.lua */
   luaL_newmetatable(L, ARRAY_MT);
   lua_pushcfunction(L, array_gc);

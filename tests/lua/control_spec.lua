@@ -656,3 +656,42 @@ describe("loops inside jit for cuda", function()
     assert.are.equal(2, #j:lower(x, x):loop_ptx())   -- the loop and its tangent loop
   end)
 end)
+
+describe("Ctrl-C (SIGINT) during a compiled loop", function()
+  local root = debug.getinfo(1, "S").source:match("^@(.*/)tests/lua/") or "./"
+  local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+  local endless = "hl.jit(function(x) return hl.while_loop(function(c) return c:lt(1e30) end, " ..
+                  "function(c) return c * 1.0000001 + 1e-9 end, x) end)"
+  local function run(cmd)
+    local p = assert(io.popen(cmd .. " 2>&1"))
+    local out = p:read("*a")
+    p:close()
+    return out
+  end
+
+  it("stops the call with halua: interrupted, and the script goes on", function()
+    local script = os.tmpname()
+    local f = assert(io.open(script, "w"))
+    f:write('local hl = require "halua"\nlocal f = ' .. endless .. '\n' ..
+            'io.stdout:write("running\\n") io.stdout:flush()\n' ..
+            'print("after:", pcall(f, hl.array(1)))\nprint("still here", hl.ones(2):sum():item())\n')
+    f:close()
+    local out = run(string.format("cd %s && (luajit %s & pid=$!; sleep 2; kill -INT $pid; sleep 2; " ..
+                                  "kill -0 $pid 2>/dev/null && echo STILL-RUNNING && kill -9 $pid; wait $pid)", q(root), q(script)))
+    os.remove(script)
+    assert.truthy(out:find("after:\tfalse\thalua: interrupted", 1, true), out)
+    assert.truthy(out:find("still here\t2", 1, true), out)
+    assert.falsy(out:find("STILL-RUNNING", 1, true), out)
+  end)
+
+  it("keeps the REPL session", function()
+    local fifo = os.tmpname()
+    os.remove(fifo)
+    local out = run(string.format("cd %s && mkfifo %s && (luajit -e 'require(\"halua.repl\").run()' < %s & pid=$!; exec 3>%s; " ..
+                                  "echo %s >&3; sleep 2; kill -INT $pid; sleep 1; echo 'print(\"alive\", 1 + 1)' >&3; sleep 1; " ..
+                                  "exec 3>&-; wait $pid); rm -f %s", q(root), q(fifo), q(fifo), q(fifo),
+                                  q("(" .. endless .. ")(hl.array(1))"), q(fifo)))
+    assert.truthy(out:find("halua: interrupted", 1, true), out)
+    assert.truthy(out:find("alive\t2", 1, true), out)
+  end)
+end)

@@ -1,0 +1,39 @@
+#define _POSIX_C_SOURCE 200809L
+#include "hl_interrupt.h"
+#include <signal.h>
+#include <stddef.h>
+
+static volatile sig_atomic_t pending;
+static int loops_running;           /* outermost compiled loops running, on every thread */
+static struct sigaction replaced;   /* the handler ours passes the signal on to */
+
+static void on_sigint(int sig) {
+  pending = 1;
+  if (__atomic_load_n(&loops_running, __ATOMIC_RELAXED) > 0) return;   /* the loop's to act on */
+  if (!(replaced.sa_flags & SA_SIGINFO) && replaced.sa_handler != SIG_DFL && replaced.sa_handler != SIG_IGN)
+    replaced.sa_handler(sig);
+}
+
+void hl_interrupt_install(void) {
+  static int done;
+  if (done) return;
+  struct sigaction current;
+  if (sigaction(SIGINT, NULL, &current) || current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN ||
+      (current.sa_flags & SA_SIGINFO))
+    return;
+  done = 1;
+  replaced = current;
+  struct sigaction ours = current;
+  ours.sa_handler = on_sigint;
+  ours.sa_flags &= ~SA_RESETHAND;   /* (LuaJIT's own handler resets itself: ours calls it each time) */
+  sigaction(SIGINT, &ours, NULL);
+}
+
+void hl_interrupt_enter(void) {
+  pending = 0;
+  __atomic_fetch_add(&loops_running, 1, __ATOMIC_RELAXED);
+}
+
+void hl_interrupt_leave(void) { __atomic_fetch_sub(&loops_running, 1, __ATOMIC_RELAXED); }
+
+int hl_interrupted(void) { return pending != 0; }
