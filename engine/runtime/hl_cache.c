@@ -29,6 +29,11 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;   /* the index and stat
 static pthread_mutex_t compile_lock = PTHREAD_MUTEX_INITIALIZER;
 static hl_cache_stats stats;
 static _Thread_local hl_key scratch;   /* reused: eager ops build a key per call */
+/* freed when its thread ends (hosts may run ops on many short-lived threads) */
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static void free_scratch(void *k) { hl_key_free(k); }
+static void make_scratch_key(void) { pthread_key_create(&scratch_key, free_scratch); }
 
 static entry *find(uint64_t h, const hl_key *k) {
   for (entry *e = buckets[h % NBUCKETS]; e; e = e->next)
@@ -105,6 +110,10 @@ static struct hl_kernel *compile_or_load(const hl_graph *g, const char *name, in
 }
 
 struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name) {
+  if (!scratch.bytes) {   /* this thread's first lookup */
+    pthread_once(&scratch_once, make_scratch_key);
+    pthread_setspecific(scratch_key, &scratch);
+  }
   hl_graph_key(g, &scratch);
   struct hl_kernel *k = find_locked(&scratch);
   if (k) return k;

@@ -7,6 +7,7 @@
 #include "hl_linalg.h"
 #include "hl_sort.h"
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -205,6 +206,13 @@ int hl_trace_node_value(hl_trace *t, int node, hl_array *out) {
 
 static _Thread_local hl_graph eager_graph;
 
+/* A thread's eager graph is freed when the thread ends: a host that runs ops on many short-lived
+ * threads would otherwise leave each one's behind (a few kB each). */
+static pthread_key_t eager_graph_key;
+static pthread_once_t eager_graph_once = PTHREAD_ONCE_INIT;
+static void free_eager_graph(void *g) { hl_graph_free(g); }
+static void make_eager_graph_key(void) { pthread_key_create(&eager_graph_key, free_eager_graph); }
+
 static int stride_class(const hl_array *a) {
   /* a one-element innermost axis reaches Halide with unit stride (hl_backend.cpp) */
   if (a->ndim == 0 || a->shape[a->ndim - 1] == 1) return HL_STRIDE_UNIT;
@@ -215,6 +223,10 @@ static int stride_class(const hl_array *a) {
 /* Run prim on views `in` into the allocated view `out` through a cached shape-generic kernel. */
 static int run_single(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out) {
   hl_graph *g = &eager_graph;
+  if (!g->nodes) {   /* this thread's first eager op */
+    pthread_once(&eager_graph_once, make_eager_graph_key);
+    pthread_setspecific(eager_graph_key, g);
+  }
   hl_graph_reset(g);
   g->dynamic = 1;
   g->device = hl_array_device(out);
