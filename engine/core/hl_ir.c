@@ -282,7 +282,7 @@ int hl_graph_add(hl_graph *g, int prim, int nin, const int *inputs, const hl_att
   if (grow((void **)&g->nodes, &g->cap_nodes, g->nnodes + 1, sizeof(hl_node)) ||
       grow((void **)&g->edges, &g->cap_edges, g->nedges + nin, sizeof(int)))
     return -1;
-  memcpy(g->edges + g->nedges, inputs, sizeof(int) * (size_t)nin);
+  if (nin > 0) memcpy(g->edges + g->nedges, inputs, sizeof(int) * (size_t)nin);   /* (inputs may be NULL) */
   g->nedges += nin;
   g->nodes[g->nnodes] = n;
   return g->nnodes++;
