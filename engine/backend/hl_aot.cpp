@@ -170,7 +170,8 @@ bool hl_aot_ready(const Target &t, std::string &why) {
   return true;
 }
 
-hl_aot_entry hl_aot_load(const char *path, const std::string &symbol) {
+hl_aot_entry hl_aot_load(const char *path, const std::string &symbol, void **handle) {
+  *handle = nullptr;
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     hl_error("loading a cached pipeline failed: %s", dlerror());
@@ -180,11 +181,19 @@ hl_aot_entry hl_aot_load(const char *path, const std::string &symbol) {
   if (!entry) {
     dlclose(h);
     hl_error("a cached pipeline has no entry point %s_argv", symbol.c_str());
+    return nullptr;
   }
-  return entry;   /* the library stays loaded for the process, as JIT kernels stay compiled */
+  *handle = h;   /* loaded until its kernel is freed (evicted from the cache and unused) */
+  return entry;
 }
 
-hl_aot_entry hl_aot_compile(const Module &m, const std::string &symbol, const char *so_path, double *llvm_ms, double *link_ms) {
+void hl_aot_unload(void *handle) {
+  if (handle) dlclose(handle);
+}
+
+hl_aot_entry hl_aot_compile(const Module &m, const std::string &symbol, const char *so_path, double *llvm_ms, double *link_ms,
+                            void **handle) {
+  *handle = nullptr;
   std::string obj = std::string(so_path) + ".o";
   auto t0 = std::chrono::steady_clock::now();
   try {
@@ -196,7 +205,7 @@ hl_aot_entry hl_aot_compile(const Module &m, const std::string &symbol, const ch
   auto t1 = std::chrono::steady_clock::now();
   int linked = link_shared(obj, so_path, false);
   unlink(obj.c_str());
-  hl_aot_entry entry = linked ? nullptr : hl_aot_load(so_path, symbol);
+  hl_aot_entry entry = linked ? nullptr : hl_aot_load(so_path, symbol, handle);
   *llvm_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
   *link_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
   if (!entry) {

@@ -30,11 +30,14 @@ void hl_aot_disable(const char *why);
 
 /* Compiles m (whose function is `symbol`) to a shared object at so_path and loads it, adding the
  * time LLVM took and the time linking and loading took to *llvm_ms and *link_ms; on a failure,
- * warns and disables ahead-of-time kernels for the process. */
+ * warns and disables ahead-of-time kernels for the process. *handle is the object's, for
+ * hl_aot_unload when the kernel is freed. */
 hl_aot_entry hl_aot_compile(const Halide::Module &m, const std::string &symbol, const char *so_path, double *llvm_ms,
-                            double *link_ms);
+                            double *link_ms, void **handle);
 
 /* Loads the shared object at path; NULL with hl_error when it has no `symbol`. */
-hl_aot_entry hl_aot_load(const char *path, const std::string &symbol);
+hl_aot_entry hl_aot_load(const char *path, const std::string &symbol, void **handle);
+/* Unloads what hl_aot_load loaded (its code is unmapped: nothing may still run it). */
+void hl_aot_unload(void *handle);
 
 #endif

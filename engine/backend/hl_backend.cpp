@@ -19,11 +19,14 @@
 #include <cstring>
 #include <unistd.h>
 #include <fstream>
+#include <malloc.h>
 #include <mutex>
+#include <sys/stat.h>
 #include <sstream>
 extern "C" {
 #include "hl_disk.h"
 #include "hl_error.h"
+#include "hl_interrupt.h"
 #include "hl_pool.h"
 #include "hl_storage.h"
 }
@@ -31,12 +34,15 @@ extern "C" {
 using namespace Halide;
 
 struct hl_kernel {
+  std::atomic<int> refs{1};   /* hl_kernel_retain/release: the cache's entry and each user */
+  size_t bytes = 0;           /* the memory it keeps (hl_kernel_bytes) */
   Pipeline pipeline;
   std::vector<Argument> args;
   Target target;
   Internal::JITModule module;
   Internal::JITModule::argv_wrapper entry = nullptr;
   hl_aot_entry aot = nullptr;   /* a shared object's entry point, in place of `entry` */
+  void *so = nullptr;           /* its dlopen handle, closed with the kernel */
   int nparams = 0, noutputs = 0;
   std::vector<int> param_ranks, output_ranks;
   double compile_ms = 0;
@@ -119,6 +125,29 @@ void set_meta(hl_kernel *k, const hl_graph *g, const char *name) {
  * Compiled kernels run concurrently without it. */
 std::mutex compiler_lock;
 
+std::atomic<size_t> live_bytes{0};   /* hl_kernel_bytes of every kernel not yet freed */
+
+/* The allocator's bytes in use (glibc; 0 elsewhere, and under the sanitizers, which replace it). */
+size_t heap_in_use() {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+  struct mallinfo2 mi = mallinfo2();
+  return mi.uordblks + mi.hblkhd;
+#else
+  return 0;
+#endif
+}
+
+/* What a new kernel keeps: the allocations its compile or load left in use (compiles run one at a
+ * time, under compiler_lock, so the difference is the kernel's: its JIT module, LLVM's module
+ * and Halide's pipeline) and its shared object's size, which the loader maps. At least a page
+ * for each of the object's segments, where the allocator tells nothing. */
+size_t kernel_bytes(size_t heap_before, const char *so_path) {
+  size_t heap = heap_in_use(), bytes = heap > heap_before ? heap - heap_before : 0;
+  struct stat st;
+  if (so_path && stat(so_path, &st) == 0) bytes += (size_t)st.st_size;
+  return bytes < 16384 ? 16384 : bytes;
+}
+
 }  // namespace
 
 /* Halide's compile-time messages: errors become exceptions as before (the caller reports them
@@ -172,15 +201,18 @@ extern "C" char *hl_kernel_disk_signature(const hl_graph *g) {
 extern "C" hl_kernel *hl_kernel_load(const hl_graph *g, const char *name, const char *path) {
   auto t0 = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> guard(compiler_lock);
+  size_t heap0 = heap_in_use();
   hl_kernel *k = new hl_kernel;
   k->target = hl_device_target(HL_DEVICE_CPU);
   k->symbol = kAotSymbol;
-  k->aot = hl_aot_load(path, k->symbol);
+  k->aot = hl_aot_load(path, k->symbol, &k->so);
   if (!k->aot) {
     delete k;
     return nullptr;
   }
   set_meta(k, g, name);
+  k->bytes = kernel_bytes(heap0, path);
+  live_bytes += k->bytes;
   k->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return k;
 }
@@ -191,6 +223,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name, con
   static QuietReporter reporter;
   set_custom_compile_time_error_reporter(&reporter);   /* (under the lock: once is enough, twice is harmless) */
   auto t0 = std::chrono::steady_clock::now();
+  size_t heap0 = heap_in_use();
   hl_kernel *k = new hl_kernel;
   auto lap = [last = t0](double &into) mutable {
     auto now = std::chrono::steady_clock::now();
@@ -215,8 +248,14 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name, con
       Target t = k->target.without_feature(Target::JIT).with_feature(Target::NoRuntime);
       Module m = k->pipeline.compile_to_module(k->args, k->symbol, t);
       lap(k->phase_ms[1]);
-      k->aot = hl_aot_compile(m, k->symbol, so_path, &k->phase_ms[2], &k->phase_ms[3]);
+      k->aot = hl_aot_compile(m, k->symbol, so_path, &k->phase_ms[2], &k->phase_ms[3], &k->so);
       if (!k->aot) unlink(so_path);   /* (said once by hl_aot_compile; the JIT takes over) */
+      /* the shared object is all a run needs: the Halide pipeline is let go (hl_kernel_stmt and
+       * hl_kernel_asm lower the graph again, as for a kernel loaded from disk) */
+      if (k->aot) {
+        k->pipeline = Pipeline();
+        k->args.clear();
+      }
     }
     if (!k->aot) {
       /* the symbol is ours alone: a pipeline named after its primitive ("tanh") would collide
@@ -239,6 +278,8 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name, con
       lap(k->phase_ms[2]);
     }
     set_meta(k, g, name);
+    k->bytes = kernel_bytes(heap0, k->aot ? so_path : nullptr);
+    live_bytes += k->bytes;
   } catch (const Halide::Error &e) {
     hl_error("%s: compiling the pipeline failed: %s", name, e.what());
     delete k;
@@ -352,7 +393,17 @@ extern "C" char *hl_kernel_asm(hl_kernel *k, const hl_graph *g) { return kernel_
 
 extern "C" const char *hl_kernel_ptx(const hl_kernel *k) { return k->ptx.c_str(); }
 
-extern "C" void hl_kernel_free(hl_kernel *k) {
+extern "C" void hl_kernel_retain(hl_kernel *k) { k->refs.fetch_add(1, std::memory_order_relaxed); }
+
+extern "C" void hl_kernel_release(hl_kernel *k) {
+  if (!k || k->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   std::lock_guard<std::mutex> guard(compiler_lock);   /* JIT modules release LLVM state */
+  void *so = k->so;
+  live_bytes -= k->bytes;
   delete k;
+  hl_aot_unload(so);
 }
+
+extern "C" size_t hl_kernel_bytes(const hl_kernel *k) { return k->bytes; }
+
+extern "C" size_t hl_kernel_live_bytes(void) { return live_bytes.load(std::memory_order_relaxed); }

@@ -35,7 +35,15 @@ char *hl_kernel_stmt(hl_kernel *k, const hl_graph *g);
 char *hl_kernel_asm(hl_kernel *k, const hl_graph *g);
 /* A CUDA kernel's device code (PTX), "" for host kernels. */
 const char *hl_kernel_ptx(const hl_kernel *k);
-void hl_kernel_free(hl_kernel *k);
+/* Kernels are shared (the cache's entry, programs, a running eager op): each holder retains
+ * one reference and releases it; the last release frees the kernel and its code. A new kernel
+ * holds one reference. */
+void hl_kernel_retain(hl_kernel *k);
+void hl_kernel_release(hl_kernel *k);
+/* The memory the kernel keeps, in bytes (measured when it was made): the cache's bound counts it. */
+size_t hl_kernel_bytes(const hl_kernel *k);
+/* The bytes of every kernel not yet freed: cached, or held by programs only. */
+size_t hl_kernel_live_bytes(void);
 
 /* hl.export's library (see engine/runtime/hl_export.h) for g, a CPU graph whose PARAMs are its
  * arguments and then `ncaptures` constants given here (contiguous, on the host). */

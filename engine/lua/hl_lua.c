@@ -883,6 +883,7 @@ static int l_program_build(lua_State *L) {
   luaL_getmetatable(L, PROGRAM_MT);
   lua_setmetatable(L, -2);
   if (hl_program_build(t, n, outs, name, &u->p)) return raise(L);
+  hl_lua_kernel_check(L);
   return 1;
 }
 
@@ -1018,7 +1019,7 @@ static void set_number(lua_State *L, const char *field, double v) {
 
 static int l_cache_info(lua_State *L) {
   hl_cache_stats s = hl_cache_info();
-  lua_createtable(L, 0, 9);
+  lua_createtable(L, 0, 12);
   set_number(L, "entries", (double)s.entries);
   set_number(L, "hits", (double)s.hits);
   set_number(L, "misses", (double)s.misses);
@@ -1027,6 +1028,9 @@ static int l_cache_info(lua_State *L) {
   set_number(L, "disk_misses", (double)s.disk_misses);
   set_number(L, "disk_load_ms", s.disk_load_ms);
   set_number(L, "disk_bytes", (double)hl_disk_bytes());
+  set_number(L, "mem_bytes", (double)s.mem_bytes);
+  set_number(L, "mem_limit", (double)s.mem_limit);
+  set_number(L, "evictions", (double)s.evictions);
   if (hl_disk_dir()) {
     lua_pushstring(L, hl_disk_dir());
     lua_setfield(L, -2, "disk_dir");

@@ -1,6 +1,8 @@
 /* Lua values of the binding: array and tracer userdata in and out, traces, the engine's errors
  * raised, and Lua's collector stepped by the engine's memory. */
 #include "hl_lua_value.h"
+#include "hl_backend.h"
+#include "hl_cache.h"
 #include "hl_error.h"
 #include "hl_storage.h"
 #include <lauxlib.h>
@@ -43,6 +45,28 @@ static void heap_check(lua_State *L) {
   if (after / 8 > allowance) allowance = after / 8;
   if (4 * lua_bytes > allowance) allowance = 4 * lua_bytes;
   __atomic_store_n(&gc_soft_max, after + allowance, __ATOMIC_RELAXED);
+}
+
+/* Kernels evicted from the cache stay alive while a jitted function holds them, and Lua sees
+ * only a small userdata: after 4 MiB of such kernels more than the last collection left, or a
+ * sixteenth of the cache's bound, a collection frees those of functions that are gone. Checked
+ * when a program is built (once per compile or cache lookup of a jitted function, which costs
+ * far more than the collection). */
+#define KERNELS_MIN_BYTES ((size_t)4 << 20)
+static size_t kernels_soft_max;
+
+static size_t kernels_outside_cache(void) {
+  size_t live = hl_kernel_live_bytes(), cached = hl_cache_info().mem_bytes;
+  return live > cached ? live - cached : 0;
+}
+
+void hl_lua_kernel_check(lua_State *L) {
+  hl_cache_stats s = hl_cache_info();
+  size_t allowance = s.mem_limit / 16 > KERNELS_MIN_BYTES ? s.mem_limit / 16 : KERNELS_MIN_BYTES;
+  size_t max = __atomic_load_n(&kernels_soft_max, __ATOMIC_RELAXED);
+  if (kernels_outside_cache() < (max ? max : allowance)) return;
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  __atomic_store_n(&kernels_soft_max, kernels_outside_cache() + allowance, __ATOMIC_RELAXED);
 }
 
 /* ---- arrays ---- */

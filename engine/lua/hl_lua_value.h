@@ -24,4 +24,7 @@ int hl_lua_raise(lua_State *L);                     /* raises hl_error_message()
  * function's file:line, one of halua's own files */
 int hl_lua_raisef(lua_State *L, const char *fmt, ...);
 hl_trace *hl_lua_check_trace(lua_State *L, int idx);
+/* A collection when kernels held only by (possibly dead) jitted functions grow large: call after
+ * building a program. */
+void hl_lua_kernel_check(lua_State *L);
 #endif

@@ -3,6 +3,7 @@
 #include "hl_disk.h"
 #include "hl_error.h"
 #include "hl_notice.h"
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,13 +16,20 @@ typedef struct entry {
   uint64_t hash;
   unsigned char *key;
   size_t len;
-  struct hl_kernel *kernel;
-  struct entry *next;
+  struct hl_kernel *kernel;   /* one reference, the entry's */
+  size_t bytes;               /* what the kernel keeps (hl_kernel_bytes) */
+  struct entry *next;         /* in its bucket */
+  struct entry *newer, *older;   /* in the recency list: the most recently used first */
 } entry;
 
 enum { NBUCKETS = 4096 };
 static entry *buckets[NBUCKETS];
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;   /* the index and stats */
+/* The recency list, for the memory bound: a hit moves its entry to the front, and a new entry
+ * beyond the bound evicts from the back. */
+static entry *newest, *oldest;
+static size_t mem_limit;   /* bytes; set once (HALUA_CACHE_MEM_MB) */
+static pthread_once_t limit_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;   /* the index, the recency list and stats */
 /* Held for a whole miss (look again, compile, insert): compiles run one at a time, so threads
  * missing on the same pipeline wait for the first one's kernel instead of compiling it again,
  * and the lowering and Halide's compiler (which keep process-wide state) never run
@@ -41,15 +49,68 @@ static entry *find(uint64_t h, const hl_key *k) {
   return NULL;
 }
 
-/* The kernel, not the entry: hl_cache_clear may free the entry as soon as `lock` is released
- * (kernels are never freed). */
+static void unlink_recency(entry *e) {
+  if (e->newer) e->newer->older = e->older;
+  else newest = e->older;
+  if (e->older) e->older->newer = e->newer;
+  else oldest = e->newer;
+  e->newer = e->older = NULL;
+}
+
+static void push_newest(entry *e) {
+  e->older = newest;
+  e->newer = NULL;
+  if (newest) newest->newer = e;
+  newest = e;
+  if (!oldest) oldest = e;
+}
+
+/* The kernel, retained for the caller (an entry may be evicted, and its kernel freed, as soon
+ * as `lock` is released). */
 static struct hl_kernel *find_locked(const hl_key *k) {
   pthread_mutex_lock(&lock);
   entry *e = find(k->hash, k);
   struct hl_kernel *kernel = e ? e->kernel : NULL;
-  if (e) stats.hits++;
+  if (e) {
+    stats.hits++;
+    if (newest != e) {
+      unlink_recency(e);
+      push_newest(e);
+    }
+    hl_kernel_retain(kernel);
+  }
   pthread_mutex_unlock(&lock);
   return kernel;
+}
+
+/* Takes e out of the index (under `lock`); the caller releases its kernel and frees it after
+ * unlocking (the last release of a kernel takes the compiler's lock). */
+static void remove_locked(entry *e) {
+  entry **p = &buckets[e->hash % NBUCKETS];
+  while (*p != e) p = &(*p)->next;
+  *p = e->next;
+  unlink_recency(e);
+  stats.entries--;
+  stats.mem_bytes -= e->bytes;
+}
+
+static void free_entry(entry *e) {
+  hl_kernel_release(e->kernel);   /* freed now unless a program or a running op holds it */
+  free(e->key);
+  free(e);
+}
+
+static void read_limit(void) {
+  mem_limit = (size_t)HL_CACHE_MEM_MB_DEFAULT << 20;
+  const char *env = getenv("HALUA_CACHE_MEM_MB");
+  if (!env || !*env) return;
+  char *end;
+  double mb = strtod(env, &end);
+  if (*end || !(mb > 0) || mb > 1e9)
+    fprintf(stderr, "halua: warning: HALUA_CACHE_MEM_MB=%s is not a positive number of megabytes; using %d\n", env,
+            HL_CACHE_MEM_MB_DEFAULT);
+  else
+    mem_limit = (size_t)(mb * 1048576.0);
 }
 
 
@@ -110,6 +171,7 @@ static struct hl_kernel *compile_or_load(const hl_graph *g, const char *name, in
 }
 
 struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name) {
+  pthread_once(&limit_once, read_limit);
   if (!scratch.bytes) {   /* this thread's first lookup */
     pthread_once(&scratch_once, make_scratch_key);
     pthread_setspecific(scratch_key, &scratch);
@@ -141,54 +203,74 @@ struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name) {
     free(e);
     free(kb);
     if (k) {
-      hl_kernel_free(k);
+      hl_kernel_release(k);
       hl_error("out of memory caching a kernel");
     }
     return NULL;
   }
   memcpy(kb, scratch.bytes, scratch.len);
-  *e = (entry){.hash = scratch.hash, .key = kb, .len = scratch.len, .kernel = k};
+  *e = (entry){.hash = scratch.hash, .key = kb, .len = scratch.len, .kernel = k, .bytes = hl_kernel_bytes(k)};
+  hl_kernel_retain(k);   /* the caller's reference; the entry keeps the first */
+  entry *evicted = NULL;
   pthread_mutex_lock(&lock);
   e->next = buckets[scratch.hash % NBUCKETS];
   buckets[scratch.hash % NBUCKETS] = e;
+  push_newest(e);
   stats.entries++;
   stats.misses++;
+  stats.mem_bytes += e->bytes;
   if (!loaded) stats.compile_ms += hl_kernel_compile_ms(k);
+  /* over the bound: the least recently used entries go (never the new one); a kernel that a
+   * jitted function or a running op still holds is freed when they let it go */
+  while (stats.mem_bytes > mem_limit && oldest != e) {
+    entry *old = oldest;
+    remove_locked(old);
+    old->next = evicted;
+    evicted = old;
+    stats.evictions++;
+  }
   pthread_mutex_unlock(&lock);
   pthread_mutex_unlock(&compile_lock);
+  while (evicted) {
+    entry *n = evicted->next;
+    free_entry(evicted);
+    evicted = n;
+  }
   if (hl_log_compiles() && !loaded) {
     double ph[4];
     hl_kernel_compile_phases(k, ph);
-    fprintf(stderr, "halua: compiled %s in %.1f ms (%d nodes; cache miss: no pipeline with this %s; lowering %.1f, Halide %.1f, LLVM %.1f, link %.1f)\n",
+    fprintf(stderr, "halua: compiled %s in %.1f ms (%d nodes; cache miss: no pipeline with this %s; lowering %.1f, Halide %.1f, LLVM %.1f, link %.1f; keeps %.0f KB)\n",
             name, hl_kernel_compile_ms(k), g->nnodes, g->dynamic ? "primitive, dtype, rank and attributes" : "IR and input signature",
-            ph[0], ph[1], ph[2], ph[3]);
+            ph[0], ph[1], ph[2], ph[3], hl_kernel_bytes(k) / 1024.0);
   }
   return k;
 }
 
 hl_cache_stats hl_cache_info(void) {
+  pthread_once(&limit_once, read_limit);
   pthread_mutex_lock(&lock);
   hl_cache_stats s = stats;
+  s.mem_limit = mem_limit;
   pthread_mutex_unlock(&lock);
   return s;
 }
 
 int hl_cache_clear(int disk) {
-  /* Kernels may still be referenced by jitted functions' entries: those hold the graph and
-   * recompile through here, so freeing is safe only for kernels nobody holds. We keep compiled
-   * code alive (it is small) and only forget the index. */
+  /* every entry goes; the kernels that jitted functions still hold are freed when those are */
   pthread_mutex_lock(&lock);
-  for (int b = 0; b < NBUCKETS; b++) {
-    for (entry *e = buckets[b]; e;) {
-      entry *n = e->next;
-      free(e->key);
-      free(e);
-      e = n;
-    }
-    buckets[b] = NULL;
-  }
+  entry *all = newest;
+  for (int b = 0; b < NBUCKETS; b++) buckets[b] = NULL;
+  newest = oldest = NULL;
   stats = (hl_cache_stats){0};
   pthread_mutex_unlock(&lock);
+  while (all) {
+    entry *n = all->older;
+    free_entry(all);
+    all = n;
+  }
+#ifdef __GLIBC__
+  malloc_trim(0);   /* what the freed kernels held goes back to the system, not only to malloc */
+#endif
   if (disk && hl_disk_clear()) return hl_error("cache_clear: could not remove every entry of %s", hl_disk_dir());
   return 0;
 }

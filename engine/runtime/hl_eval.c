@@ -243,7 +243,9 @@ static int run_single(int prim, int nin, const hl_array *const *in, const hl_att
   if (id < 0 || hl_graph_set_outputs(g, 1, &id)) return -1;
   struct hl_kernel *k = hl_cache_get(g, hl_prims[prim].name);
   if (!k) return -1;
-  return hl_kernel_run(k, in, &out);
+  int rc = hl_kernel_run(k, in, &out);
+  hl_kernel_release(k);
+  return rc;
 }
 
 /* Elementwise over same-shaped views: merge axes that are contiguous in every operand (and drop
@@ -564,9 +566,9 @@ int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, cons
     hl_graph_free(&p->g);
     return -1;
   }
-  p->ncaptures = t->ncaptures;
   p->captures = calloc((size_t)(t->ncaptures ? t->ncaptures : 1), sizeof(hl_array));
   if (!p->captures) return hl_error("out of memory");
+  p->ncaptures = t->ncaptures;
   for (int k = 0; k < t->ncaptures; k++) hl_array_copy_ref(&p->captures[k], &t->captures[k]);
   return 0;
 }
@@ -636,6 +638,7 @@ done:
 }
 
 void hl_program_free(hl_program *p) {
+  if (p->kernel) hl_kernel_release(p->kernel);
   for (int k = 0; k < p->ncaptures; k++) hl_array_release(&p->captures[k]);
   free(p->captures);
   hl_graph_free(&p->g);

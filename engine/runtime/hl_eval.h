@@ -61,7 +61,8 @@ int hl_trace_apply(hl_trace *t, int prim, int nin, const hl_array *const *in, co
 /* out = prim(inputs...) with attrs; inputs follow the primitive's rules (see hl_frontend.h). */
 int hl_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out);
 
-/* A compiled trace: the pruned graph, its kernel, and which outputs share a node. */
+/* A compiled trace: the pruned graph, its kernel (one reference, released by hl_program_free),
+ * and which outputs share a node. */
 typedef struct hl_program {
   hl_graph g;
   struct hl_kernel *kernel;

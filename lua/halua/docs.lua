@@ -718,10 +718,12 @@ E("default_device", "hl.default_device([name]) -> name",
   "The device new arrays start on (\"cpu\" unless HALUA_DEVICE or a call says otherwise); with a " ..
   "name, sets it first.",
   [[print(hl.default_device())]])
-E("cache_info", "hl.cache_info() -> {entries, hits, misses, compile_ms, disk_hits, disk_misses, disk_bytes, disk_load_ms, disk_dir}",
+E("cache_info", "hl.cache_info() -> {entries, hits, misses, compile_ms, disk_hits, disk_misses, disk_bytes, disk_load_ms, disk_dir, mem_bytes, mem_limit, evictions}",
   "Statistics of the compiled-kernel cache (eager kernels and jit pipelines): entries cached in " ..
   "memory, hits, misses (kernels not yet in memory: compiled, or loaded from disk) and the " ..
-  "milliseconds spent compiling; and of the disk cache " ..
+  "milliseconds spent compiling; mem_bytes (the memory the cached kernels keep), mem_limit (its " ..
+  "bound in bytes: HALUA_CACHE_MEM_MB megabytes, default 512) and evictions (least recently used " ..
+  "entries let go to stay within it; their code is freed once no jitted function holds it); and of the disk cache " ..
   "that keeps compiled CPU pipelines between processes: disk_hits (pipelines loaded from disk), " ..
   "disk_misses (looked up on disk and not found, or found damaged), disk_bytes (the entries' " ..
   "total size on disk now, the shared runtime excluded), disk_load_ms (the milliseconds spent " ..
@@ -731,7 +733,8 @@ E("cache_info", "hl.cache_info() -> {entries, hits, misses, compile_ms, disk_hit
   [[local info = hl.cache_info()
 print(info, info.misses, info.disk_dir)]])
 E("cache_clear", "hl.cache_clear([{disk = true}])",
-  "Empties the in-memory index of compiled kernels and zeroes hl.cache_info()'s counters: later " ..
+  "Empties the in-memory cache of compiled kernels, freeing the code of those no jitted function " ..
+  "holds, and zeroes hl.cache_info()'s counters: later " ..
   "calls look the kernels up again (on disk, then by compiling). With {disk = true} it also removes every entry of the disk cache directory " ..
   "(keeping the shared Halide runtime), so the next calls compile. Deleting the directory does " ..
   "the same between runs. An unknown option is an error.",

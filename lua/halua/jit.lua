@@ -349,8 +349,9 @@ return function(hl, core, shared)
   -- a table, as docs/api.md says; its metatable only makes it print readably
   local cache_info_mt = {__tostring = function(t)
     return string.format("{entries = %d, hits = %d, misses = %d, compile_ms = %.1f, disk_hits = %d, disk_misses = %d, " ..
-                         "disk_bytes = %d, disk_load_ms = %.1f, disk_dir = %s}", t.entries, t.hits, t.misses, t.compile_ms,
-                         t.disk_hits, t.disk_misses, t.disk_bytes, t.disk_load_ms, t.disk_dir and string.format("%q", t.disk_dir) or "nil")
+                         "disk_bytes = %d, disk_load_ms = %.1f, disk_dir = %s, mem_bytes = %d, mem_limit = %d, evictions = %d}",
+                         t.entries, t.hits, t.misses, t.compile_ms, t.disk_hits, t.disk_misses, t.disk_bytes, t.disk_load_ms,
+                         t.disk_dir and string.format("%q", t.disk_dir) or "nil", t.mem_bytes, t.mem_limit, t.evictions)
   end}
   function hl.cache_info() return setmetatable(core.cache_info(), cache_info_mt) end
   function hl.cache_clear(opts)

@@ -120,3 +120,104 @@ describe("memory, sampled during the loop", function()
     run(2000, function(x) assert(not pcall(hl.add, x, bad)); assert(not pcall(hl.reshape, x, {7})) end)
   end)
 end)
+
+-- The compiled-kernel cache is bounded (HALUA_CACHE_MEM_MB, least recently used first) and frees
+-- the code of what it evicts or clears once no jitted function holds it. Each case runs in its own
+-- process, with the disk cache off: every kernel is then JIT-compiled, about 0.75 MB apiece.
+describe("the compiled-kernel cache's memory", function()
+  local function script_run(env, body)
+    local script = os.tmpname()
+    local f = assert(io.open(script, "w"))
+    f:write([[
+      local hl = require "halua"
+      local function rss()
+        local h = io.open("/proc/self/statm") h:read("*n") local r = h:read("*n") h:close()
+        return r * 4096 / 2 ^ 20
+      end
+      local x = hl.array({1, 2, 3})
+      -- a distinct pipeline for each k (the constant is part of the IR)
+      local function make(k) return hl.jit(function(a) return hl.tanh(a * k + 1) end) end
+      local function close(y, k)
+        for i, v in ipairs(y:totable()) do
+          if math.abs(v - math.tanh(i * k + 1)) > 1e-6 then error("wrong value for k = " .. k) end
+        end
+      end
+    ]] .. body)
+    f:close()
+    local p = io.popen(env .. " HALUA_CACHE_DIR=off luajit " .. script .. " 2>&1")
+    local out = p:read("*a")
+    p:close()
+    os.remove(script)
+    return out
+  end
+
+  it("reports its size and bound in hl.cache_info()", function()
+    local info = hl.cache_info()
+    assert.is_number(info.mem_bytes)
+    assert.are.equal(512 * 2 ^ 20, info.mem_limit)
+    assert.is_number(info.evictions)
+    assert.truthy(tostring(info):find("mem_bytes = ", 1, true))
+    local out = script_run("HALUA_CACHE_MEM_MB=3.5", "print('limit', hl.cache_info().mem_limit)")
+    assert.truthy(out:find("limit\t" .. 3.5 * 2 ^ 20, 1, true), out)
+  end)
+
+  it("stays within HALUA_CACHE_MEM_MB, evicting the least recently used, and evicted functions still run", function()
+    local out = script_run("HALUA_CACHE_MEM_MB=6", [[
+      local kept = make(1)
+      close(kept(x), 1)
+      local first = make(2)
+      close(first(x), 2)
+      local rss0 = rss()
+      local info0 = hl.cache_info()
+      for k = 3, 62 do
+        close(make(k)(x), k)
+        close(make(1)(x), 1)   -- a new jit of a cached pipeline: a hit, which keeps it the newest
+        local info = hl.cache_info()
+        assert(info.mem_bytes <= 6 * 2 ^ 20, "over the bound: " .. info.mem_bytes)
+      end
+      collectgarbage()
+      local info = hl.cache_info()
+      close(first(x), 2)   -- evicted from the cache, still held by its function
+      local m = info.misses
+      close(make(1)(x), 1)
+      local hit_kept = hl.cache_info().misses == m
+      close(make(2)(x), 2)
+      local missed_first = hl.cache_info().misses == m + 1
+      print(string.format("evictions %d entries %d hit %s missed %s grew %.1f", info.evictions, info.entries,
+                          tostring(hit_kept), tostring(missed_first), rss() - rss0))
+    ]])
+    local ev, entries, hit, missed, grew = out:match("evictions (%d+) entries (%d+) hit (%a+) missed (%a+) grew (%-?[%d.]+)")
+    assert(ev, out)
+    assert.is_true(tonumber(ev) >= 50, out)
+    assert.is_true(tonumber(entries) < 12, out)
+    assert.are.equal("true", hit, out)
+    assert.are.equal("true", missed, out)
+    -- 60 pipelines unbounded keep about 45 MB
+    assert.is_true(tonumber(grew) < 20, out)
+  end)
+
+  it("frees the kernels' code on hl.cache_clear() once their functions are gone", function()
+    local out = script_run("", [[
+      for k = 1, 60 do close(make(k)(x), k) end
+      collectgarbage() collectgarbage()
+      local held = hl.cache_info().mem_bytes / 2 ^ 20
+      local before = rss()
+      hl.cache_clear()
+      collectgarbage()
+      print(string.format("held %.1f freed %.1f entries %d", held, before - rss(), hl.cache_info().entries))
+    ]])
+    local held, freed, entries = out:match("held ([%d.]+) freed (%-?[%d.]+) entries (%d+)")
+    assert(held, out)
+    assert.is_true(tonumber(held) > 20, out)
+    assert.is_true(tonumber(freed) > 0.5 * tonumber(held), out)
+    assert.are.equal("0", entries)
+  end)
+
+  it("warns of a HALUA_CACHE_MEM_MB that is not a positive number", function()
+    for _, bad in ipairs({"0", "-3", "lots", "12MB"}) do
+      local out = script_run("HALUA_CACHE_MEM_MB=" .. bad, "print('limit', hl.cache_info().mem_limit)")
+      assert.truthy(out:find("halua: warning: HALUA_CACHE_MEM_MB=" .. bad .. " is not a positive number of megabytes; using 512", 1, true), out)
+      assert.truthy(out:find("limit\t" .. 512 * 2 ^ 20, 1, true), out)
+    end
+  end)
+end)
