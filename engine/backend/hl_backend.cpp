@@ -321,9 +321,15 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
   if (!hooks) return hl_error("%s: internal: the runtime has not started", k->name.c_str());
   uint64_t outer_run = hooks->run_begin();   /* a loop runs once per run of its pipeline */
   bool outer_failed = hl_stage_run_begin();   /* (a loop's body runs inside its loop's stage) */
+  hl_interrupt_enter();
   int rc = k->aot ? k->aot((void **)argv) : k->entry(argv);
+  /* Ctrl-C while it ran (between parallel tasks, it stopped it): the call fails, its results
+   * are not taken (hl_interrupt.h) */
+  bool interrupted = hl_interrupted();
+  hl_interrupt_leave();
   bool failed = hl_stage_run_end(outer_failed);
   hooks->run_end(outer_run);
+  if (interrupted) return hl_error("interrupted");
   /* the stage's message, or the run's: with Halide's asserts compiled out, a runtime failure
    * (a device allocation, a copy) may leave rc 0 but always reports through record_error */
   if (failed) return -1;

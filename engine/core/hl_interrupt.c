@@ -4,12 +4,13 @@
 #include <stddef.h>
 
 static volatile sig_atomic_t pending;
-static int loops_running;           /* outermost compiled loops running, on every thread */
+static int runs;                    /* outermost pipeline runs going on, on every thread */
+static _Thread_local int depth;     /* this thread's, nested */
 static struct sigaction replaced;   /* the handler ours passes the signal on to */
 
 static void on_sigint(int sig) {
   pending = 1;
-  if (__atomic_load_n(&loops_running, __ATOMIC_RELAXED) > 0) return;   /* the loop's to act on */
+  if (__atomic_load_n(&runs, __ATOMIC_RELAXED) > 0) return;   /* the engine's to act on */
   if (!(replaced.sa_flags & SA_SIGINFO) && replaced.sa_handler != SIG_DFL && replaced.sa_handler != SIG_IGN)
     replaced.sa_handler(sig);
 }
@@ -30,10 +31,11 @@ void hl_interrupt_install(void) {
 }
 
 void hl_interrupt_enter(void) {
-  pending = 0;
-  __atomic_fetch_add(&loops_running, 1, __ATOMIC_RELAXED);
+  if (depth++ == 0 && __atomic_fetch_add(&runs, 1, __ATOMIC_RELAXED) == 0) pending = 0;
 }
 
-void hl_interrupt_leave(void) { __atomic_fetch_sub(&loops_running, 1, __ATOMIC_RELAXED); }
+void hl_interrupt_leave(void) {
+  if (--depth == 0) __atomic_fetch_sub(&runs, 1, __ATOMIC_RELAXED);
+}
 
 int hl_interrupted(void) { return pending != 0; }

@@ -1,4 +1,5 @@
 #include "hl_pool.h"
+#include "hl_interrupt.h"
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -54,7 +55,8 @@ static void work(uint32_t gen) {
     /* the claim holds the job open: its fields stay as they are until this chunk is counted */
     last = first + pool.chunk < pool.extent ? first + pool.chunk : pool.extent;
     for (int i = first; i < last; i++) {
-      int rc = pool.fn(pool.ctx, pool.min + i, pool.closure);
+      /* Ctrl-C (hl_interrupt.h): the remaining tasks are skipped, the pipeline fails */
+      int rc = hl_interrupted() ? HL_POOL_INTERRUPTED : pool.fn(pool.ctx, pool.min + i, pool.closure);
       if (rc) {
         int zero = 0;
         __atomic_compare_exchange_n(&pool.status, &zero, rc, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
@@ -111,7 +113,7 @@ static void start_workers(void) {
 
 static int run_inline(void *ctx, hl_task_fn f, int min, int extent, uint8_t *closure) {
   for (int i = 0; i < extent; i++) {
-    int rc = f(ctx, min + i, closure);
+    int rc = hl_interrupted() ? HL_POOL_INTERRUPTED : f(ctx, min + i, closure);
     if (rc) return rc;
   }
   return 0;

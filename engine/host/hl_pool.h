@@ -7,7 +7,9 @@
 #include <stdint.h>
 
 typedef int (*hl_task_fn)(void *ctx, int index, uint8_t *closure);
-/* Run f(ctx, i, closure) for i in [min, min + extent); returns the first non-zero status. */
+/* Run f(ctx, i, closure) for i in [min, min + extent); returns the first non-zero status, or
+ * HL_POOL_INTERRUPTED when Ctrl-C stopped it between tasks (hl_interrupt.h). */
+enum { HL_POOL_INTERRUPTED = -100 };
 int hl_pool_par_for(void *ctx, hl_task_fn f, int min, int extent, uint8_t *closure);
 int hl_pool_threads(void);          /* threads that run tasks, the caller included */
 void hl_pool_set_threads(int n);    /* before the first parallel loop; HALUA_NUM_THREADS too */

@@ -179,8 +179,6 @@ static int predicate(hl_loop *l, const hl_array *carry, const hl_array *const *i
   return go;
 }
 
-static _Thread_local int loop_depth;   /* compiled loops running on this thread, nested */
-
 /* runs loop l on its inputs; its results go to results[0 .. nresults) */
 static int run_loop(hl_loop *l, const hl_array *const *in, hl_array *results) {
   enum { MAXC = 64 };
@@ -188,7 +186,7 @@ static int run_loop(hl_loop *l, const hl_array *const *in, hl_array *results) {
   hl_array carry[MAXC], outs[MAXC], ys[MAXC], index_chunk = {0};
   const hl_array *args[MAXC], *all[MAXC];
   if (nc + l->nxs + 1 > MAXC || nc + l->nys > MAXC) return hl_error("loop: at most %d carried arrays", MAXC - 1);
-  if (loop_depth++ == 0) hl_interrupt_enter();
+  hl_interrupt_enter();
   memset(carry, 0, sizeof carry);
   memset(ys, 0, sizeof ys);
   for (int j = 0; j < nc; j++)
@@ -240,7 +238,7 @@ static int run_loop(hl_loop *l, const hl_array *const *in, hl_array *results) {
   memset(ys, 0, sizeof ys);
   rc = 0;
 done:
-  if (--loop_depth == 0) hl_interrupt_leave();
+  hl_interrupt_leave();
   release_all(carry, nc);
   release_all(ys, l->nys);
   hl_array_release(&index_chunk);

@@ -657,7 +657,7 @@ describe("loops inside jit for cuda", function()
   end)
 end)
 
-describe("Ctrl-C (SIGINT) during a compiled loop", function()
+describe("Ctrl-C (SIGINT) during a compiled loop or a long pipeline", function()
   local root = debug.getinfo(1, "S").source:match("^@(.*/)tests/lua/") or "./"
   local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
   local endless = "hl.jit(function(x) return hl.while_loop(function(c) return c:lt(1e30) end, " ..
@@ -680,6 +680,26 @@ describe("Ctrl-C (SIGINT) during a compiled loop", function()
                                   "kill -0 $pid 2>/dev/null && echo STILL-RUNNING && kill -9 $pid; wait $pid)", q(root), q(script)))
     os.remove(script)
     assert.truthy(out:find("after:\tfalse\thalua: interrupted", 1, true), out)
+    assert.truthy(out:find("still here\t2", 1, true), out)
+    assert.falsy(out:find("STILL-RUNNING", 1, true), out)
+  end)
+
+  it("stops a long pipeline without loops between its parallel tasks, eager or jitted", function()
+    -- a 6000x6000 product takes several seconds here: each Ctrl-C ends one within a task's time
+    local script = os.tmpname()
+    local f = assert(io.open(script, "w"))
+    f:write('local hl = require "halua"\nlocal a = hl.ones({6000, 6000})\n' ..
+            'local j = hl.jit(function(x) return hl.tanh(hl.matmul(x, x) * 0.5):sum() end)\n' ..
+            'j(hl.ones({2, 2}))\n' ..   -- compiled before the clock starts
+            'io.stdout:write("running\\n") io.stdout:flush()\n' ..
+            'local t = os.time()\nprint("eager:", pcall(hl.matmul, a, a))\n' ..
+            'print("jit:", pcall(j, a))\nprint("still here", hl.ones(2):sum():item(), os.time() - t)\n')
+    f:close()
+    local out = run(string.format("cd %s && (luajit %s & pid=$!; sleep 3; kill -INT $pid; sleep 2; kill -INT $pid; sleep 3; " ..
+                                  "kill -0 $pid 2>/dev/null && echo STILL-RUNNING && kill -9 $pid; wait $pid)", q(root), q(script)))
+    os.remove(script)
+    assert.truthy(out:find("eager:\tfalse\thalua: interrupted", 1, true), out)
+    assert.truthy(out:find("jit:\tfalse\thalua: interrupted", 1, true), out)
     assert.truthy(out:find("still here\t2", 1, true), out)
     assert.falsy(out:find("STILL-RUNNING", 1, true), out)
   end)
