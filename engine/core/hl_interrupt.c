@@ -3,13 +3,14 @@
 #include <signal.h>
 #include <stddef.h>
 
-static volatile sig_atomic_t pending;
+/* set by the handler, read and cleared by any thread: lock-free atomics (signal-safe) */
+static int pending;
 static int runs;                    /* outermost pipeline runs going on, on every thread */
 static _Thread_local int depth;     /* this thread's, nested */
 static struct sigaction replaced;   /* the handler ours passes the signal on to */
 
 static void on_sigint(int sig) {
-  pending = 1;
+  __atomic_store_n(&pending, 1, __ATOMIC_RELAXED);
   if (__atomic_load_n(&runs, __ATOMIC_RELAXED) > 0) return;   /* the engine's to act on */
   if (!(replaced.sa_flags & SA_SIGINFO) && replaced.sa_handler != SIG_DFL && replaced.sa_handler != SIG_IGN)
     replaced.sa_handler(sig);
@@ -31,11 +32,11 @@ void hl_interrupt_install(void) {
 }
 
 void hl_interrupt_enter(void) {
-  if (depth++ == 0 && __atomic_fetch_add(&runs, 1, __ATOMIC_RELAXED) == 0) pending = 0;
+  if (depth++ == 0 && __atomic_fetch_add(&runs, 1, __ATOMIC_RELAXED) == 0) __atomic_store_n(&pending, 0, __ATOMIC_RELAXED);
 }
 
 void hl_interrupt_leave(void) {
   if (--depth == 0) __atomic_fetch_sub(&runs, 1, __ATOMIC_RELAXED);
 }
 
-int hl_interrupted(void) { return pending != 0; }
+int hl_interrupted(void) { return __atomic_load_n(&pending, __ATOMIC_RELAXED) != 0; }
