@@ -24,4 +24,9 @@ int hl_lua_raise(lua_State *L);                     /* raises hl_error_message()
  * function's file:line, one of halua's own files */
 int hl_lua_raisef(lua_State *L, const char *fmt, ...);
 hl_trace *hl_lua_check_trace(lua_State *L, int idx);
+/* Raises the error for an operand of the wrong type, for every op alike: "halua: <op>: argument
+ * <argn> is a <type>, expected <expected>" for the value at idx, with what a script most likely
+ * did: nil comes from tonumber() of an array, which LuaJIT answers with nil (arrays have no
+ * __tonumber), or from a missing argument; a table wants hl.array. */
+int hl_lua_arg_error(lua_State *L, const char *op, int argn, int idx, const char *expected);
 #endif
