@@ -10,29 +10,29 @@
 local hl = require "halua"
 local ffi = require "ffi"
 
-for _, decl in ipairs {
-  "typedef struct { long tv_sec; long tv_nsec; } hl_crash_ts;",
-  "int clock_gettime(int, hl_crash_ts *);",
-  "int fork(void);",
-  "int kill(int, int);",
-  "int waitpid(int, int *, int);",
-  "void _exit(int);",
-  "int usleep(unsigned int);",
-  "int getpid(void);",
-  "char *mkdtemp(char *);",
-  "int open(const char *, int, ...);",
-  "int close(int);",
-  "int flock(int, int);",
-} do
-  pcall(ffi.cdef, decl)
-end
-local C = ffi.C
+-- libc's functions as pointers of this file's own types (looked up with dlsym): a declaration in
+-- ffi.C is global to the process, and other specs declare some of these with types of theirs
+pcall(ffi.cdef, "void *dlsym(void *, const char *);")
+local function libc(name, type) return ffi.cast(type, ffi.C.dlsym(nil, name)) end
+local C = {
+  clock_gettime = libc("clock_gettime", "int (*)(int, long *)"),
+  fork = libc("fork", "int (*)(void)"),
+  kill = libc("kill", "int (*)(int, int)"),
+  waitpid = libc("waitpid", "int (*)(int, int *, int)"),
+  _exit = libc("_exit", "void (*)(int)"),
+  usleep = libc("usleep", "int (*)(unsigned int)"),
+  getpid = libc("getpid", "int (*)(void)"),
+  mkdtemp = libc("mkdtemp", "char *(*)(char *)"),
+  open = libc("open", "int (*)(const char *, int)"),
+  close = libc("close", "int (*)(int)"),
+  flock = libc("flock", "int (*)(int, int)"),
+}
 local SIGKILL, CLOCK_MONOTONIC, O_RDWR, LOCK_EX = 9, 1, 2, 2
 
 local function now()
-  local ts = ffi.new("hl_crash_ts")
+  local ts = ffi.new("long[2]")   -- struct timespec: seconds, nanoseconds
   C.clock_gettime(CLOCK_MONOTONIC, ts)
-  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+  return tonumber(ts[0]) + tonumber(ts[1]) * 1e-9
 end
 
 local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
