@@ -46,7 +46,9 @@ int hl_open_read(const char *op, const char *path, FILE **out);
  * directory, so that the rename is atomic); hl_replace_commit flushes it to the disk (fsync) and
  * renames it over path, and hl_replace_abort removes it. Until the commit, and whenever anything
  * fails, a file already at path is left exactly as it was: a crash, a full disk or a write error
- * never costs the previous checkpoint. */
+ * never costs the previous checkpoint. The temporary file is path.tmp-PID-N, locked (flock) while
+ * it is written; a process killed part way leaves it behind, and the next successful commit to
+ * the same path removes those whose process has ended (their lock is free and PID gone). */
 typedef struct {
   FILE *f;
   char tmp[4200];

@@ -89,6 +89,9 @@ static int to_array_worker(lua_State *L, hl_embed_job *j) {
   if (!a)
     return hl_embed_raise(L, j, HALUA_ETYPE, "halua: %s: the value at stack index %d is a %s, expected an array", where,
                       j->index, luaL_typename(L, 1));
+  if (hl_is_leaked(a))
+    return hl_embed_raise(L, j, HALUA_ETYPE, "halua: %s: the value at stack index %d is a leaked tracer: it escaped the "
+                      "hl.jit function that traced it, whose trace has ended", where, j->index);
   if (!a->storage)
     return hl_embed_raise(L, j, HALUA_ETYPE, "halua: %s: the value at stack index %d is a traced value (inside hl.jit): it has no data yet",
                       where, j->index);

@@ -38,10 +38,8 @@ static const char *op_name(lua_State *L) {
 
 static hl_array *check_array(lua_State *L, int idx, const char *op) {
   hl_array *a = to_array(L, idx);
-  if (!a) {
-    lua_pushfstring(L, "halua: %s: argument %d is a %s, expected an array", op, idx, luaL_typename(L, idx));
-    lua_error(L);
-  }
+  if (!a) hl_lua_arg_error(L, op, idx, idx, "an array");
+  if (hl_is_leaked(a)) hl_lua_raisef(L, "halua: %s: " HL_LEAKED_TRACER, op);
   return a;
 }
 
@@ -262,8 +260,9 @@ static void get_operand(lua_State *L, int idx, hl_operand *o, const char *op) {
     o->number = lua_toboolean(L, idx);
     o->is_bool = 1;
   } else if (!(o->array = to_array(L, idx))) {
-    lua_pushfstring(L, "halua: %s: argument %d is a %s, expected an array or a number", op, idx, luaL_typename(L, idx));
-    lua_error(L);
+    hl_lua_arg_error(L, op, idx, idx, "an array or a number");
+  } else if (hl_is_leaked(o->array)) {
+    hl_lua_raisef(L, "halua: %s: " HL_LEAKED_TRACER, op);
   }
 }
 
@@ -388,7 +387,7 @@ static int l_transpose(lua_State *L) {
 
 /* slice(x, starts0, steps, counts) */
 static int l_slice(lua_State *L) {
-  hl_array *x = check_array(L, 1, "slice");
+  hl_array *x = check_array(L, 1, "index");   /* x[key], x:at(key) */
   hl_attrs at = {0};
   at.nshape = x->ndim;
   for (int k = 0; k < x->ndim; k++) {
@@ -481,10 +480,7 @@ static int l_iota(lua_State *L) {
 /* ---- reading arrays back ---- */
 
 static int tracer_error(lua_State *L, const char *what, const hl_array *a) {
-  /* a tracer kept past the end of its trace (stored in a Lua variable inside the function) */
-  if (a->graph && ((hl_trace *)a->graph)->closed)
-    return raisef(L, "halua: %s: this value is a tracer of a finished hl.jit trace (it escaped the function); "
-                     "return it from the function and use the result instead", what);
+  if (hl_is_leaked(a)) return raisef(L, "halua: %s: " HL_LEAKED_TRACER, what);
   lua_pushfstring(L, "halua: %s: cannot turn a traced value into a Lua value inside hl.jit; use hl.where or hl.cond "
                      "for data-dependent choices, or mark the argument static with static_argnums", what);
   return lua_error(L);
@@ -565,6 +561,15 @@ static int l_info(lua_State *L) {
 
 static int l_is_array(lua_State *L) {
   lua_pushboolean(L, to_array(L, 1) != NULL);
+  return 1;
+}
+
+/* usable(x, op): whether x is an array; a leaked tracer is op's error (as_array's check in Lua,
+ * for the functions written there, at the cost of is_array) */
+static int l_usable(lua_State *L) {
+  hl_array *x = to_array(L, 1);
+  if (x && hl_is_leaked(x)) return raisef(L, "halua: %s: " HL_LEAKED_TRACER, luaL_checkstring(L, 2));
+  lua_pushboolean(L, x != NULL);
   return 1;
 }
 
@@ -1042,6 +1047,7 @@ static int l_cache_info(lua_State *L) {
 static int l_to_device(lua_State *L) {
   hl_array *x = check_array(L, 1, "device_put");
   int device = (int)luaL_checkinteger(L, 2);
+  if (hl_is_leaked(x)) return raisef(L, "halua: device_put: " HL_LEAKED_TRACER);
   if (hl_is_abstract(x)) return raisef(L, "halua: device_put: traced values stay where their function runs");
   hl_array r;
   if (hl_to_device(x, device, &r)) return raise(L);
@@ -1086,6 +1092,15 @@ static int l_prim_names(lua_State *L) {
   return 2;
 }
 
+/* arg_error(op, argn, value [, expected]): the shared operand error, for the Lua side's checks */
+static int l_arg_error(lua_State *L) {
+  const char *op = luaL_checkstring(L, 1);
+  int argn = (int)luaL_checkinteger(L, 2);
+  const char *expected = luaL_optstring(L, 4, "an array");
+  lua_settop(L, 4);
+  return hl_lua_arg_error(L, op, argn, 3, expected);
+}
+
 static int l_heap_bytes(lua_State *L) {
   lua_pushnumber(L, (double)hl_heap_bytes());
   return 1;
@@ -1112,6 +1127,7 @@ static const luaL_Reg core_funcs[] = {
     {"get", l_get},
     {"info", l_info},
     {"is_array", l_is_array},
+    {"usable", l_usable},
     {"is_tracer", l_is_tracer},
     {"property", l_property},
     {"trace_new", l_trace_new},
@@ -1143,6 +1159,7 @@ static const luaL_Reg core_funcs[] = {
     {"sync", l_sync},
     {"cache_clear", l_cache_clear},
     {"heap_bytes", l_heap_bytes},
+    {"arg_error", l_arg_error},
     {"prim_names", l_prim_names},
     {NULL, NULL},
 };

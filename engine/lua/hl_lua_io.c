@@ -15,7 +15,7 @@
 static int l_npy_save(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   hl_array *a = hl_lua_to_array(L, 2);
-  if (!a) return hl_lua_raisef(L, "halua: save: argument 2 is a %s, expected an array", luaL_typename(L, 2));
+  if (!a) return hl_lua_arg_error(L, "save", 2, 2, "an array");
   hl_array host;
   if (hl_host_contiguous("save", a, &host)) return hl_lua_raise(L);
   int rc = hl_npy_save(path, &host);

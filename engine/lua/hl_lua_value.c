@@ -23,6 +23,15 @@ int hl_lua_raisef(lua_State *L, const char *fmt, ...) {
   return lua_error(L);
 }
 
+int hl_lua_arg_error(lua_State *L, const char *op, int argn, int idx, const char *expected) {
+  int t = lua_type(L, idx);
+  if (t == LUA_TNONE || t == LUA_TNIL)
+    return hl_lua_raisef(L, "halua: %s: argument %d is nil, expected %s (tonumber() of an array gives nil; "
+                            "use x:item() outside hl.jit, or keep it an array)", op, argn, expected);
+  return hl_lua_raisef(L, "halua: %s: argument %d is a %s, expected %s%s", op, argn, lua_typename(L, t), expected,
+                       t == LUA_TTABLE ? " (make one with hl.array)" : "");
+}
+
 /* ---- heap tracking: step Lua's GC by engine bytes, which Lua cannot see ---- */
 
 /* A collection runs after 32 MiB of new arrays, or more: an eighth of the arrays that survived

@@ -27,4 +27,9 @@ hl_trace *hl_lua_check_trace(lua_State *L, int idx);
 /* A collection when kernels held only by (possibly dead) jitted functions grow large: call after
  * building a program. */
 void hl_lua_kernel_check(lua_State *L);
+/* Raises the error for an operand of the wrong type, for every op alike: "halua: <op>: argument
+ * <argn> is a <type>, expected <expected>" for the value at idx, with what a script most likely
+ * did: nil comes from tonumber() of an array, which LuaJIT answers with nil (arrays have no
+ * __tonumber), or from a missing argument; a table wants hl.array. */
+int hl_lua_arg_error(lua_State *L, const char *op, int argn, int idx, const char *expected);
 #endif

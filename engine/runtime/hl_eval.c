@@ -123,8 +123,7 @@ static int encloses(const hl_trace *outer, const hl_trace *t) {
 
 static int trace_apply(hl_trace *t, int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out) {
   const char *name = hl_prims[prim].name;
-  if (t->closed)
-    return hl_error("%s: this tracer escaped the hl.jit trace that made it; return it from the function instead", name);
+  if (t->closed) return hl_error("%s: " HL_LEAKED_TRACER, name);
   int ids[64];
   if (nin > 64) return hl_error("%s: too many operands", name);
   for (int k = 0; k < nin; k++) {
@@ -315,6 +314,7 @@ int hl_contiguous(const hl_array *a, hl_array *out) {
 }
 
 int hl_host_contiguous(const char *op, const hl_array *a, hl_array *out) {
+  if (hl_is_leaked(a)) return hl_error("%s: " HL_LEAKED_TRACER, op);
   if (hl_is_abstract(a))
     return hl_error("%s: cannot save a traced value inside hl.jit (return it from the function and save the result)", op);
   hl_array h;

@@ -36,6 +36,12 @@ static inline hl_trace *hl_live_trace(const hl_array *a) {
 }
 /* a tracer without data (inside hl.jit) */
 static inline int hl_is_abstract(const hl_array *a) { return a->graph && !a->storage; }
+/* A leaked tracer: one kept past the end of its hl.jit trace (stored in a variable outside the
+ * traced function). Every use of it is an error, "<op>: " HL_LEAKED_TRACER. */
+static inline int hl_is_leaked(const hl_array *a) { return hl_is_abstract(a) && ((const hl_trace *)a->graph)->closed; }
+#define HL_LEAKED_TRACER                                                                                  \
+  "this value is a leaked tracer: it escaped the hl.jit function that traced it, whose trace has ended; " \
+  "return it from the function and use the result instead"
 
 /* Autodiff's variables: a new node standing for x, distinct from every other use of x (so nested
  * derivatives never confuse their variables): an identity of x's node, after capturing x when it

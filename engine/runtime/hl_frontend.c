@@ -108,8 +108,7 @@ int hl_op_elemwise(int prim, int nin, const hl_operand *ops, const hl_attrs *att
   hl_dtype t = HL_BOOL;
   const hl_array *like = NULL;   /* a tracer, else any array: scalars go to its trace or device */
   for (int k = 0; k < nin; k++) {
-    if (ops[k].array && hl_is_abstract(ops[k].array) && ((hl_trace *)ops[k].array->graph)->closed)
-      return hl_error("%s: this tracer escaped the hl.jit trace that made it; return it from the function instead", name);
+    if (ops[k].array && hl_is_leaked(ops[k].array)) return hl_error("%s: " HL_LEAKED_TRACER, name);
     if (ops[k].array && (!like || ops[k].array->graph)) like = ops[k].array;
     if (k < first || !ops[k].array) continue;
     t = have ? hl_dtype_promote(t, ops[k].array->dtype) : ops[k].array->dtype;

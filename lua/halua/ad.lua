@@ -94,7 +94,7 @@ return function(hl, core)
       for j, l in ipairs(leaves) do
         if type(l) == "number" then
           leaves[j] = hl.array(l)
-        elseif not is_array(l) then
+        elseif not core.usable(l, op) then
           fail("%s: argument %d holds a %s; differentiate with respect to arrays, numbers or tables of them", op, i, type(l))
         elseif not is_float(l.dtype) and ints == "error" then
           fail("%s: argument %d has dtype %s; differentiation needs float inputs (cast it with :astype(\"float32\"), or use hl.vjp, which gives integer inputs zero cotangents)",

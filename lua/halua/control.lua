@@ -43,30 +43,58 @@ return function(hl, core, lower)
     for i, l in ipairs(leaves) do
       if type(l) == "number" or type(l) == "boolean" then
         leaves[i] = hl.asarray(l)
-      elseif not is_array(l) then
+      elseif not core.usable(l, op) then
         fail("%s: %s leaf %s is a %s; leaves must be arrays, numbers or booleans", op, what, leaf_paths(t)[i], type(l))
       end
     end
     return leaves, def
   end
 
-  -- b must have a's structure, shapes and dtypes: names the first leaf that differs
-  -- a tree's structure in words, for messages
+  -- a tree drawn with * for each leaf, in tree.flatten's order: {*, {*}, w = *}
+  local function drawn(t, out)
+    if type(t) ~= "table" then
+      out[#out + 1] = "*"
+      return
+    end
+    out[#out + 1] = "{"
+    local first = true
+    local function sep()
+      if not first then out[#out + 1] = ", " end
+      first = false
+    end
+    for i = 1, #t do
+      sep()
+      drawn(t[i], out)
+    end
+    local keys = {}
+    for k in pairs(t) do if type(k) == "string" then keys[#keys + 1] = k end end
+    table.sort(keys)
+    for _, k in ipairs(keys) do
+      sep()
+      out[#out + 1] = (k:match("^[%a_][%w_]*$") and k or string.format("[%q]", k)) .. " = "
+      drawn(t[k], out)
+    end
+    out[#out + 1] = "}"
+  end
+
+  -- a tree's structure in words, for messages: "a single value", "{*, {*}} (a table of 2 leaves)"
   local function structure(t, n)
     if t == nil then return "nothing (nil)" end
     if type(t) ~= "table" then return "a single value" end
-    return string.format("a table of %d leaf%s", n, n == 1 and "" or "s")
+    local out = {}
+    drawn(t, out)
+    local s = table.concat(out)
+    if #s > 120 then s = s:sub(1, 117) .. "..." end
+    return string.format("%s (a table of %d lea%s)", s, n, n == 1 and "f" or "ves")
   end
 
+  -- b must have a's structure, shapes and dtypes: names the first leaf that differs
   local function check_same(op, what, ref, a_tree, a_leaves, a_def, b)
     if b == nil then fail("%s: %s is nothing (nil): return the new value, of the structure of %s", op, what, ref) end
     local b_leaves, b_def = as_leaves(op, what, b)
-    if #b_leaves ~= #a_leaves then
-      fail("%s: %s has a different structure (%d leaves) from %s (%d leaves)", op, what, #b_leaves, ref, #a_leaves)
-    end
-    if b_def ~= a_def then   -- as many leaves, nested otherwise ({c} for c)
-      fail("%s: %s is %s, but %s is %s: they must have the same structure", op, what, structure(b, #b_leaves), ref,
-           structure(a_tree, #a_leaves))
+    if #b_leaves ~= #a_leaves or b_def ~= a_def then   -- ({c} for c, or {a, {b}} for {{a}, b})
+      fail("%s: %s is %s, but %s is %s: they must have the same structure (* is a leaf: an array or a number)", op, what,
+           structure(b, #b_leaves), ref, structure(a_tree, #a_leaves))
     end
     local paths = leaf_paths(a_tree)
     for i, l in ipairs(b_leaves) do

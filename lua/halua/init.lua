@@ -35,10 +35,10 @@ end
 -- an array from an array, a number or a boolean (as the primitives take them); anything else,
 -- tables included, is op's error
 local function as_array(x, op, argn)
-  if is_array(x) then return x end
+  if core.usable(x, op) then return x end
   local t = type(x)
   if t == "number" or t == "boolean" then return core.array(x) end
-  fail("%s: argument %d is a %s, expected an array%s", op, argn or 1, t, t == "table" and " (make one with hl.array)" or "")
+  core.arg_error(op, argn or 1, x, "an array")
 end
 
 -- ---------------------------------------------------------------- devices

@@ -13,7 +13,7 @@ return function(hl, core, shared)
 
   local function leaf_sig(v, i)
     local t = type(v)
-    if t == "userdata" and is_array(v) then
+    if t == "userdata" and core.usable(v, "jit") then
       local dtype, shape = core.info(v)
       return dtype .. "@" .. core.device_of(v) .. "[" .. table.concat(shape, ",") .. "]"
     elseif t == "number" then
@@ -206,11 +206,12 @@ return function(hl, core, shared)
     local n = select("#", ...)
     local args = {...}
     for i = 1, n do
-      -- called while tracing an enclosing function: inline
-      if core.is_tracer(args[i]) then return self.f(...) end
+      -- called while tracing an enclosing function: inline (a leaked tracer, of a trace that has
+      -- ended, is jit's error)
+      if core.is_tracer(args[i]) and core.usable(args[i], "jit") then return self.f(...) end
       if type(args[i]) == "table" and not self.static[i] then
         for _, l in ipairs(tree.leaves(args[i])) do
-          if core.is_tracer(l) then return self.f(...) end
+          if core.is_tracer(l) and core.usable(l, "jit") then return self.f(...) end
         end
       end
     end

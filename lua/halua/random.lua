@@ -174,7 +174,7 @@ return function(hl, core)
   -- Gumbel-max: the argmax of logits + Gumbel noise is a sample of softmax(logits); 1-based
   function R.categorical(key, logits, axis)
     local k = R.check_key("categorical", key)
-    if not is_array(logits) then fail("random.categorical: logits must be an array, got %s", type(logits)) end
+    if not core.usable(logits, "random.categorical") then fail("random.categorical: logits must be an array, got %s", type(logits)) end
     axis = axis or -1
     if logits.ndim == 0 then fail("random.categorical: logits must have an axis of categories, got a 0-d array") end
     if type(axis) ~= "number" or axis == 0 or axis ~= math.floor(axis) or math.abs(axis) > logits.ndim then

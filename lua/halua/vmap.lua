@@ -122,7 +122,7 @@ return function(hl, core)
         local leaves, def = tree.flatten(args[i])
         for j, l in ipairs(leaves) do
           if a then
-            if not is_array(l) then
+            if not core.usable(l, "vmap") then
               fail("vmap: argument %d is mapped but holds a %s; map arrays, or give it in_axes false", i, type(l))
             end
             if l.ndim == 0 then fail("vmap: argument %d is mapped along axis %d but holds a 0-d array", i, a) end

@@ -62,7 +62,7 @@ describe("cond and switch", function()
     local traced = hl.jit(function(p) return hl.cond(p, function() return hl.ones(2) end, function() return hl.ones(3) end) end)
     has(err_of(traced, hl.array(true)), "halua: cond: the false branch's result leaf (the value itself) is float32[3], expected float32[2]")
     local tree = hl.jit(function(p) return hl.cond(p, function() return {a = hl.ones(2)} end, function() return {a = hl.ones(2), b = hl.ones(2)} end) end)
-    has(err_of(tree, hl.array(true)), "halua: cond: the false branch's result has a different structure (2 leaves) from the true branch's result (1 leaves)")
+    has(err_of(tree, hl.array(true)), "halua: cond: the false branch's result is {a = *, b = *} (a table of 2 leaves), but the true branch's result is {a = *} (a table of 1 leaf): they must have the same structure")
     local sw = hl.jit(function(i) return hl.switch(i, {function() return {w = hl.ones(2)} end, function() return {w = hl.ones(2, "int32")} end}) end)
     has(err_of(sw, hl.array(1, "int32")), "halua: switch: branch 2's result leaf .w is int32[2], expected float32[2]")
   end)
@@ -127,7 +127,7 @@ describe("loops", function()
     has(err_of(hl.fori_loop, 1, 3, function(_, c) return {c[1], c[2][{{1, 2}}]} end, {hl.ones(3), hl.ones(3)}),
         "halua: fori_loop: body_fn's result leaf [2] is float32[2], expected float32[3]")
     has(err_of(hl.while_loop, function() return true end, function(c) return {c, c} end, hl.ones(2)),
-        "halua: while_loop: body_fn's result has a different structure (2 leaves) from the initial carry (1 leaves)")
+        "halua: while_loop: body_fn's result is {*, *} (a table of 2 leaves), but the initial carry is a single value: they must have the same structure")
     has(err_of(hl.scan, function(c, x) return c, (x[1]:item() > 0 and x or x[{{1, 1}}]) end, hl.ones(1), hl.array({{1, 2}, {-1, 2}})),
         "halua: scan: f's output at step 2 leaf (the value itself) is float32[1], expected float32[2]")
   end)

@@ -80,9 +80,6 @@ describe("errors", function()
     fails("^halua: optim%.sgd: takes %(lr %[, momentum%]%)", hl.optim.sgd, 0.1, 0, {weight_decay = 0.1})
     fails("^halua: optim%.adam: unknown option 'beta1' %(the options are b1, b2, eps%)", hl.optim.adam, 0.1, {beta1 = 0.9})
     fails("^halua: nn%.init%.glorot: dtype must be float32", hl.nn.init.glorot, hl.random.key(0), {2, 2}, "int32")
-    local leaked
-    hl.jit(function(x) leaked = x return x end)(hl.ones(2))
-    fails("^halua: item: this value is a tracer of a finished hl%.jit trace %(it escaped the function%)", function() return leaked:item() end)
     fails("^halua: ==: Lua compares arrays by identity, not by value; use hl%.eq%(a, b%)",
           hl.jit(function(x, y) return x == y end), hl.ones(1), hl.ones(1))
     -- outside jit, == stays Lua's identity: the same array is equal to itself, another never
@@ -114,8 +111,77 @@ describe("errors", function()
     fails("^halua: fori_loop: body_fn's result is nothing %(nil%): return the new value",
           hl.jit(function(v) return hl.fori_loop(1, 3, function() end, v) end), hl.ones(2))
     fails("^halua: scan: f's carry is nothing %(nil%)", hl.jit(function(v) return hl.scan(function() end, v, hl.ones({3, 2})) end), hl.ones(2))
-    fails("^halua: fori_loop: body_fn's result is a table of 1 leaf, but the initial carry is a single value: they must have the same structure",
-          hl.jit(function(v) return hl.fori_loop(1, 3, function(_, c) return {c} end, v) end), hl.ones(2))
+  end)
+  it("a loop body returning another structure than its carry's: both structures drawn", function()
+    local two = hl.ones(2)
+    local function both(pattern, f, ...)   -- under jit (a compiled loop) and eagerly
+      fails(pattern, hl.jit(f), ...)
+      fails(pattern, f, ...)
+    end
+    both("^halua: fori_loop: body_fn's result is {%*} %(a table of 1 leaf%), but the initial carry is a single value: " ..
+         "they must have the same structure %(%* is a leaf: an array or a number%)",
+         function(v) return hl.fori_loop(1, 3, function(_, c) return {c} end, v) end, two)
+    both("^halua: while_loop: body_fn's result is {%*} %(a table of 1 leaf%), but the initial carry is a single value",
+         function(v) return hl.while_loop(function(c) return hl.lt(hl.sum(c), 10) end, function(c) return {c * 2} end, v) end, two)
+    both("^halua: scan: f's carry is {%*} %(a table of 1 leaf%), but the initial carry is a single value",
+         function(v) return hl.scan(function(c, x) return {c + x}, x end, v, hl.ones({3, 2})) end, two)
+    both("^halua: fori_loop: body_fn's result is {{%*}, %*} %(a table of 2 leaves%), but the initial carry is " ..
+         "{%*, {%*}} %(a table of 2 leaves%)",
+         function(a, b) return hl.fori_loop(1, 3, function(_, c) return {{c[1]}, c[2][1]} end, {a, {b}}) end, two, two)
+    both("^halua: fori_loop: body_fn's result is {%*, %*, %*} %(a table of 3 leaves%), but the initial carry is " ..
+         "{%*, %*} %(a table of 2 leaves%)",
+         function(a, b) return hl.fori_loop(1, 3, function(_, c) return {c[1], c[2], c[1]} end, {a, b}) end, two, two)
+    both("^halua: fori_loop: body_fn's result is {w = %*, x = %*} %(a table of 2 leaves%), but the initial carry is " ..
+         "{b = %*, w = %*} %(a table of 2 leaves%)",
+         function(a, b) return hl.fori_loop(1, 3, function(_, c) return {w = c.w, x = c.b} end, {w = a, b = b}) end, two, two)
+  end)
+  it("a nil operand says that tonumber() of an array gives nil", function()
+    local hint = "%(tonumber%(%) of an array gives nil; use x:item%(%) outside hl%.jit, or keep it an array%)$"
+    -- LuaJIT's tonumber gives nil for any array (there is no __tonumber), traced or not
+    fails("^halua: mul: argument 2 is nil, expected an array or a number " .. hint,
+          hl.jit(function(x, y) return x * tonumber(y) end), hl.ones(2), hl.array(3))
+    fails("^halua: mul: argument 2 is nil, expected an array or a number " .. hint, function() return hl.ones(2) * tonumber(hl.array(3)) end)
+    fails("^halua: add: argument 1 is nil, expected an array or a number " .. hint, hl.add, nil, hl.ones(2))
+    fails("^halua: matmul: argument 2 is nil, expected an array " .. hint, hl.matmul, hl.ones({2, 2}), nil)
+    fails("^halua: sum: argument 1 is nil, expected an array " .. hint, hl.sum, nil)
+    fails("^halua: expand_dims: argument 1 is nil, expected an array " .. hint, hl.expand_dims, nil, 1)
+    -- other types keep their words, and a table says how to make an array
+    fails("^halua: add: argument 2 is a table, expected an array or a number %(make one with hl%.array%)$", hl.add, hl.ones(2), {1})
+    fails("^halua: sum: argument 1 is a table, expected an array %(make one with hl%.array%)$", hl.sum, {1, 2})
+  end)
+  it("every use of a leaked tracer (kept past the end of its hl.jit function) says so, under the op's name", function()
+    local leak
+    hl.jit(function(x) leak = x return x end)(hl.ones({2, 2}))
+    local says = ": this value is a leaked tracer: it escaped the hl%.jit function that traced it, whose trace has ended; " ..
+                 "return it from the function and use the result instead$"
+    local uses = {
+      item = function() return leak:item() end, totable = function() return leak:totable() end,
+      sum = function() return leak:sum() end, argmax = function() return leak:argmax() end,
+      astype = function() return leak:astype("int32") end, reshape = function() return leak:reshape({4}) end,
+      flatten = function() return leak:flatten() end, squeeze = function() return leak:squeeze() end,
+      expand_dims = function() return leak:expand_dims(1) end, transpose = function() return leak.T end,
+      add = function() return leak + 1 end, mul = function() return 2 * leak end, exp = function() return hl.exp(leak) end,
+      dot = function() return hl.dot(leak, leak) end, matmul = function() return hl.matmul(leak, leak) end,
+      index = function() return leak[1] end, concatenate = function() return hl.concatenate({leak, leak}, 1) end,
+      zeros_like = function() return hl.zeros_like(leak) end, device_put = function() return leak:to("cpu") end,
+      save = function() return hl.save(os.tmpname(), leak) end, savez = function() return hl.savez(os.tmpname(), {leak}) end,
+      jit = function() return hl.jit(function(x) return x + 1 end)(leak) end,
+      vmap = function() return hl.vmap(function(x) return x + 1 end)(leak) end,
+      grad = function() return hl.grad(function(x) return hl.sum(x) end)(leak) end,
+      fori_loop = function() return hl.fori_loop(1, 2, function(_, c) return c + 1 end, leak) end,
+      ["random.categorical"] = function() return hl.random.categorical(hl.random.key(0), leak) end,
+      ["linalg.inv"] = function() return hl.linalg.inv(leak) end, sort = function() return hl.sort(leak) end,
+      ["nn.softmax"] = function() return hl.nn.softmax(leak) end,
+    }
+    for op, f in pairs(uses) do
+      fails("^halua: " .. op:gsub("^nn%.", ""):gsub("%.", "%%.") .. says, f)
+    end
+    -- inside another jit it is captured as the traced values of that function are: still an error
+    fails("^halua: add" .. says, hl.jit(function(x) return x + leak end), hl.ones({2, 2}))
+    -- what needs no values stays readable
+    assert.are.same({2, 2}, leak.shape)
+    assert.are.equal("float32", leak.dtype)
+    assert.are.equal("<traced float32[2,2]>", tostring(leak))
   end)
   it("jit's options: unknown keys and argument numbers out of range", function()
     local id = function(x) return x end

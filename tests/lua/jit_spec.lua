@@ -148,7 +148,7 @@ describe("jit", function()
     hl.jit(function(a) leaked = a * 2; return a end)(x)
     local ok, err = pcall(function() return leaked + 1 end)
     assert.is_false(ok)
-    assert.truthy(err:find("^halua: add: this tracer escaped"))
+    assert.truthy(err:find("^halua: add: this value is a leaked tracer: it escaped the hl%.jit function that traced it"), err)
   end)
 
   it("refuses non-functions and bad static_argnums", function()

@@ -102,7 +102,7 @@ describe("sort: int64 beyond 2^53 and errors", function()
     fails("^halua: argsort: axis %-3 is out of range for 2 dimensions", hl.argsort, hl.ones({2, 2}), -3)
     fails("^halua: sort: axis must be an integer", hl.sort, hl.ones({2}), 1.5)
     fails("^halua: sort: argument 1 is a string, expected an array", hl.sort, "x")
-    fails("^halua: argsort: argument 1 is a nil", hl.argsort)
+    fails("^halua: argsort: argument 1 is nil, expected an array", hl.argsort)
   end)
   it("in a cuda pipeline, sorting is a host stage between GPU kernels", function()
     -- lowering for cuda needs no GPU: the loop nest calls the host sort, whose result is host-dirty

@@ -6,11 +6,14 @@
 -- Run by errors_spec.lua in its own luajit process.
 local hl = require "halua"
 
+local leak   -- a tracer kept past the end of its hl.jit function
+hl.jit(function(v) leak = v return v end)(hl.ones({2, 2}))
 local odd = {
   {"nil", nil}, {"true", true}, {"a string", "str"}, {"an empty table", {}}, {"a ragged table", {{1}, {2, 3}}},
   {"a function", print}, {"a coroutine", coroutine.create(function() end)}, {"NaN", 0 / 0}, {"inf", 1 / 0},
   {"-1", -1}, {"2.5", 2.5}, {"1e300", 1e300}, {"a [0] array", hl.zeros({0})}, {"a 0-d array", hl.array(1)},
   {"a [4] array", hl.ones({4})}, {"a [3] bool array", hl.ones({3}, "bool")}, {"a userdata", io.stdout},
+  {"a leaked tracer", leak},
 }
 local x = hl.ones({2, 3})
 
