@@ -232,7 +232,6 @@ namespace {
  * |x| < 6e9. Beyond, the reduction would need the bits of 2/pi at x's exponent (Payne-Hanek):
  * r is clamped to [-pi/4, pi/4], so sin and cos stay in [-1, 1] and tan finite, but the values
  * are not accurate there. r is returned as float hi + lo (lo below hi's last bit). */
-const double kTrigExactBound = 6.0e9;
 
 void reduce_half_pi(Expr x, Expr &r, Expr &rlo, Expr &q) {
   Expr xd = cast(Float(64), x);

@@ -12,13 +12,16 @@ int hl_array_alloc_on(hl_array *out, int device, hl_dtype dtype, int ndim, const
   memset(out, 0, sizeof *out);
   out->dtype = dtype;
   out->ndim = ndim;
-  int64_t n = 1;
+  /* the non-empty axes' count bounded as hl_shape_check bounds it, in an empty array too, so
+   * that its extents multiply without overflow in any order */
+  int64_t n = 1, count = 1;
   for (int i = ndim - 1; i >= 0; i--) {
     if (shape[i] < 0) return hl_error("array: negative extent %lld in a shape", (long long)shape[i]);
     out->shape[i] = shape[i];
     out->strides[i] = n;
-    if (shape[i] && n > INT64_MAX / 16 / shape[i])
+    if (shape[i] && count > INT64_MAX / 16 / shape[i])
       return hl_error("array: shape %s is too large to allocate", hl_shape_str(ndim, (const long long *)shape).s);
+    if (shape[i]) count *= shape[i];
     n *= shape[i];
   }
   out->storage = hl_storage_new_on(device, (size_t)n * hl_dtype_size(dtype));

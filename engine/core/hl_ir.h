@@ -80,7 +80,9 @@ typedef struct hl_graph {
   int schedule;       /* 0: halua's schedules (hl_schedule.cpp); 1: Halide's Mullapudi2016 autoscheduler */
 } hl_graph;
 
-static inline const int *hl_node_inputs(const hl_graph *g, const hl_node *n) { return g->edges + n->in0; }
+/* a node's input ids (n->nin of them); NULL for a node without inputs, whose graph may have no
+ * edges array at all (an offset from a null pointer is undefined, even a zero one) */
+static inline const int *hl_node_inputs(const hl_graph *g, const hl_node *n) { return n->nin ? g->edges + n->in0 : NULL; }
 
 /* Shape and dtype inference for one primitive. Inputs must already follow the prim's input rule
  * (promotion, casts and broadcasts are the frontend's job). -1 + hl_error on bad input. */

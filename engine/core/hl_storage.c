@@ -103,13 +103,14 @@ hl_storage *hl_storage_new_on(int device, size_t nbytes) {
   return s;
 }
 
-hl_storage *hl_storage_wrap(void *data, size_t nbytes, hl_release_fn release, void *ctx) {
+hl_storage *hl_storage_wrap(void *data, size_t nbytes, hl_release_fn release, void *ctx, void *release_data) {
   hl_storage *s = malloc(sizeof *s);
   if (!s) {
     hl_error("out of memory");
     return NULL;
   }
-  *s = (hl_storage){.refcount = 1, .data = data, .nbytes = nbytes, .borrowed = 1, .release = release, .release_ctx = ctx};
+  *s = (hl_storage){.refcount = 1, .data = data, .nbytes = nbytes, .borrowed = 1, .release = release, .release_ctx = ctx,
+                      .release_data = release_data};
   return s;
 }
 
@@ -121,7 +122,7 @@ void hl_storage_release(hl_storage *s) {
     __atomic_sub_fetch(&heap_bytes, s->nbytes, __ATOMIC_RELAXED);
     hl_device_free(s->device, s->device_handle);
   } else if (s->borrowed) {
-    if (s->release) s->release(s->release_ctx, s->data);
+    if (s->release) s->release(s->release_ctx, s->release_data);
   } else {
     __atomic_sub_fetch(&heap_bytes, s->nbytes, __ATOMIC_RELAXED);
     size_t padded = (s->nbytes + PAD + ALIGN - 1) / ALIGN * ALIGN;

@@ -17,15 +17,17 @@ typedef struct hl_storage {
   void *data;
   size_t nbytes;
   int borrowed;            /* 1: host memory from hl_storage_wrap, never freed or written by us */
-  hl_release_fn release;   /* borrowed memory: called with (release_ctx, data) at the last release */
+  hl_release_fn release;   /* borrowed memory: called with (release_ctx, release_data) at the last release */
   void *release_ctx;
+  void *release_data;      /* the host's pointer, which need not be `data` (negative strides) */
 } hl_storage;
 
 /* Uninitialised contents (callers write every element); NULL + hl_error on failure. */
 hl_storage *hl_storage_new(size_t nbytes);
 hl_storage *hl_storage_new_on(int device, size_t nbytes);
-/* Borrowed host memory; release (may be NULL) is called once when the last reference goes. */
-hl_storage *hl_storage_wrap(void *data, size_t nbytes, hl_release_fn release, void *ctx);
+/* Borrowed host memory: nbytes at data; release (may be NULL) is called once, with ctx and
+ * release_data (the pointer the host gave, wherever it lies), when the last reference goes. */
+hl_storage *hl_storage_wrap(void *data, size_t nbytes, hl_release_fn release, void *ctx, void *release_data);
 void hl_storage_retain(hl_storage *s);
 void hl_storage_release(hl_storage *s);
 

@@ -270,6 +270,12 @@ int hl_zip_stream_open(hl_zip_reader *r, int member, const char *what, hl_zip_st
   if (data > r->file_size || m->csize > r->file_size - data)
     return hl_error("%s: truncated archive: the member's data (%llu bytes at offset %llu) runs past the end of the file (%llu bytes)",
                     what, (unsigned long long)m->csize, (unsigned long long)data, (unsigned long long)r->file_size);
+  /* Deflate turns 2 bits into at most 258 bytes (1032 bytes for each compressed byte): a larger
+   * recorded size is a damaged or crafted entry, and readers size their buffers by it (a few
+   * hundred bytes must not ask for gigabytes). csize is within the file, so this cannot overflow. */
+  if (m->method == DEFLATED && m->usize > 1032 * m->csize + 258)
+    return hl_error("%s: corrupt archive: %llu deflated bytes cannot hold the recorded %llu bytes", what,
+                    (unsigned long long)m->csize, (unsigned long long)m->usize);
   if (fseeko(r->f, (off_t)data, SEEK_SET)) return hl_error("%s: read error: %s", what, strerror(errno));
   hl_zip_stream *s = calloc(1, sizeof *s);
   if (!s) return hl_error("%s: out of memory", what);

@@ -71,7 +71,12 @@ static int install_dispatch(lua_State *L) {
 }
 
 int hl_embed_run(lua_State *L, hl_embed_job *j, int nargs, int nresults, const char *what) {
-  if (!lua_checkstack(L, 8 + (nresults > 0 ? nresults : 0))) {
+  if (nresults < LUA_MULTRET) {
+    lua_pop(L, nargs);
+    return hl_embed_fail(HALUA_EARG, "%s: nresults is %d", what, nresults);
+  }
+  /* room for the job and its results (nresults may be INT_MAX: no 8 + nresults before the bound) */
+  if (!lua_checkstack(L, 8) || (nresults > 0 && (nresults > LUAI_MAXCSTACK || !lua_checkstack(L, 8 + nresults)))) {
     lua_pop(L, nargs);
     return hl_embed_fail(HALUA_EMEM, "%s: the Lua stack cannot grow", what);
   }
@@ -295,10 +300,18 @@ int halua_setglobal(lua_State *L, const char *name) {
 
 int halua_call(lua_State *L, int nargs, int nresults) {
   if (!L) return hl_embed_fail(HALUA_EARG, "call: L is NULL");
-  if (nargs < 0 || lua_gettop(L) < nargs + 1)
+  /* (nargs >= top, not top < nargs + 1: nargs may be INT_MAX) */
+  if (nargs < 0 || nargs >= lua_gettop(L))
     return hl_embed_fail(HALUA_EARG, "call: the stack holds %d values, fewer than a function and %d arguments", lua_gettop(L), nargs);
-  if (nresults < LUA_MULTRET) return hl_embed_fail(HALUA_EARG, "call: nresults is %d", nresults);
-  if (nresults > 0 && !lua_checkstack(L, nresults)) return hl_embed_fail(HALUA_EMEM, "call: the Lua stack cannot grow");
+  /* from here the function and its arguments are there: a failure pops them, as lua_pcall's does */
+  if (nresults < LUA_MULTRET) {
+    lua_pop(L, nargs + 1);
+    return hl_embed_fail(HALUA_EARG, "call: nresults is %d", nresults);
+  }
+  if (nresults > 0 && !lua_checkstack(L, nresults)) {
+    lua_pop(L, nargs + 1);
+    return hl_embed_fail(HALUA_EMEM, "call: the Lua stack cannot grow to %d results", nresults);
+  }
   int rc = lua_pcall(L, nargs, nresults, 0);
   return rc ? fail_lua(L, rc, HALUA_ERUN, "call") : HALUA_OK;
 }

@@ -17,14 +17,13 @@ static int push_worker(lua_State *L, hl_embed_job *j) {
   return 1;
 }
 
-/* The lowest and highest element offsets the strides reach; -1 when they overflow. */
+/* The lowest and highest element offsets the strides reach; -1 when they overflow. An empty
+ * array reaches none, whatever its strides. */
 static int strided_span(int ndim, const int64_t *shape, const int64_t *strides, int64_t *lo, int64_t *hi) {
   *lo = *hi = 0;
+  for (int k = 0; k < ndim; k++)
+    if (shape[k] == 0) return 0;
   for (int k = 0; k < ndim; k++) {
-    if (shape[k] == 0) {
-      *lo = *hi = 0;
-      return 0;
-    }
     int64_t reach;
     if (__builtin_mul_overflow(shape[k] - 1, strides[k], &reach)) return -1;
     if (__builtin_add_overflow(reach < 0 ? *lo : *hi, reach, reach < 0 ? lo : hi)) return -1;
@@ -50,26 +49,37 @@ int halua_push_array(lua_State *L, void *data, halua_dtype dtype, int ndim, cons
   memset(&a, 0, sizeof a);
   a.dtype = (hl_dtype)t;
   a.ndim = ndim;
-  int64_t n = 1;
+  /* n: the elements (the row-major stride so far); count: the elements of the non-empty axes,
+   * bounded as every shape in the engine is (hl_shape_check), so that an empty array's other
+   * extents multiply without overflow too */
+  int64_t n = 1, count = 1;
   for (int k = ndim - 1; k >= 0; k--) {
     if (shape[k] < 0)
       return hl_embed_fail(HALUA_EARG, "%s: negative extent %lld on axis %d of shape %s", op, (long long)shape[k], k + 1,
                   hl_shape_str(ndim, (const long long *)shape).s);
     a.shape[k] = shape[k];
     a.strides[k] = strides ? strides[k] : n;
-    if (shape[k] && n > INT64_MAX / 16 / shape[k])
+    if (shape[k] && count > INT64_MAX / 16 / shape[k])
       return hl_embed_fail(HALUA_EARG, "%s: shape %s is too large", op, hl_shape_str(ndim, (const long long *)shape).s);
+    if (shape[k]) count *= shape[k];
     n *= shape[k];
   }
-  int64_t lo, hi;
-  if (strided_span(ndim, a.shape, a.strides, &lo, &hi) || hi - lo >= INT64_MAX / 16)
+  int64_t lo, hi, width;   /* (hi - lo overflows for strides near INT64_MIN and INT64_MAX) */
+  if (strided_span(ndim, a.shape, a.strides, &lo, &hi) || __builtin_sub_overflow(hi, lo, &width) || width >= INT64_MAX / 16)
     return hl_embed_fail(HALUA_EARG, "%s: shape %s with strides %s reaches too far", op, hl_shape_str(ndim, (const long long *)shape).s,
                 hl_shape_str(ndim, (const long long *)a.strides).s);
-  /* the storage starts at the lowest element the strides reach, so negative strides work */
+  /* no buffer lies across either end of the address space: strides that say otherwise are
+   * wrong, and `data + lo` below would be undefined */
+  uintptr_t at = (uintptr_t)data;
+  if ((uint64_t)-lo * es > at || (uint64_t)hi * es > UINTPTR_MAX - at)
+    return hl_embed_fail(HALUA_EARG, "%s: shape %s with strides %s reaches outside the address space from data %p", op,
+                         hl_shape_str(ndim, (const long long *)shape).s, hl_shape_str(ndim, (const long long *)a.strides).s, data);
+  /* the storage starts at the lowest element the strides reach, so negative strides work;
+   * release gets the host's own pointer back */
   char *base = (char *)data + lo * (int64_t)es;
   a.offset = -lo;
-  size_t nbytes = n ? (size_t)(hi - lo + 1) * es : 0;
-  a.storage = hl_storage_wrap(base, nbytes, release, user);
+  size_t nbytes = n ? (size_t)(width + 1) * es : 0;
+  a.storage = hl_storage_wrap(base, nbytes, release, user, data);
   if (!a.storage) return hl_embed_fail(HALUA_EMEM, "%s: out of memory", op);
   hl_embed_job j = {.fn = push_worker, .array = a};
   int rc = hl_embed_run(L, &j, 0, 1, op);

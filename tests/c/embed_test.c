@@ -2,6 +2,7 @@
  * release callback's count, zero copy, strides, dtypes, the per-thread error message. */
 #define _POSIX_C_SOURCE 200809L
 #include <halua.h>
+#include <limits.h>
 #include <lauxlib.h>
 #include <lualib.h>
 #include <math.h>
@@ -77,6 +78,20 @@ static void test_errors_of_push(lua_State *L) {
   int64_t far[2] = {INT64_MAX / 4, 1};
   int64_t small[2] = {3, 1};
   CHECK_ERR(halua_push_array(L, buf, HALUA_FLOAT32, 2, small, far, count_release, NULL), HALUA_EARG, "reaches too far");
+  /* strides whose reach below and above element 0 are each in range, their distance not (found
+   * by fuzz/embed_fuzz.c: hi - lo overflowed) */
+  int64_t two[2] = {2, 2}, apart[2] = {INT64_MAX, INT64_MIN};
+  CHECK_ERR(halua_push_array(L, buf, HALUA_UINT8, 2, two, apart, count_release, NULL), HALUA_EARG, "reaches too far");
+  /* strides that would place elements below address 0 (found by fuzz/embed_fuzz.c: the
+   * storage's start was computed by a wrapping pointer offset) */
+  int64_t mega[1] = {(int64_t)1 << 20}, down[1] = {-1};
+  CHECK_ERR(halua_push_array(L, (void *)(uintptr_t)4096, HALUA_UINT8, 1, mega, down, count_release, NULL), HALUA_EARG,
+            "reaches outside the address space");
+  /* an empty array's other extents are bounded too, in any order (found by fuzz/embed_fuzz.c:
+   * [2^62,5,0] was taken, and its .size multiplied past INT64_MAX) */
+  int64_t empty_last[3] = {(int64_t)1 << 62, 5, 0}, empty_first[3] = {0, (int64_t)1 << 62, 5};
+  CHECK_ERR(halua_push_array(L, buf, HALUA_FLOAT32, 3, empty_last, NULL, count_release, NULL), HALUA_EARG, "too large");
+  CHECK_ERR(halua_push_array(L, buf, HALUA_FLOAT32, 3, empty_first, NULL, count_release, NULL), HALUA_EARG, "too large");
   CHECK(lua_gettop(L) == top);   /* nothing pushed */
   CHECK(releases == 0);          /* a failed wrap leaves the buffer with the host */
 
@@ -146,6 +161,14 @@ static void test_strides_and_dtypes(lua_State *L) {
   CHECK(rev[0] == 6 && rev[5] == 1);
   CHECK(halua_setglobal(L, "R") == HALUA_OK);
   CHECK(eval(L, "return (R * hl.arange(1, 7)):sum():item()") == 6 * 1 + 5 * 2 + 4 * 3 + 3 * 4 + 2 * 5 + 1 * 6);
+  /* release gets the host's pointer back, not the lowest element the strides reach (found by
+   * fuzz/embed_fuzz.c) */
+  releases = 0;
+  released_data = NULL;
+  CHECK(halua_push_array(L, buf + 5, HALUA_FLOAT32, 1, n6, back, count_release, NULL) == HALUA_OK);
+  lua_pop(L, 1);
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  CHECK(releases == 1 && released_data == buf + 5);
   /* a broadcast axis (stride 0) */
   int64_t bshape[2] = {4, 3}, bstrides[2] = {0, 1};
   CHECK(halua_push_array(L, buf, HALUA_FLOAT32, 2, bshape, bstrides, NULL, NULL) == HALUA_OK);
@@ -161,6 +184,11 @@ static void test_strides_and_dtypes(lua_State *L) {
   CHECK(halua_copy_array(L, -1, HALUA_FLOAT32, NULL, 0) == HALUA_OK);
   CHECK(halua_setglobal(L, "E") == HALUA_OK);
   CHECK(eval(L, "return E.size + E:sum():item()") == 0);
+  /* an empty array reaches no element: any strides will do */
+  int64_t empty2[2] = {3, 0}, wild[2] = {INT64_MAX, INT64_MIN};
+  CHECK(halua_push_array(L, buf, HALUA_FLOAT32, 2, empty2, wild, NULL, NULL) == HALUA_OK);
+  CHECK(halua_copy_array(L, -1, HALUA_FLOAT32, NULL, 0) == HALUA_OK);
+  lua_pop(L, 1);
   /* every dtype: the engine sees the bytes as that type, and its results come back */
   struct { halua_dtype t; const char *name; } dts[] = {{HALUA_BOOL, "bool"}, {HALUA_UINT8, "uint8"}, {HALUA_INT32, "int32"},
                                                       {HALUA_INT64, "int64"}, {HALUA_FLOAT32, "float32"}, {HALUA_FLOAT64, "float64"}, {HALUA_INT8, "int8"},
@@ -259,6 +287,24 @@ static void test_calls(lua_State *L) {
   CHECK_ERR(halua_call(L, -1, 0), HALUA_EARG, "call");
   CHECK_ERR(halua_call(NULL, 0, 0), HALUA_EARG, "L is NULL");
   CHECK(lua_gettop(L) == top);
+  /* counts at the ends of int (found by fuzz/embed_fuzz.c: nargs + 1 overflowed, and a result
+   * count below LUA_MULTRET reached lua_pcall from dostring) */
+  CHECK_ERR(halua_call(L, INT_MAX, 0), HALUA_EARG, "fewer than a function and 2147483647 arguments");
+  CHECK(lua_gettop(L) == top);
+  CHECK(halua_getglobal(L, "boom") == HALUA_OK);
+  lua_pushnumber(L, 1);
+  CHECK_ERR(halua_call(L, 1, -2), HALUA_EARG, "call: nresults is -2");
+  CHECK(lua_gettop(L) == top);   /* the function and its argument are popped, as on any failure of a call */
+  CHECK(halua_getglobal(L, "boom") == HALUA_OK);
+  CHECK_ERR(halua_call(L, 0, INT_MAX), HALUA_EMEM, "call: the Lua stack cannot grow");
+  CHECK(lua_gettop(L) == top);
+  CHECK_ERR(halua_dostring(L, "return 1", NULL, -2), HALUA_EARG, "dostring: nresults is -2");
+  CHECK_ERR(halua_dostring(L, "return 1", NULL, INT_MIN), HALUA_EARG, "dostring: nresults is");
+  CHECK_ERR(halua_dostring(L, "return 1", NULL, INT_MAX), HALUA_EMEM, "dostring: the Lua stack cannot grow");
+  CHECK_ERR(halua_dofile(L, "/nonexistent.lua", -3), HALUA_EARG, "dofile: nresults is -3");
+  CHECK(lua_gettop(L) == top);
+  CHECK(halua_dostring(L, "return 1, 2", NULL, 3) == HALUA_OK && lua_gettop(L) == top + 3 && lua_isnil(L, -1));
+  lua_settop(L, top);
   /* globals */
   CHECK_ERR(halua_getglobal(L, "no_such_thing"), HALUA_ETYPE, "getglobal", "no global named 'no_such_thing'");
   CHECK_ERR(halua_getglobal(L, NULL), HALUA_EARG, "name is NULL");

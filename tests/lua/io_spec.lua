@@ -803,6 +803,23 @@ open(%q, 'wb').write(bytes(b))]], p, a_start, a_start, p))
     assert.are.equal("halua: loadz: " .. p .. ": member w.npy: truncated compressed data", err_of(hl.loadz, p))
   end)
 
+  it("a deflated member that records more bytes than its compressed bytes can hold is refused before reading", function()
+    -- a few hundred bytes whose .npy header claims 4 GB, the zip entry agreeing: the reader sized
+    -- the array by them and allocated 4 GB before finding the data short (found by fuzz/npz_fuzz.c)
+    local p = tmp()
+    python(string.format([[
+import struct, zlib
+npy = b"\x93NUMPY\x01\x00" + struct.pack('<H', 118) + b"{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000,), }".ljust(117) + b"\n"
+with zipfile.ZipFile(%q, 'w', compression=zipfile.ZIP_DEFLATED) as z:
+    z.writestr('w.npy', npy + bytes(64))
+b = bytearray(open(%q, 'rb').read())
+for at in (22, b.find(b'PK\x01\x02') + 24):   # the local header's and the directory's sizes
+    b[at:at + 4] = struct.pack('<I', 4000000128)
+open(%q, 'wb').write(bytes(b))]], p, p, p))
+    local got = err_of(hl.loadz, p)
+    assert.truthy(got:find("^halua: loadz: .*: member w%.npy: corrupt archive: %d+ deflated bytes cannot hold the recorded 4000000128 bytes$"), got)
+  end)
+
   it("members that are not .npy arrays, or not stored or deflated", function()
     local p1, p2, p3 = tmp(), tmp(), tmp()
     python(string.format([[
