@@ -324,8 +324,18 @@ struct Lowerer {
     throw CompileError(std::string("halua: internal: no lowering for ") + hl_prims[prim].name);
   }
 
-  static Expr convert(Expr x, hl_dtype to) {
+  static Expr convert(Expr x, hl_dtype to, hl_dtype from) {
     if (to == HL_BOOL) return from_bool(as_bool(x));
+    /* A bool becomes a number through a select, not a cast: the simplifier sees through the
+     * uint8 of a comparison to its 1-bit value, and Halide 14's FindIntrinsics then narrows a
+     * vectorised product of two such casts (mask * mask, square(mask), mask * -1, an integer
+     * pow) one halving after another down to 1 bit, failing an internal assertion ("Attempting
+     * to narrow a 1-bit type"). A select of 1 and 0 is never narrowed, and the simplifier turns
+     * a product with it into another select. */
+    if (from == HL_BOOL && !hl_dtype_is_half(to)) {
+      Type ty = hl_halide_type(to);
+      return select(as_bool(x), make_one(ty), make_zero(ty));
+    }
     if (hl_dtype_is_half(to)) return hl_half_round(x, to);
     Type ty = hl_halide_type(to);
     /* Halide 14 rewrites (float64)uint8 * c into a widening multiply of uint16 and float16
@@ -411,7 +421,7 @@ struct Lowerer {
       }
     }
     Expr e;
-    if (n.prim == HL_P_CAST) e = convert(x[0], n.attrs.dtype);
+    if (n.prim == HL_P_CAST) e = convert(x[0], n.attrs.dtype, tin);
     else if (n.prim == HL_P_STOP_GRADIENT) e = x[0];
     else if (n.prim == HL_P_SELECT) e = select(as_bool(x[0]), x[1], x[2]);
     else if (n.prim == HL_P_THREEFRY) e = threefry(x);

@@ -505,6 +505,31 @@ describe("jit, edge cases", function()
     assert.are.same({1, 2.5, 4}, hl.jit(function(a) return hl.matmul(hl.eye(3), a) + hl.linspace(0, 1, 3) end)(x):totable())
     assert.are.same({1, 3, 5}, hl.jit(function(a) return a + hl.arange(3) end)(x):totable())
   end)
+  -- found by the program fuzzer: Halide 14's FindIntrinsics narrowed a vectorised product of two
+  -- comparison results converted to numbers down to 1 bit and failed an internal assertion
+  it("multiplies masks made from comparisons (mask * mask, square, * -1, integer pow), in every dtype", function()
+    local v = hl.arange(1, 18, "float32")
+    local want_and, want_lt = {}, {}
+    for i = 1, 17 do
+      want_and[i] = (i < 9 and i > 3) and 1 or 0
+      want_lt[i] = i < 9 and 1 or 0
+    end
+    for _, dt in ipairs {"float32", "float64", "int8", "uint8", "int32", "int64"} do
+      local f = hl.jit(function(a)
+        local m, n = hl.lt(a, 9):astype(dt), hl.gt(a, 3):astype(dt)
+        return m * n, hl.square(m), m ^ n, hl.lt(a, 9) * hl.gt(a, 3):astype(dt)
+      end)
+      local ok, p, sq, pw, mixed = pcall(f, v)
+      assert(ok, dt .. ": " .. tostring(p))
+      assert.are.same(want_and, p:totable(), dt)
+      assert.are.same(want_lt, sq:totable(), dt)
+      assert.are.same(want_and, mixed:totable(), dt)
+      local want_pow = {}
+      for i = 1, 17 do want_pow[i] = (i < 9 or i <= 3) and 1 or 0 end
+      assert.are.same(want_pow, pw:totable(), dt)
+    end
+    assert.are.same({0, -1, -1}, hl.jit(function(a) return hl.gt(a, 1):astype("int32") * -1 end)(x):totable())
+  end)
 end)
 
 describe("jit with Halide's autoscheduler", function()
