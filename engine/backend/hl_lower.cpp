@@ -265,18 +265,35 @@ struct Lowerer {
     return cast(a.type(), select(bd == z, ad / bd, q));
   }
   static Expr int_pow(Expr a, Expr e) {
-    /* square-and-multiply over the exponent's low bits; negative exponents give 0 except for
-     * bases 1 and -1 (integers have no fractions), as JAX does */
-    Type t = a.type();
-    Expr result = make_one(t), base = a, k = e;
-    for (int bit = 0; bit < 7; bit++) {
-      result = select((k & make_one(t)) != make_zero(t), result * base, result);
-      base = base * base;
-      k = k >> 1;
+    /* square-and-multiply over every bit of the exponent; negative exponents give 0 except for
+     * bases 1 and -1 (integers have no fractions), as JAX does. The products are unsigned, so
+     * they wrap as NumPy's do: a signed product that overflows is undefined in Halide, and one
+     * of a constant base (3 ^ x) failed the compile ("Signed integer overflow occurred during
+     * constant-folding"). Each step is a Let, as in threefry: inlined, every step uses the one
+     * before twice, a tree of 2^31 nodes for int32 (a 0-d eager pow ran out of memory) */
+    Type t = a.type(), u = t.with_code(halide_type_uint), s = t.with_code(halide_type_int);
+    static int uid = 0;
+    std::string tag = "ip" + std::to_string(uid++) + "_";
+    std::vector<std::pair<std::string, Expr>> lets;
+    auto bind = [&](Expr v) {
+      std::string nm = tag + std::to_string(lets.size());
+      lets.push_back({nm, reinterpret(s, v)});
+      return reinterpret(u, Internal::Variable::make(s, nm));
+    };
+    Expr ue = bind(reinterpret(u, e)), base = bind(reinterpret(u, a)), a0 = reinterpret(t, base);
+    Expr result = make_one(u);
+    int nbits = t.bits() - (t.is_uint() ? 0 : 1);
+    for (int bit = 0; bit < nbits; bit++) {
+      Expr set = ((ue >> bit) & make_one(u)) != make_zero(u);
+      result = bind(select(set, result * base, result));
+      if (bit + 1 < nbits) base = bind(base * base);
     }
-    Expr one = make_one(t);
-    if (t.is_uint()) return result;
-    return select(e >= make_zero(t), result, a == one, one, a == cast(t, -1), select((e & one) != make_zero(t), cast(t, -1), one), make_zero(t));
+    Expr r = reinterpret(t, result), one = make_one(t), ee = reinterpret(t, ue);
+    Expr body = t.is_uint() ? r
+                            : select(ee >= make_zero(t), r, a0 == one, one, a0 == cast(t, -1),
+                                     select((ee & one) != make_zero(t), cast(t, -1), one), make_zero(t));
+    for (auto it = lets.rbegin(); it != lets.rend(); ++it) body = Internal::Let::make(it->first, it->second, body);
+    return body;
   }
 
   Expr binary(int prim, Expr a, Expr b, hl_dtype t) const {

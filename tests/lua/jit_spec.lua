@@ -530,6 +530,18 @@ describe("jit, edge cases", function()
     end
     assert.are.same({0, -1, -1}, hl.jit(function(a) return hl.gt(a, 1):astype("int32") * -1 end)(x):totable())
   end)
+  -- found by the program fuzzer: squaring a constant base overflowed in Halide's constant folding
+  it("raises a constant integer base to an array of exponents, wrapping as NumPy does (exponents past 127 too)", function()
+    local e = hl.array({0, 1, 2, 5, 31, 127, 128, 200}, "int32")
+    local want = {1, 3, 9, 243, 1264544299, -2088621909, -1970898431, -1426542431}   -- np.power(np.int32(3), e)
+    local ok, r = pcall(hl.jit(function(k) return 3 ^ k end), e)
+    assert(ok, tostring(r))
+    assert.are.same(want, r:totable())
+    assert.are.same(want, (3 ^ e):totable())
+    local bases, exps = hl.array({0, 2, -1, -1, 1, 7}, "int32"), hl.array({128, 128, 129, 200, 300, 1000}, "int32")
+    assert.are.same({0, 0, -1, 1, 1, 432069569}, hl.jit(hl.pow)(bases, exps):totable())
+    assert.are.same({0, 0, -1, 1, 1, 432069569}, hl.pow(bases, exps):totable())
+  end)
 end)
 
 describe("jit with Halide's autoscheduler", function()
