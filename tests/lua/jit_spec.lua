@@ -530,6 +530,25 @@ describe("jit, edge cases", function()
     end
     assert.are.same({0, -1, -1}, hl.jit(function(a) return hl.gt(a, 1):astype("int32") * -1 end)(x):totable())
   end)
+  -- found by the program fuzzer: Halide 14 rewrote a two-lane vector [a, b] of gathered floats
+  -- as the ramp a + (b - a) * lane, which is not b (and NaN for an infinite or NaN b)
+  it("copies rows of two gathered through a reshape exactly (tile, repeat), whatever the values", function()
+    for _, dt in ipairs {"float32", "float64"} do
+      local v = hl.array({{2 ^ 66, 1}, {3, 1 / 0}, {0 / 0, -2.5}}, dt)
+      local tiled = hl.jit(function(a) return hl.tile(a, {2, 1}) end)(v)
+      local want = {{2 ^ 66, 1}, {3, 1 / 0}, {0 / 0, -2.5}, {2 ^ 66, 1}, {3, 1 / 0}, {0 / 0, -2.5}}
+      local got = tiled:totable()
+      for r = 1, 6 do
+        for c = 1, 2 do
+          local g, w = got[r][c], want[r][c]
+          assert(g == w or (g ~= g and w ~= w), string.format("%s [%d,%d]: %s, expected %s", dt, r, c, tostring(g), tostring(w)))
+        end
+      end
+      assert.are.same(hl.tile(v, {2, 1}):astype("float64"):totable()[1], tiled:astype("float64"):totable()[1])
+      local rep = hl.jit(function(a) return hl["repeat"](a[{{1, 2}}], 2, 1) end)(v):totable()
+      assert.are.same({{2 ^ 66, 1}, {2 ^ 66, 1}, {3, 1 / 0}, {3, 1 / 0}}, rep)
+    end
+  end)
   -- found by the program fuzzer: squaring a constant base overflowed in Halide's constant folding
   it("raises a constant integer base to an array of exponents, wrapping as NumPy does (exponents past 127 too)", function()
     local e = hl.array({0, 1, 2, 5, 31, 127, 128, 200}, "int32")
