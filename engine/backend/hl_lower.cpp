@@ -468,6 +468,14 @@ struct Lowerer {
       in_args[rin - 1 - a] = v;
     }
     Expr x = call(src, in_args);
+    /* Halide runs an update that names none of its RDom's variables once, not once per reduced
+     * element: a summand that is the same at every reduced coordinate (a broadcast constant,
+     * which is the cotangent of a sum under grad) gave sum(broadcast(1)) = 1, so a jitted
+     * grad(sum(x @ w + b)) had a bias gradient of 1 for a batch of 4. A zero term that names
+     * the RDom keeps its loop (the simplifier drops the term afterwards). */
+    bool uses_rd = false;
+    for (int k = 0; k < rd.dimensions(); k++) uses_rd = uses_rd || Internal::expr_uses_var(x, rd[k].name());
+    if (!uses_rd && rd.dimensions() > 0) x = x + cast(x.type(), rd[0]) * make_zero(x.type());
     Type ty = hl_compute_type(n.type.dtype);
     Func &f = L.funcs[i];
     bool fl = hl_dtype_is_float(in.type.dtype), half = hl_dtype_is_half(n.type.dtype);
