@@ -265,18 +265,35 @@ struct Lowerer {
     return cast(a.type(), select(bd == z, ad / bd, q));
   }
   static Expr int_pow(Expr a, Expr e) {
-    /* square-and-multiply over the exponent's low bits; negative exponents give 0 except for
-     * bases 1 and -1 (integers have no fractions), as JAX does */
-    Type t = a.type();
-    Expr result = make_one(t), base = a, k = e;
-    for (int bit = 0; bit < 7; bit++) {
-      result = select((k & make_one(t)) != make_zero(t), result * base, result);
-      base = base * base;
-      k = k >> 1;
+    /* square-and-multiply over every bit of the exponent; negative exponents give 0 except for
+     * bases 1 and -1 (integers have no fractions), as JAX does. The products are unsigned, so
+     * they wrap as NumPy's do: a signed product that overflows is undefined in Halide, and one
+     * of a constant base (3 ^ x) failed the compile ("Signed integer overflow occurred during
+     * constant-folding"). Each step is a Let, as in threefry: inlined, every step uses the one
+     * before twice, a tree of 2^31 nodes for int32 (a 0-d eager pow ran out of memory) */
+    Type t = a.type(), u = t.with_code(halide_type_uint), s = t.with_code(halide_type_int);
+    static int uid = 0;
+    std::string tag = "ip" + std::to_string(uid++) + "_";
+    std::vector<std::pair<std::string, Expr>> lets;
+    auto bind = [&](Expr v) {
+      std::string nm = tag + std::to_string(lets.size());
+      lets.push_back({nm, reinterpret(s, v)});
+      return reinterpret(u, Internal::Variable::make(s, nm));
+    };
+    Expr ue = bind(reinterpret(u, e)), base = bind(reinterpret(u, a)), a0 = reinterpret(t, base);
+    Expr result = make_one(u);
+    int nbits = t.bits() - (t.is_uint() ? 0 : 1);
+    for (int bit = 0; bit < nbits; bit++) {
+      Expr set = ((ue >> bit) & make_one(u)) != make_zero(u);
+      result = bind(select(set, result * base, result));
+      if (bit + 1 < nbits) base = bind(base * base);
     }
-    Expr one = make_one(t);
-    if (t.is_uint()) return result;
-    return select(e >= make_zero(t), result, a == one, one, a == cast(t, -1), select((e & one) != make_zero(t), cast(t, -1), one), make_zero(t));
+    Expr r = reinterpret(t, result), one = make_one(t), ee = reinterpret(t, ue);
+    Expr body = t.is_uint() ? r
+                            : select(ee >= make_zero(t), r, a0 == one, one, a0 == cast(t, -1),
+                                     select((ee & one) != make_zero(t), cast(t, -1), one), make_zero(t));
+    for (auto it = lets.rbegin(); it != lets.rend(); ++it) body = Internal::Let::make(it->first, it->second, body);
+    return body;
   }
 
   Expr binary(int prim, Expr a, Expr b, hl_dtype t) const {
@@ -324,8 +341,18 @@ struct Lowerer {
     throw CompileError(std::string("halua: internal: no lowering for ") + hl_prims[prim].name);
   }
 
-  static Expr convert(Expr x, hl_dtype to) {
+  static Expr convert(Expr x, hl_dtype to, hl_dtype from) {
     if (to == HL_BOOL) return from_bool(as_bool(x));
+    /* A bool becomes a number through a select, not a cast: the simplifier sees through the
+     * uint8 of a comparison to its 1-bit value, and Halide 14's FindIntrinsics then narrows a
+     * vectorised product of two such casts (mask * mask, square(mask), mask * -1, an integer
+     * pow) one halving after another down to 1 bit, failing an internal assertion ("Attempting
+     * to narrow a 1-bit type"). A select of 1 and 0 is never narrowed, and the simplifier turns
+     * a product with it into another select. */
+    if (from == HL_BOOL && !hl_dtype_is_half(to)) {
+      Type ty = hl_halide_type(to);
+      return select(as_bool(x), make_one(ty), make_zero(ty));
+    }
     if (hl_dtype_is_half(to)) return hl_half_round(x, to);
     Type ty = hl_halide_type(to);
     /* Halide 14 rewrites (float64)uint8 * c into a widening multiply of uint16 and float16
@@ -411,7 +438,7 @@ struct Lowerer {
       }
     }
     Expr e;
-    if (n.prim == HL_P_CAST) e = convert(x[0], n.attrs.dtype);
+    if (n.prim == HL_P_CAST) e = convert(x[0], n.attrs.dtype, tin);
     else if (n.prim == HL_P_STOP_GRADIENT) e = x[0];
     else if (n.prim == HL_P_SELECT) e = select(as_bool(x[0]), x[1], x[2]);
     else if (n.prim == HL_P_THREEFRY) e = threefry(x);
@@ -441,6 +468,14 @@ struct Lowerer {
       in_args[rin - 1 - a] = v;
     }
     Expr x = call(src, in_args);
+    /* Halide runs an update that names none of its RDom's variables once, not once per reduced
+     * element: a summand that is the same at every reduced coordinate (a broadcast constant,
+     * which is the cotangent of a sum under grad) gave sum(broadcast(1)) = 1, so a jitted
+     * grad(sum(x @ w + b)) had a bias gradient of 1 for a batch of 4. A zero term that names
+     * the RDom keeps its loop (the simplifier drops the term afterwards). */
+    bool uses_rd = false;
+    for (int k = 0; k < rd.dimensions(); k++) uses_rd = uses_rd || Internal::expr_uses_var(x, rd[k].name());
+    if (!uses_rd && rd.dimensions() > 0) x = x + cast(x.type(), rd[0]) * make_zero(x.type());
     Type ty = hl_compute_type(n.type.dtype);
     Func &f = L.funcs[i];
     bool fl = hl_dtype_is_float(in.type.dtype), half = hl_dtype_is_half(n.type.dtype);

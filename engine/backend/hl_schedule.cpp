@@ -40,6 +40,11 @@ void pointwise(Stage s, int r, int vec, bool parallel, int static_inner, int64_t
   int w = vec;
   if (static_inner > 0)
     while (w > 1 && w > static_inner) w /= 2;
+  /* never two lanes: Halide 14's simplifier rewrites a vector of two scalars, [a, b], as the
+   * ramp a + (b - a) * lane whatever their type, and for floats that is not b (a copy whose
+   * rows of 2 were gathered through a reshape, tile({2, 1}) of {{1e20, 1}}, gave {1e20, 0}, and
+   * an inf or NaN in b made a NaN of a); a scalar loop keeps the values */
+  if (w == 2) w = 1;
   TailStrategy vector_tail = whole && static_inner >= w ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf;
   if (r == 1) {
     if (parallel) {

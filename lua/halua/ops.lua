@@ -22,7 +22,14 @@ return function(hl, core, shared)
     local d = x - hl.mean(x, axes, true)
     return hl.mean(d * d, axes, keepdims)
   end
-  function hl.std(x, axes, keepdims) return hl.sqrt(hl.var(x, axes, keepdims)) end
+  function hl.std(x, axes, keepdims)
+    x = as_array(x, "std")
+    if type(axes) == "boolean" then axes, keepdims = nil, axes end
+    -- float16 and bfloat16: the square root of the float32 variance, rounded once (the root of
+    -- the rounded variance was a unit off, more once a log near 1 amplified it)
+    if x.dtype == "float16" or x.dtype == "bfloat16" then return hl.std(x:astype("float32"), axes, keepdims):astype(x.dtype) end
+    return hl.sqrt(hl.var(x, axes, keepdims))
+  end
 
   local function counted(op, pick, test)
     return function(x, axes, keepdims)

@@ -945,6 +945,25 @@ describe("transformation API", function()
     -- through stop_gradient only
     close(hl.grad(function(a) return hl.stop_gradient(a):sum() end)(x), {0, 0, 0}, 0)
   end)
+  -- found by the program fuzzer: under jit, the cotangent of a sum (a broadcast constant) summed
+  -- back over broadcast axes was added once, not once per element (Halide runs an update that
+  -- names no RDom variable once)
+  it("sums the cotangent of a broadcast over its axes under jit (a bias gradient, repeat, tile)", function()
+    local X, W, b = hl.ones({4, 3}, F64), hl.ones({3, 2}, F64), hl.zeros(2, F64)
+    local bias = hl.grad(function(bb) return hl.sum(hl.matmul(X, W) + bb) end)
+    close(bias(b), {4, 4}, 0)
+    close(hl.jit(bias)(b), {4, 4}, 0)
+    close(hl.jit(hl.grad(function(bb) return hl.mean(hl.matmul(X, W) + bb) * 8 end))(b), {4, 4}, 1e-15)
+    local m = hl.array({{1, 2}, {3, 4}}, F64)
+    for _, f in ipairs {function(a) return hl["repeat"](a, 3, 2) end, function(a) return hl.tile(a, {1, 3}) end,
+                        function(a) return hl.broadcast_to(a, {3, 2, 2}) end} do
+      local g = hl.grad(function(a) return hl.sum(f(a)) end)
+      close(g(m), {{3, 3}, {3, 3}}, 0)
+      close(hl.jit(g)(m), {{3, 3}, {3, 3}}, 0)
+    end
+    -- over a zero-length axis: no terms, a zero gradient
+    close(hl.jit(hl.grad(function(a) return hl.sum(hl.broadcast_to(a, {0, 2, 2})) + hl.sum(a) end))(m), {{1, 1}, {1, 1}}, 0)
+  end)
   it("float32 inputs give float32 gradients", function()
     local x32 = hl.array({0.5, -1, 2}, "float32")
     local f = function(v) return (hl.sin(v) * v):sum() end

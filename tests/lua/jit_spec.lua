@@ -505,6 +505,62 @@ describe("jit, edge cases", function()
     assert.are.same({1, 2.5, 4}, hl.jit(function(a) return hl.matmul(hl.eye(3), a) + hl.linspace(0, 1, 3) end)(x):totable())
     assert.are.same({1, 3, 5}, hl.jit(function(a) return a + hl.arange(3) end)(x):totable())
   end)
+  -- found by the program fuzzer: Halide 14's FindIntrinsics narrowed a vectorised product of two
+  -- comparison results converted to numbers down to 1 bit and failed an internal assertion
+  it("multiplies masks made from comparisons (mask * mask, square, * -1, integer pow), in every dtype", function()
+    local v = hl.arange(1, 18, "float32")
+    local want_and, want_lt = {}, {}
+    for i = 1, 17 do
+      want_and[i] = (i < 9 and i > 3) and 1 or 0
+      want_lt[i] = i < 9 and 1 or 0
+    end
+    for _, dt in ipairs {"float32", "float64", "int8", "uint8", "int32", "int64"} do
+      local f = hl.jit(function(a)
+        local m, n = hl.lt(a, 9):astype(dt), hl.gt(a, 3):astype(dt)
+        return m * n, hl.square(m), m ^ n, hl.lt(a, 9) * hl.gt(a, 3):astype(dt)
+      end)
+      local ok, p, sq, pw, mixed = pcall(f, v)
+      assert(ok, dt .. ": " .. tostring(p))
+      assert.are.same(want_and, p:totable(), dt)
+      assert.are.same(want_lt, sq:totable(), dt)
+      assert.are.same(want_and, mixed:totable(), dt)
+      local want_pow = {}
+      for i = 1, 17 do want_pow[i] = (i < 9 or i <= 3) and 1 or 0 end
+      assert.are.same(want_pow, pw:totable(), dt)
+    end
+    assert.are.same({0, -1, -1}, hl.jit(function(a) return hl.gt(a, 1):astype("int32") * -1 end)(x):totable())
+  end)
+  -- found by the program fuzzer: Halide 14 rewrote a two-lane vector [a, b] of gathered floats
+  -- as the ramp a + (b - a) * lane, which is not b (and NaN for an infinite or NaN b)
+  it("copies rows of two gathered through a reshape exactly (tile, repeat), whatever the values", function()
+    for _, dt in ipairs {"float32", "float64"} do
+      local v = hl.array({{2 ^ 66, 1}, {3, 1 / 0}, {0 / 0, -2.5}}, dt)
+      local tiled = hl.jit(function(a) return hl.tile(a, {2, 1}) end)(v)
+      local want = {{2 ^ 66, 1}, {3, 1 / 0}, {0 / 0, -2.5}, {2 ^ 66, 1}, {3, 1 / 0}, {0 / 0, -2.5}}
+      local got = tiled:totable()
+      for r = 1, 6 do
+        for c = 1, 2 do
+          local g, w = got[r][c], want[r][c]
+          assert(g == w or (g ~= g and w ~= w), string.format("%s [%d,%d]: %s, expected %s", dt, r, c, tostring(g), tostring(w)))
+        end
+      end
+      assert.are.same(hl.tile(v, {2, 1}):astype("float64"):totable()[1], tiled:astype("float64"):totable()[1])
+      local rep = hl.jit(function(a) return hl["repeat"](a[{{1, 2}}], 2, 1) end)(v):totable()
+      assert.are.same({{2 ^ 66, 1}, {2 ^ 66, 1}, {3, 1 / 0}, {3, 1 / 0}}, rep)
+    end
+  end)
+  -- found by the program fuzzer: squaring a constant base overflowed in Halide's constant folding
+  it("raises a constant integer base to an array of exponents, wrapping as NumPy does (exponents past 127 too)", function()
+    local e = hl.array({0, 1, 2, 5, 31, 127, 128, 200}, "int32")
+    local want = {1, 3, 9, 243, 1264544299, -2088621909, -1970898431, -1426542431}   -- np.power(np.int32(3), e)
+    local ok, r = pcall(hl.jit(function(k) return 3 ^ k end), e)
+    assert(ok, tostring(r))
+    assert.are.same(want, r:totable())
+    assert.are.same(want, (3 ^ e):totable())
+    local bases, exps = hl.array({0, 2, -1, -1, 1, 7}, "int32"), hl.array({128, 128, 129, 200, 300, 1000}, "int32")
+    assert.are.same({0, 0, -1, 1, 1, 432069569}, hl.jit(hl.pow)(bases, exps):totable())
+    assert.are.same({0, 0, -1, 1, 1, 432069569}, hl.pow(bases, exps):totable())
+  end)
 end)
 
 describe("jit with Halide's autoscheduler", function()

@@ -34,6 +34,13 @@ suite("statistics and scans against NumPy", function(case)
   local u, v = np.rand({3}, -1, 1), np.rand({2, 2}, -1, 1)
   both(case, "outer flattens", function(a, c) return hl.outer(a, c) end, "np.outer(a, b)", {u, v})
   both(case, "cumsum of a zero-length axis", function(a) return hl.cumsum(a, 2) end, "np.cumsum(a, axis=1)", {hl.zeros({2, 0})})
+  -- found by the program fuzzer: std of a 2-byte float rounded twice (the root of the rounded
+  -- variance: 1.076 here); it is the float32 std rounded once, as documented
+  local h = hl.array({0.7021484375, 3.5546875, 1.9091796875, 3.2734375, 3.21484375}, "float16")
+  both(case, "std of float16 rounds once", function(a) return hl.std(a, -1, true) end,
+       "np.std(a.astype(np.float32), axis=-1, keepdims=True).astype(np.float16)", {h}, {rtol = 0, atol = 0})
+  both(case, "std of bfloat16 rounds once", function(a) return hl.std(a:astype("bfloat16")) end,
+       "bf16(np.std(a.astype(np.float32)))", {h}, {rtol = 0, atol = 0})
 end)
 
 suite("shape operations against NumPy", function(case)
