@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Evaluates NumPy expressions for the Lua specs: reads a JSON list of cases
 {"expr": "...", "inputs": [{"dtype", "shape", "values"}...]} (inputs are a, b, c, ... in the
-expression), prints a Lua chunk returning, per case, {dtype=, shape=, values=} or {error=}."""
+expression), prints a Lua chunk returning, per case, {dtype=, shape=, values=} or {error=} (and spread= for
+an mc() result: the program fuzzer's per-element rounding sensitivity, see mc below)."""
 import json, math, sys, warnings
 import numpy as np
 
@@ -39,6 +40,88 @@ def lse(a, axis=None, keepdims=False):
         r = r.reshape(np.sum(a, axis=axis).shape)
     return r
 
+EPS = {"float32": 2.0 ** -23, "float64": 2.0 ** -52, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
+TINY = {"float32": 2.0 ** -126, "float64": 2.0 ** -1022, "float16": 2.0 ** -14, "bfloat16": 2.0 ** -126}
+NPT = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "bfloat16": np.float32,
+       "int8": np.int8, "int32": np.int32, "int64": np.int64, "uint8": np.uint8, "bool": np.bool_}
+
+def in_dtype(x, dt):
+    """x as NumPy values of halua dtype dt (bfloat16: float32 values rounded to bfloat16)"""
+    if dt == "bfloat16":
+        return BF16(x).values
+    return np.asarray(x).astype(NPT[dt])
+
+NONFINITE = np.array([0.0, 1.0, -1.0, 2.5, np.nan, np.inf, -np.inf])
+
+class Perturb:
+    """P(x, dt [, ulps] [, bound]) inside an mc() program: x (values of halua dtype dt) as it is
+    in the nominal run, and moved by up to ulps units of dt's last place plus `bound` (an array
+    of absolute error bounds, e.g. n * eps * sum|x| for a sum) in the perturbed runs, rounded to
+    dt again. Integer and bool values are never moved. With nonfinite, a NaN or an infinity
+    becomes another value (finite or not), as a jitted pipeline's float simplifications may make
+    it (Halide folds x * 0 to 0 and x - x to 0, assuming finite values: docs/halide.md)."""
+    def __init__(self, rng, nonfinite=False):
+        self.rng, self.nonfinite = rng, nonfinite
+    def __call__(self, x, dt, ulps=4, bound=None):
+        x = np.asarray(x)
+        if self.rng is None or dt not in EPS:
+            return x
+        x64 = x.astype(np.float64)
+        d = ulps * EPS[dt] * (np.abs(x64) + TINY[dt])
+        if bound is not None:
+            d = d + np.abs(np.asarray(bound, dtype=np.float64))
+        d = np.where(np.isfinite(d), d, 0)
+        y = x64 + self.rng.uniform(-1.0, 1.0, x64.shape) * d
+        if self.nonfinite:
+            y = np.where(np.isfinite(x64), y, self.rng.choice(NONFINITE, x64.shape))
+        else:
+            y = np.where(np.isfinite(x64), y, x64)
+        return in_dtype(y, dt)
+
+class Sensitive:
+    """mc()'s result: the nominal values, and per element how far perturbed runs moved it
+    (inf where a run gave another NaN/inf pattern, or another integer or bool); spread_jit also
+    counts the runs that changed NaN and infinities (when asked for)"""
+    def __init__(self, values, dtype, spread, spread_jit=None):
+        self.values, self.dtype, self.shape, self.spread, self.spread_jit = values, dtype, values.shape, spread, spread_jit
+
+def mc(f, dt, runs=6, seed=0, nonfinite=False):
+    """Monte Carlo arithmetic for one program: f(P) computes it in halua's dtypes, every rounded
+    step written P(value, dtype [, ulps] [, bound]). The nominal run (P the identity) is the
+    reference; `runs` perturbed runs (each rounding moved by a few units in the last place, each
+    accumulation by its error bound) measure how sensitive each element is to rounding, which is
+    the tolerance a comparison with an implementation that rounds otherwise needs. With
+    nonfinite, `runs` more also replace each NaN and infinity a step produces (spread_jit)."""
+    nominal = np.asarray(f(Perturb(None)))
+    want = NPT[dt]
+    if nominal.dtype != np.dtype(want):
+        raise TypeError("the program computes %s, expected %s (halua's %s)" % (nominal.dtype, np.dtype(want), dt))
+    nom = nominal.astype(np.float64) if dt not in ("bool",) else nominal
+    rng = np.random.default_rng(seed)
+    def spread_of(nonfinite):
+        spread = np.zeros(nominal.shape, dtype=np.float64)
+        for _ in range(runs):
+            try:
+                v = np.asarray(f(Perturb(rng, nonfinite)))
+            except Exception:
+                spread[...] = np.inf
+                break
+            if dt in EPS:
+                v = v.astype(np.float64)
+                same = (np.isnan(v) & np.isnan(nom)) | (np.isinf(nom) & (v == nom))
+                dev = np.where(np.isfinite(nom) & np.isfinite(v), np.abs(v - nom), np.inf)
+                spread = np.maximum(spread, np.where(same, 0, dev))
+            else:
+                spread = np.where(v != nominal, np.inf, spread)
+        return spread
+    spread = spread_of(False)
+    spread_jit = np.maximum(spread, spread_of(True)) if nonfinite else None
+    return Sensitive(nominal, dt, spread, spread_jit)
+
+def absum(x, axis=None, keepdims=False):
+    """sum |x| in float64: the scale of an accumulation's rounding error"""
+    return np.sum(np.abs(np.asarray(x, dtype=np.float64)), axis=axis, keepdims=keepdims)
+
 def lua_value(v):
     if isinstance(v, (bool, np.bool_)):
         return "true" if v else "false"
@@ -55,7 +138,8 @@ def main():
     cases = json.load(open(sys.argv[1]))
     out = ["return {"]
     for case in cases:
-        env = {"np": np, "math": math, "bf16": bf16, "lse": lse}
+        env = {"np": np, "math": math, "bf16": bf16, "lse": lse, "mc": mc, "in_dtype": in_dtype,
+               "absum": absum}
         for name, inp in zip("abcdefgh", case["inputs"]):
             if inp["dtype"] == "scalar":
                 env[name] = inp["values"][0]
@@ -66,14 +150,20 @@ def main():
         try:
             with np.errstate(all="ignore"):
                 r = eval(case["expr"], env)
-            dtype = "bfloat16" if isinstance(r, BF16) else None
-            r = r.values if isinstance(r, BF16) else np.asarray(r)
+            spread = ""
+            if isinstance(r, Sensitive):
+                spread = ", spread={%s}" % ",".join(lua_value(v) for v in r.spread.reshape(-1).tolist())
+                if r.spread_jit is not None:
+                    spread += ", spread_jit={%s}" % ",".join(lua_value(v) for v in r.spread_jit.reshape(-1).tolist())
+            dtype = r.dtype if isinstance(r, (BF16, Sensitive)) else None
+            r = r.values if isinstance(r, (BF16, Sensitive)) else np.asarray(r)
             flat = r.reshape(-1).tolist()
-            out.append("{dtype=%s, shape={%s}, values={%s}}," % (
-                json.dumps(dtype or str(r.dtype)), ",".join(str(d) for d in r.shape), ",".join(lua_value(v) for v in flat)))
+            out.append("{dtype=%s, shape={%s}, values={%s}%s}," % (
+                json.dumps(dtype or str(r.dtype)), ",".join(str(d) for d in r.shape), ",".join(lua_value(v) for v in flat), spread))
         except Exception as e:
             out.append("{error=%s}," % json.dumps(type(e).__name__ + ": " + str(e)))
     out.append("}")
     sys.stdout.write("\n".join(out))
 
-main()
+if __name__ == "__main__":
+    main()
