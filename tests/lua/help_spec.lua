@@ -213,7 +213,8 @@ describe("what the shell shows", function()
     local info = hl.cache_info()
     assert.are.equal("number", type(info.entries))
     assert.truthy(tostring(info):find("^{entries = %d+, hits = %d+, misses = %d+, compile_ms = [%d.]+, disk_hits = %d+, " ..
-                                      "disk_misses = %d+, disk_bytes = %d+, disk_load_ms = [%d.]+, disk_dir = [^,]+}$"), tostring(info))
+                                      "disk_misses = %d+, disk_bytes = %d+, disk_load_ms = [%d.]+, disk_dir = [^,]+, mem_bytes = %d+, " ..
+                                      "mem_limit = %d+, evictions = %d+}$"), tostring(info))
   end)
 end)
 
