@@ -273,6 +273,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name, con
       deps.push_back(hl_sort_exports());
       deps.push_back(hl_loop_exports());
       deps.push_back(hl_transpose_exports());
+      deps.push_back(hl_dist_exports());
       k->module = Internal::JITModule(m, m.get_function_by_name(k->symbol), deps);
       k->entry = k->module.argv_function();
       lap(k->phase_ms[2]);

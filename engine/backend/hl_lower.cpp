@@ -624,6 +624,17 @@ struct Lowerer {
     L.funcs[i].define_extern("hl_stage_sort", args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, DeviceAPI::Host);
   }
 
+  /* a collective of hl.dist, as an extern stage on the host (hl_extern_dist.cpp) */
+  void dist(int i) {
+    const hl_node &n = node(i);
+    int src = input(n, 0);
+    const hl_type &t = node(src).type;
+    std::vector<ExternFuncArgument> args = {bits_operand(src), Expr(n.prim), Expr((int)n.attrs.i[0]), Expr((int)n.attrs.i[1]),
+                                            Expr((int)n.attrs.i[2]), Expr((int)n.type.dtype)};
+    for (int d = 0; d < HL_MAX_DIMS; d++) args.push_back(Expr(d < t.ndim ? (int)t.shape[t.ndim - 1 - d] : 1));
+    L.funcs[i].define_extern("hl_stage_dist", args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, DeviceAPI::Host);
+  }
+
   void matmul(int i) {
     const hl_node &n = node(i);
     int a = input(n, 0), b = input(n, 1), r = n.type.ndim;
@@ -870,6 +881,7 @@ void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
     case HL_K_LOOP: lw.loop(i); break;
     case HL_K_LINALG: lw.linalg(i); break;
     case HL_K_SORT: lw.sort(i); break;
+    case HL_K_DIST: lw.dist(i); break;
     case HL_K_INDEXED: lw.indexed(i); break;
     }
   }

@@ -113,6 +113,42 @@ static int infer_sort(int prim, const hl_type *in, const hl_attrs *a, hl_type *o
   return 0;
 }
 
+/* Collectives: the shape a rank gets, given the job's size in i[2] (the same on every rank). */
+static int infer_dist(int prim, const hl_type *in, const hl_attrs *a, hl_type *out) {
+  const char *name = hl_prims[prim].name;
+  int64_t size = a->i[2];
+  *out = *in;
+  if (size < 1) return hl_error("%s: the job's size must be at least 1, got %lld", name, (long long)size);
+  if (prim == HL_P_PSUM || prim == HL_P_PMAX || prim == HL_P_PMIN) {
+    if (prim == HL_P_PSUM && in->dtype == HL_BOOL) return hl_error("%s: cannot add bool values (cast them to int32)", name);
+    if (a->i[1] < -1 || a->i[1] >= size)
+      return hl_error("%s: rank %lld is not one of the job's ranks 1..%lld", name, (long long)a->i[1] + 1, (long long)size);
+    return 0;
+  }
+  if (prim == HL_P_BROADCAST_FROM || prim == HL_P_PPERMUTE) {
+    int lo = prim == HL_P_PPERMUTE ? -1 : 0;
+    for (int k = 0; k < (prim == HL_P_PPERMUTE ? 2 : 1); k++)
+      if (a->i[k] < lo || a->i[k] >= size)
+        return hl_error("%s: rank %lld is not one of the job's ranks 1..%lld", name, (long long)a->i[k] + 1, (long long)size);
+    return 0;
+  }
+  int naxes = prim == HL_P_ALL_TO_ALL ? 2 : 1;
+  for (int k = 0; k < naxes; k++)
+    if (a->i[k] < 0 || a->i[k] >= in->ndim)
+      return hl_error("%s: axis %lld out of range for shape %s", name, (long long)a->i[k] + 1, SHAPE(*in));
+  int64_t ax = a->i[0];
+  if (prim == HL_P_ALL_GATHER) {
+    out->shape[ax] *= size;
+    return 0;
+  }
+  if (in->shape[ax] % size)
+    return hl_error("%s: axis %lld of shape %s does not split into %lld equal blocks (one per rank)", name, (long long)ax + 1,
+                    SHAPE(*in), (long long)size);
+  out->shape[ax] /= size;
+  if (prim == HL_P_ALL_TO_ALL) out->shape[a->i[1]] *= size;
+  return 0;
+}
+
 static int infer_view(int prim, const hl_type *in, const hl_attrs *a, hl_type *out) {
   *out = *in;
   switch (prim) {
@@ -240,6 +276,7 @@ int hl_infer(int prim, int nin, const hl_type *in, const hl_attrs *a, hl_type *o
   case HL_K_LINALG: return infer_linalg(prim, nin, in, out);
   case HL_K_SORT: return infer_sort(prim, in, a, out);
   case HL_K_INDEXED: return infer_indexed(prim, in, a, out);
+  case HL_K_DIST: return infer_dist(prim, in, a, out);
   }
   return -1;
 }
@@ -367,6 +404,7 @@ int hl_attr_count(int prim, int ndim) {
   case HL_A_AXIS: case HL_A_AXES: return 1;
   case HL_A_PARAM: case HL_A_LOOP: case HL_A_SCATTER: return 2;
   case HL_A_PERM: return ndim;
+  case HL_A_DIST: return 3;
   case HL_A_SLICE: return 2 * HL_MAX_DIMS;
   case HL_A_NONE: case HL_A_VALUE: return 0;
   }
@@ -504,6 +542,7 @@ static void attr_text(strbuf *b, const hl_node *n) {
   case HL_A_VALUE: sb_printf(b, " %.17g", a->f); break;
   case HL_A_AXIS: sb_printf(b, " axis=%d", (int)a->i[0] + 1); break;
   case HL_A_SCATTER: sb_printf(b, " axis=%d n=%lld", (int)a->i[0] + 1, (long long)a->i[1]); break;
+  case HL_A_DIST: sb_printf(b, " a=%lld b=%lld size=%lld", (long long)a->i[0] + 1, (long long)a->i[1] + 1, (long long)a->i[2]); break;
   case HL_A_AXES:
     sb_printf(b, " axes={");
     for (int k = 0, first = 1; k < HL_MAX_DIMS; k++)

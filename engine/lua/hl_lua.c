@@ -10,6 +10,7 @@
 #include "hl_frontend.h"
 #include "hl_backend.h"
 #include "hl_device.h"
+#include "hl_dist.h"
 #include "hl_lua.h"
 #include "hl_lua_io.h"
 #include "hl_lua_loop.h"
@@ -341,6 +342,30 @@ static int l_sort(lua_State *L) {
   if (hl_apply(arg ? HL_P_ARGSORT : HL_P_SORT, 1, in, &at, &r)) return raise(L);
   push_result(L, &r, 1, 1);
   return 1;
+}
+
+/* dist(name, x, a, b, size): the collective `name` (a dist.* primitive) with its attributes,
+ * ranks and axes 0-based (lua/halua/dist.lua checks them and converts) */
+static int l_dist(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  int prim = hl_prim_from_name(name);
+  if (prim < 0 || hl_prims[prim].kind != HL_K_DIST) return luaL_error(L, "halua: dist: %s is not a collective", name);
+  hl_array *x = check_array(L, 2, name);
+  hl_attrs at = {0};
+  at.i[0] = (int64_t)luaL_checknumber(L, 3);
+  at.i[1] = (int64_t)luaL_checknumber(L, 4);
+  at.i[2] = (int64_t)luaL_checknumber(L, 5);
+  hl_array r;
+  const hl_array *in[1] = {x};
+  if (hl_apply(prim, 1, in, &at, &r)) return raise(L);
+  push_result(L, &r, 2, 2);
+  return 1;
+}
+
+/* dist_set_transport(p): the collectives' transport (a light userdata from halua_dist), or none */
+static int l_dist_set_transport(lua_State *L) {
+  hl_dist_set_transport(lua_islightuserdata(L, 1) ? (const hl_dist_transport *)lua_touserdata(L, 1) : NULL);
+  return 0;
 }
 
 static int l_reshape(lua_State *L) {
@@ -806,6 +831,18 @@ static int l_graph_nodes(lua_State *L) {
       set_int_list(L, "start", n->type.ndim, a->i, 0);
       set_int_list(L, "step", n->type.ndim, a->i + HL_MAX_DIMS, 0);
       break;
+    case HL_A_DIST: {   /* ranks and axes 1-based, as hl.dist takes them (0: no rank) */
+      const char *first = n->prim == HL_P_BROADCAST_FROM ? "root" : n->prim == HL_P_PPERMUTE ? "send_to" : "axis";
+      int reduction = n->prim == HL_P_PSUM || n->prim == HL_P_PMAX || n->prim == HL_P_PMIN;
+      const char *second = n->prim == HL_P_PPERMUTE ? "recv_from" : reduction ? "root" : "axis2";
+      lua_pushinteger(L, (lua_Integer)a->i[0] + 1);
+      lua_setfield(L, -2, first);
+      lua_pushinteger(L, (lua_Integer)a->i[1] + 1);
+      lua_setfield(L, -2, second);
+      lua_pushinteger(L, (lua_Integer)a->i[2]);
+      lua_setfield(L, -2, "size");
+      break;
+    }
     case HL_A_NONE:
     case HL_A_PARAM:
       break;
@@ -1079,8 +1116,8 @@ static int l_cache_clear(lua_State *L) {
 
 /* prim_names() -> every primitive's name, in table order; and {name = kind} */
 static int l_prim_names(lua_State *L) {
-  static const char *kinds[] = {"source", "elemwise", "reduce", "matmul", "view", "concat", "loop", "indexed", "linalg", "sort"};
-  _Static_assert(sizeof kinds / sizeof kinds[0] == HL_K_SORT + 1, "a name for every kind of primitive");
+  static const char *kinds[] = {"source", "elemwise", "reduce", "matmul", "view", "concat", "loop", "indexed", "linalg", "sort", "dist"};
+  _Static_assert(sizeof kinds / sizeof kinds[0] == HL_K_DIST + 1, "a name for every kind of primitive");
   lua_createtable(L, HL_NPRIMS, 0);
   lua_createtable(L, 0, HL_NPRIMS);
   for (int p = 0; p < HL_NPRIMS; p++) {
@@ -1114,6 +1151,8 @@ static const luaL_Reg core_funcs[] = {
     {"linalg_solve", l_linalg_solve},
     {"linalg_cholesky", l_linalg_cholesky},
     {"sort", l_sort},
+    {"dist", l_dist},
+    {"dist_set_transport", l_dist_set_transport},
     {"reshape", l_reshape},
     {"broadcast_to", l_broadcast_to},
     {"transpose", l_transpose},

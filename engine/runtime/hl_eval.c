@@ -6,6 +6,7 @@
 #include "hl_error.h"
 #include "hl_linalg.h"
 #include "hl_sort.h"
+#include "hl_dist.h"
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -450,7 +451,9 @@ static int eager_host(int prim, int nin, const hl_array *const *in, const hl_att
   switch (prim) {
   case HL_P_SOLVE: rc = hl_linalg_solve_into(in[0], in[1], out, 0, HL_LINALG_RAISE); break;
   case HL_P_CHOLESKY: rc = hl_linalg_cholesky_into(in[0], out, 0, 0, HL_LINALG_RAISE); break;
-  default: rc = hl_sort_into(in[0], (int)at->i[0], prim == HL_P_ARGSORT, out, 0); break;
+  case HL_P_SORT:
+  case HL_P_ARGSORT: rc = hl_sort_into(in[0], (int)at->i[0], prim == HL_P_ARGSORT, out, 0); break;
+  default: rc = hl_dist_into(prim, in[0], at->i, out); break;
   }
   if (rc) hl_array_release(out);
   return rc;
@@ -478,7 +481,8 @@ static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_at
   case HL_K_CONCAT: return eager_concat(nin, in, at, &ty, out);
   case HL_K_MATMUL: return eager_matmul(in, &ty, out);
   case HL_K_LINALG:
-  case HL_K_SORT: return eager_host(prim, nin, in, at, &ty, out);
+  case HL_K_SORT:
+  case HL_K_DIST: return eager_host(prim, nin, in, at, &ty, out);
   case HL_K_SOURCE:
     if (prim == HL_P_PARAM) return hl_error("param: not an eager operation");
     if (hl_array_alloc(out, ty.dtype, ty.ndim, ty.shape)) return -1;

@@ -198,6 +198,8 @@ void collect_loops(const hl_graph *g, std::vector<hl_loop_info> &loops, std::vec
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     if (hl_prims[n.prim].kind == HL_K_LINALG) lapack = true;
+    if (hl_prims[n.prim].kind == HL_K_DIST)   /* (an exported library runs in one process, without MPI) */
+      throw Failure{std::string(hl_prims[n.prim].name) + " is a collective of hl.dist, which exported libraries do not run"};
     if (hl_prims[n.prim].kind != HL_K_LOOP) continue;
     int id = (int)n.attrs.i[0];
     bool seen = false;

@@ -1,4 +1,5 @@
 #include "hl_extern_jit.h"
+#include "hl_extern_dist.h"
 #include "hl_extern_linalg.h"
 #include "hl_extern_sort.h"
 #include "hl_extern_transpose.h"
@@ -27,5 +28,12 @@ Internal::JITModule hl_transpose_exports() {
   static Internal::JITModule m;
   static std::once_flag once;
   std::call_once(once, [] { m.add_extern_for_export("hl_stage_cpu_transpose", ExternCFunction(&hl_stage_cpu_transpose)); });
+  return m;
+}
+
+Internal::JITModule hl_dist_exports() {
+  static Internal::JITModule m;
+  static std::once_flag once;
+  std::call_once(once, [] { m.add_extern_for_export("hl_stage_dist", ExternCFunction(&hl_stage_dist)); });
   return m;
 }

@@ -9,4 +9,6 @@
 Halide::Internal::JITModule hl_sort_exports();
 Halide::Internal::JITModule hl_linalg_exports();
 Halide::Internal::JITModule hl_transpose_exports();
+/* hl.dist's collectives (hl_extern_dist.cpp): JIT pipelines only, hl.export refuses them */
+Halide::Internal::JITModule hl_dist_exports();
 #endif
