@@ -562,6 +562,7 @@ require("halua.control")(hl, core, {ad = ad_internals, batch_replay = vmap_inter
                                     with_batch = vmap_internals.with_batch})
 require("halua.nn")(hl, core, {as_array = as_array, named = named, methods = methods})
 hl.optim = require("halua.optim")(hl, core, {named = named})
+require("halua.dist")(hl, core, {as_array = as_array})
 require("halua.help")(hl)
 
 -- HALUA_DEVICE chooses the default device for a whole run (e.g. HALUA_DEVICE=cuda)

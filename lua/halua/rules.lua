@@ -241,6 +241,56 @@ return function(hl, core)
   }
   R.argsort = nondiff()
 
+  ---------------------------------------------------------------- collectives (hl.dist)
+  -- JAX's convention: a gradient under hl.dist is that of the sum of every rank's loss. So the
+  -- cotangent of psum is psum (each rank's input reaches every rank's output), all_gather's is
+  -- reduce_scatter and back, ppermute's is the inverse permutation, all_to_all's swaps its axes,
+  -- and broadcast's is every rank's cotangent summed onto the root. pmax/pmin pass the tangent of
+  -- the ranks holding the extreme (shared equally among ties).
+  local function coll(name, x, a, b, size) return core.dist(name, x, a, b, size) end
+  -- psum to one rank (n.root > 0: the others get zeros) is broadcast's transpose, and back
+  R["dist.psum"] = {
+    vjp = function(g, n)
+      if n.root > 0 then return {coll("dist.broadcast", g, n.root - 1, 0, n.size)} end
+      return {coll("dist.psum", g, 0, -1, n.size)}
+    end,
+    jvp = function(t, n) return coll("dist.psum", t[1], 0, n.root - 1, n.size) end,
+  }
+  local function extreme()
+    -- where this rank holds the extreme, divided by how many ranks do
+    local function share(n, x, z)
+      local hit = hl.eq(x[1], z):astype(z.dtype)
+      return hit / coll("dist.psum", hit, 0, -1, n.size)
+    end
+    return {
+      vjp = function(g, n, x, z) return {share(n, x, z) * coll("dist.psum", g, 0, -1, n.size)} end,
+      jvp = function(t, n, x, z) return coll("dist.psum", share(n, x, z) * t[1], 0, -1, n.size) end,
+    }
+  end
+  R["dist.pmax"], R["dist.pmin"] = extreme(), extreme()
+  R["dist.all_gather"] = {
+    vjp = function(g, n) return {coll("dist.reduce_scatter", g, n.axis - 1, 0, n.size)} end,
+    jvp = function(t, n) return coll("dist.all_gather", t[1], n.axis - 1, 0, n.size) end,
+  }
+  R["dist.reduce_scatter"] = {
+    vjp = function(g, n) return {coll("dist.all_gather", g, n.axis - 1, 0, n.size)} end,
+    jvp = function(t, n) return coll("dist.reduce_scatter", t[1], n.axis - 1, 0, n.size) end,
+  }
+  R["dist.all_to_all"] = {
+    vjp = function(g, n) return {coll("dist.all_to_all", g, n.axis2 - 1, n.axis - 1, n.size)} end,
+    jvp = function(t, n) return coll("dist.all_to_all", t[1], n.axis - 1, n.axis2 - 1, n.size) end,
+  }
+  R["dist.ppermute"] = {
+    vjp = function(g, n) return {coll("dist.ppermute", g, n.recv_from - 1, n.send_to - 1, n.size)} end,
+    jvp = function(t, n) return coll("dist.ppermute", t[1], n.send_to - 1, n.recv_from - 1, n.size) end,
+  }
+  R["dist.broadcast"] = {
+    -- (every rank's cotangent summed onto the root by one collective that every rank runs: a
+    -- rank-dependent choice here would drop the psum from some ranks' pipelines)
+    vjp = function(g, n) return {coll("dist.psum", g, 0, n.root - 1, n.size)} end,
+    jvp = function(t, n) return coll("dist.broadcast", t[1], n.root - 1, 0, n.size) end,
+  }
+
   ---------------------------------------------------------------- shape
   R.reshape = {
     vjp = function(g, _, x) return {hl.reshape(g, x[1].shape)} end,
@@ -501,6 +551,22 @@ return function(hl, core)
   R["linalg.cholesky"].batch = function(_, x, b) return core.linalg_cholesky(x[1]), b[1] end
   R.sort.batch = function(n, x, b) return core.sort(x[1], n.axis - 1 + (b[1] and 1 or 0), false), b[1] end
   R.argsort.batch = function(n, x, b) return core.sort(x[1], n.axis - 1 + (b[1] and 1 or 0), true), b[1] end
+
+  -- collectives: elementwise ones keep the batch axis (the front); the others' axes move one right
+  for _, name in ipairs({"dist.psum", "dist.pmax", "dist.pmin"}) do
+    R[name].batch = function(n, x, b) return core.dist(name, x[1], 0, n.root - 1, n.size), b[1] end
+  end
+  R["dist.broadcast"].batch = function(n, x, b) return core.dist("dist.broadcast", x[1], n.root - 1, 0, n.size), b[1] end
+  R["dist.ppermute"].batch = function(n, x, b)
+    return core.dist("dist.ppermute", x[1], n.send_to - 1, n.recv_from - 1, n.size), b[1]
+  end
+  for _, name in ipairs({"dist.all_gather", "dist.reduce_scatter"}) do
+    R[name].batch = function(n, x, b) return core.dist(name, x[1], n.axis - 1 + (b[1] and 1 or 0), 0, n.size), b[1] end
+  end
+  R["dist.all_to_all"].batch = function(n, x, b)
+    local by = b[1] and 1 or 0
+    return core.dist("dist.all_to_all", x[1], n.axis - 1 + by, n.axis2 - 1 + by, n.size), b[1]
+  end
 
   -- A primitive's rules from outside this file (the compiled loops' node, control.lua): fields
   -- vjp, jvp, deriv, zero, nondiff and batch, merged into the primitive's entry.
