@@ -87,7 +87,11 @@ void schedule_root(Func f, const hl_node &n, bool dynamic, int vec, bool update_
   auto apply = [&](bool par) {
     pointwise(f, r, vec, par && total >= kParallelMinElems, inner, dynamic ? 0 : total, whole && !dynamic);
     for (int u = 0; u < f.num_update_definitions(); u++) {
-      if (update_too) pointwise(f.update(u), r, vec, par, inner);
+      /* the update splits as the pure definition does: a block of 16K elements over a smaller
+       * Func left its guarded tail to Halide 14's miscompile (see pointwise), and the update of
+       * a 1024-element sum, computed whole for an extern consumer, ran over 16K elements, past
+       * its buffer */
+      if (update_too) pointwise(f.update(u), r, vec, par && total >= kParallelMinElems, inner, dynamic ? 0 : total);
       else if (r == 1 && par && !dynamic) {
         /* the reduction runs along the innermost axis: parallel over the results, in about 16
          * tasks of at least 16K elements read. The inner loop keeps the name x0, at which the

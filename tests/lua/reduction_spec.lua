@@ -212,3 +212,19 @@ suite("large reductions", function(case)
   case("sum int32 [700,300] over everything", function() return hl.sum(i) end, "np.sum(a)", {i}, {dtype = "int32"})
   case("max int32 [700,300] over axis 2", function() return hl.max(i, 2) end, "np.max(a, axis=1)", {i}, {dtype = "int32"})
 end)
+
+describe("a reduction read whole by an extern stage under jit", function()
+  local hl = require "halua"
+  -- the sum's accumulator is computed over exactly its shape for the stage: its update once ran
+  -- over a 16K-element block past a 1,024-element buffer and crashed the process
+  for _, n in ipairs({1024, 16384, 20000}) do
+    it("sort(concatenate({sum(a, 1), b})) with " .. n .. " columns matches the eager result", function()
+      local a = hl.random.normal(hl.random.key(n), {64, n})
+      local b = hl.random.normal(hl.random.key(n + 1), {300})
+      local function f(x, y) return hl.sort(hl.concatenate({hl.sum(x, 1), y}, 1)) end
+      local got, want = hl.jit(f)(a, b), f(a, b)
+      assert.are.same(want.shape, got.shape)
+      assert(hl.max(hl.abs(got - want)):item() <= 1e-4)
+    end)
+  end
+end)
