@@ -672,6 +672,126 @@ E("linalg.cholesky", "hl.linalg.cholesky(a) -> array",
   "one that is not is an error eagerly and gives NaN inside hl.jit.",
   [[print(hl.linalg.cholesky(hl.array({{4, 2}, {2, 3}})))]])
 
+G "Many processes over MPI (hl.dist)"
+E("dist.init", "hl.dist.init() -> rank, size",
+  "Joins the MPI job this process belongs to and returns its rank and the job's size. Ranks are " ..
+  "1-based like every index in halua: rank() is MPI's rank + 1. Idempotent, and implicit: any hl.dist " ..
+  "function starts it. A process that mpirun did not start is a job of one rank (no MPI involved). " ..
+  "Run jobs as `mpirun -np N scripts/halua script.lua`: an error that escapes the script on one rank " ..
+  "then ends the whole job with that rank's message. Needs Open MPI (Debian's openmpi-bin and " ..
+  "libopenmpi-dev, which scripts/setup installs); without it every hl.dist function says so.",
+  [[local rank, size = hl.dist.init()
+print(rank, size)]])
+E("dist.rank", "hl.dist.rank() -> integer",
+  "This process's rank, 1..size (MPI's rank + 1).",
+  [[print(hl.dist.rank())]])
+E("dist.size", "hl.dist.size() -> integer",
+  "The number of processes in the job (1 without mpirun).",
+  [[print(hl.dist.size())]])
+E("dist.barrier", "hl.dist.barrier()",
+  "Waits until every rank has called it.",
+  [[hl.dist.barrier()
+print("every rank got here")]])
+E("dist.mpi", "hl.dist.mpi() -> boolean",
+  "Whether this process talks MPI (false for a job of one rank started without mpirun).",
+  [[print(hl.dist.mpi())]])
+E("dist.started", "hl.dist.started() -> started, rank, size",
+  "Whether hl.dist has started in this process, without starting it (then 1, 1).",
+  [[print(hl.dist.started())]])
+E("dist.abort", "hl.dist.abort([message [, code]])",
+  "Writes message to stderr and ends the whole job (MPI_Abort) with exit code code (default 1). " ..
+  "scripts/halua calls it when an error escapes a rank's script.",
+  [[-- hl.dist.abort("halua: giving up")   (ends the process)
+print(type(hl.dist.abort))]])
+E("dist.psum", "hl.dist.psum(x) -> array (or pytree)",
+  "The elementwise sum of x over all ranks, on every rank (MPI allreduce). x may be a pytree of " ..
+  "arrays. float16 and bfloat16 are summed in float32; bools are counted in int32. Every rank must " ..
+  "pass the same dtype and shape, and make its collective calls in the same order as the others: " ..
+  "a mismatch is an error on every rank naming both ranks' operands. Works eagerly and inside " ..
+  "hl.jit (an extern stage of the pipeline); its gradient is psum of the cotangent (JAX's " ..
+  "convention: the gradient of the sum of every rank's loss); hl.vmap batches it.",
+  [[print(hl.dist.psum(hl.array({1, 2, 3})))   -- x times the number of ranks]])
+E("dist.pmean", "hl.dist.pmean(x) -> array (or pytree)",
+  "The elementwise mean over ranks (psum / size); integers give float32.",
+  [[print(hl.dist.pmean(hl.array({1, 2})))]])
+E("dist.pmax", "hl.dist.pmax(x) -> array (or pytree)",
+  "The elementwise maximum over ranks, on every rank. Its derivative goes to the ranks holding the " ..
+  "maximum (shared equally among ties).",
+  [[print(hl.dist.pmax(hl.array({1, 5})))]])
+E("dist.pmin", "hl.dist.pmin(x) -> array (or pytree)",
+  "The elementwise minimum over ranks, on every rank.",
+  [[print(hl.dist.pmin(hl.array({1, 5})))]])
+E("dist.broadcast", "hl.dist.broadcast(x [, root]) -> array (or pytree)",
+  "Rank root's x (default 1) on every rank. Its gradient sums every rank's cotangent onto root " ..
+  "(zeros elsewhere).",
+  [[print(hl.dist.broadcast(hl.array({hl.dist.rank()}), 1))]])
+E("dist.all_gather", "hl.dist.all_gather(x [, axis]) -> array",
+  "Every rank's x concatenated along axis (default 1) in rank order, on every rank (JAX's " ..
+  "all_gather with tiled=True): that axis grows size-fold. Its gradient is reduce_scatter.",
+  [[print(hl.dist.all_gather(hl.array({{1, 2}}), 1))]])
+E("dist.reduce_scatter", "hl.dist.reduce_scatter(x [, axis]) -> array",
+  "The sum over ranks of x, of which rank r keeps block r of axis (default 1): the axis must split " ..
+  "into size equal blocks. Its gradient is all_gather.",
+  [[print(hl.dist.reduce_scatter(hl.array({1, 2, 3, 4}), 1))]])
+E("dist.ppermute", "hl.dist.ppermute(x, pairs) -> array",
+  "Sends x along pairs {{from, to}, ...} (1-based ranks, each at most once as a source and once as " ..
+  "a destination): each rank gets the x of the rank that sends to it, or zeros when none does. Its " ..
+  "gradient sends the cotangent back along the inverse pairs.",
+  [[local n = hl.dist.size()
+local ring = {}
+for r = 1, n do ring[r] = {r, r % n + 1} end
+print(hl.dist.ppermute(hl.array({hl.dist.rank()}), ring))]])
+E("dist.all_to_all", "hl.dist.all_to_all(x, split_axis [, concat_axis]) -> array",
+  "Splits x along split_axis into size equal blocks and sends block r to rank r; the blocks each " ..
+  "rank receives are concatenated along concat_axis (default split_axis) in rank order. Its " ..
+  "gradient is all_to_all with the axes swapped.",
+  [[print(hl.dist.all_to_all(hl.array({{1, 2}, {3, 4}}), 1, 2))]])
+E("dist.shard", "hl.dist.shard(batch [, axis]) -> batch",
+  "This rank's block of a global batch: axis (default 1) of every leaf of the pytree batch split " ..
+  "into size equal parts (the batch must be a multiple of size).",
+  [[print(hl.dist.shard(hl.arange(4)))]])
+E("dist.allreduce_grads", "hl.dist.allreduce_grads(grads [, opts]) -> grads",
+  "Every leaf of the pytree grads averaged (opts.mean = false: summed) over the ranks, with one " ..
+  "collective per bucket: leaves of one dtype are flattened into buckets of up to opts.bucket_mb " ..
+  "megabytes (default 16), so a whole model's gradient is usually one allreduce. Inside hl.jit it " ..
+  "is part of the compiled step.",
+  [[local g = hl.dist.allreduce_grads({w = hl.ones({2, 2}), b = hl.zeros(2)})
+print(g.w, g.b)]])
+E("dist.sync", "hl.dist.sync(params [, opts]) -> params",
+  "Rank opts.root's (default 1) values of every leaf of params on every rank, bucketed as " ..
+  "allreduce_grads: identical parameters to start data-parallel training from.",
+  [[local p = hl.dist.sync({w = hl.ones(2)})
+print(p.w)]])
+E("dist.value_and_grad", "hl.dist.value_and_grad(f [, argnums] [, opts]) -> function",
+  "hl.value_and_grad(f) with the value averaged over ranks (pmean) and the gradient averaged by " ..
+  "allreduce_grads (opts: has_aux, mean, bucket_mb). When each rank passes its shard of a global " ..
+  "batch (hl.dist.shard) and f is a mean loss, this is the whole batch's loss and gradient: a " ..
+  "data-parallel step is hl.jit of it plus an optimizer update (samples/digits_dp.lua).",
+  [[local vg = hl.dist.value_and_grad(function(w, x) return hl.mean((x * w) ^ 2) end)
+print(vg(hl.array(2.0), hl.array({1, 2})))]])
+E("dist.save", "hl.dist.save(path, x)",
+  "hl.save on rank 1 only; every rank waits for it, and raises if rank 1 failed.",
+  [[local path = os.tmpname()
+hl.dist.save(path, hl.ones(2))
+print(hl.dist.load(path))
+os.remove(path)]])
+E("dist.savez", "hl.dist.savez(path, tbl)",
+  "hl.savez on rank 1 only (a checkpoint of a pytree of parameters); every rank waits for it.",
+  [[local path = os.tmpname()
+hl.dist.savez(path, {w = hl.ones(2)})
+print(hl.dist.loadz(path).w)
+os.remove(path)]])
+E("dist.load", "hl.dist.load(path) -> array",
+  "hl.load on every rank (the file system is shared, or each node has a copy).",
+  [[print(type(hl.dist.load))]])
+E("dist.loadz", "hl.dist.loadz(path) -> tbl, names",
+  "hl.loadz on every rank.",
+  [[print(type(hl.dist.loadz))]])
+E("dist.print", "hl.dist.print(...)",
+  "print on rank 1 only.",
+  [[hl.dist.print("loss", 0.5)   -- on rank 1
+print("rank " .. hl.dist.rank() .. " goes on")]])
+
 ---------------------------------------------------------------- files, devices, caching
 
 G "Files"
