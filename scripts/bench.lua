@@ -1,15 +1,17 @@
 -- scripts/bench: halua against NumPy, PyTorch and JAX, side by side in one run.
--- Usage: scripts/bench [--write]   (--write also writes docs/benchmarks.md)
+-- Usage: scripts/bench [--write] [--dist]   (--write also writes docs/benchmarks.md; --dist runs
+-- only the hl.dist table, scripts/bench_dist.lua)
 -- The peers run under $HALUA_PEERS_PYTHON (scripts/bench sets it: build/peers' venv, or Debian's).
 -- `--compiles` (internal): only the compile times, one "row value" a line (see below).
 local ffi = require "ffi"
 ffi.cdef [[int setenv(const char *, const char *, int); char *mkdtemp(char *);]]
 local root = arg[0]:match("^(.*)/scripts/") or "."
-local write, device, compiles_only = false, "cpu", false
+local write, device, compiles_only, dist_only = false, "cpu", false, false
 for i, a in ipairs(arg) do
   if a == "--write" then write = true end
   if a == "--device" then device = arg[i + 1] end
   if a == "--compiles" then compiles_only = true end
+  if a == "--dist" then dist_only = true end
 end
 -- On the CPU the bench keeps halua's compile cache on disk (where halua has one) in a directory of
 -- its own, made empty here: compile times are then cold, whatever a user's cache holds, and the
@@ -27,6 +29,10 @@ local hl = require "halua"
 package.path = root .. "/scripts/?.lua;" .. package.path
 local common = require "bench_common"
 local now, best_of = common.now, common.best_of
+if dist_only then
+  require("bench_dist").run(root, write)
+  os.exit(0)
+end
 
 local function fmt(v) return v and string.format("%.2f", v) or "n/a" end
 -- halua's figure against a peer's: "85% of NumPy", "1.62x faster than Torch"
@@ -345,3 +351,6 @@ if write then
   f:write(new)
   f:close()
 end
+
+-- hl.dist over Open MPI: the train step on 1 and 2 ranks, the allreduce's bandwidth
+require("bench_dist").run(root, write)
