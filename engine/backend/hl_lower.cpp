@@ -629,7 +629,9 @@ struct Lowerer {
     const hl_node &n = node(i);
     int src = input(n, 0);
     const hl_type &t = node(src).type;
-    std::vector<ExternFuncArgument> args = {bits_operand(src), Expr(n.prim), Expr((int)n.attrs.i[0]), Expr((int)n.attrs.i[1]),
+    /* (float16/bfloat16 as their bit patterns; in a CUDA pipeline a parameter staged to the host) */
+    ExternFuncArgument x = hl_dtype_is_half(node(src).type.dtype) ? bits_operand(src) : host_operand(src);
+    std::vector<ExternFuncArgument> args = {x, Expr(n.prim), Expr((int)n.attrs.i[0]), Expr((int)n.attrs.i[1]),
                                             Expr((int)n.attrs.i[2]), Expr((int)n.type.dtype)};
     for (int d = 0; d < HL_MAX_DIMS; d++) args.push_back(Expr(d < t.ndim ? (int)t.shape[t.ndim - 1 - d] : 1));
     L.funcs[i].define_extern("hl_stage_dist", args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, DeviceAPI::Host);

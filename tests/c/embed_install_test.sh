@@ -44,3 +44,10 @@ int main(void) {
 CEOF
 cc "$prefix/export/main.c" -I "$prefix/export" "$prefix/export/libtwice.a" -lm -lpthread -ldl -o "$prefix/export/main"
 "$prefix/export/main"
+# hl.dist from the installed tree: the installed launcher (bin/halua) under mpirun, 2 ranks
+if command -v mpirun >/dev/null && [ -f "$(dirname "$core")/halua_dist.so" ]; then
+  printf 'local hl = require "halua"\nlocal s = hl.dist.psum(hl.ones(2)):sum():item()\nassert(s == 2 * hl.dist.size())\nhl.dist.print("installed bin/halua under mpirun: " .. hl.dist.size() .. " ranks ok")\n' > "$prefix/dist.lua"
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
+    LUA_PATH="$prefix/share/lua/5.1/?.lua;$prefix/share/lua/5.1/?/init.lua" LUA_CPATH="$(dirname "$core")/?.so" \
+    mpirun -np 2 "$prefix/bin/halua" "$prefix/dist.lua"
+fi
