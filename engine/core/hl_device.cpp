@@ -100,6 +100,11 @@ const size_t kChunk = (size_t)1 << 30;
  * CPUs with the first two but not FP16 (AMD Zen 4 and 5) then die on an illegal instruction
  * wherever LLVM picks a half-precision move. Keep the feature only where CPUID confirms FP16. */
 static Target host_target(void) {
+  /* HL_JIT_TARGET, Halide's own variable, names the CPU to compile for instead (a valid target
+   * string, e.g. x86-64-linux-avx-avx2-f16c-fma-sse41): the valgrind test compiles for the CPU
+   * valgrind emulates, and warms the disk cache with the same target first */
+  const char *forced = getenv("HL_JIT_TARGET");
+  if (forced && *forced && Target::validate_target_string(forced)) return Target(forced);
   Target t = get_host_target();
   unsigned a, b, c, d;
   bool fp16 = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 23));
