@@ -752,9 +752,11 @@ E("dist.shard", "hl.dist.shard(batch [, axis]) -> batch",
   [[print(hl.dist.shard(hl.arange(4)))]])
 E("dist.allreduce_grads", "hl.dist.allreduce_grads(grads [, opts]) -> grads",
   "Every leaf of the pytree grads averaged (opts.mean = false: summed) over the ranks, with one " ..
-  "collective per bucket: leaves of one dtype are flattened into buckets of up to opts.bucket_mb " ..
-  "megabytes (default 16), so a whole model's gradient is usually one allreduce. Inside hl.jit it " ..
-  "is part of the compiled step.",
+  "collective per bucket: the small leaves (under 1 MB) of one dtype are flattened into buckets " ..
+  "of up to opts.bucket_mb megabytes (default 16), so the biases and small layers of a model take " ..
+  "one allreduce, not one each; a leaf of 1 MB or more is reduced in place by a call of its own " ..
+  "(copying it into a bucket would cost more than the call). Inside hl.jit it is part of the " ..
+  "compiled step.",
   [[local g = hl.dist.allreduce_grads({w = hl.ones({2, 2}), b = hl.zeros(2)})
 print(g.w, g.b)]])
 E("dist.sync", "hl.dist.sync(params [, opts]) -> params",

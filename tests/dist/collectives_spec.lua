@@ -72,6 +72,33 @@ describe("hl.dist on " .. size .. " ranks", function()
     end)
   end
 
+  -- large reductions (MPI splits them into segments): every rank must get the same bits
+  for _, dtype in ipairs({"float32", "float64", "int32", "int64", "int8", "uint8"}) do
+    it("psum, pmax and pmin of 300,001 " .. dtype .. " ", function()
+      local shape = {300001}
+      local xs = all_operands(shape, dtype)
+      if dtype == "uint8" or dtype == "int8" then
+        for r = 1, size do xs[r] = hl.mod(hl.abs(xs[r]:astype("int32")), 50):astype(dtype) end
+      end
+      local x = xs[rank]
+      local tol = dtype:find("float") and 1e-4 or 0
+      local s = dist.psum(x)
+      same(s, total(xs, function(a, b) return a + b end), tol)
+      same(dist.pmax(x), total(xs, hl.maximum))
+      same(dist.pmin(x), total(xs, hl.minimum))
+      -- the same bits on every rank
+      same(dist.pmax(s), s)
+      same(dist.pmin(s), s)
+      same(hl.jit(function(v) return dist.psum(v * 2) end)(x), s * 2, tol * 2)
+    end)
+  end
+  it("a NaN wins a large pmax, as a sum", function()
+    local x = hl.zeros(100000):at(5):set(rank == 1 and 0 / 0 or 1)
+    local m = dist.pmax(x)
+    assert.is_true(m[5]:item() ~= m[5]:item())
+    assert.are.equal(0, m[6]:item())
+  end)
+
   it("psum of a pytree, a number and a scalar", function()
     local t = dist.psum({a = hl.ones(2), b = {hl.full({1}, rank)}})
     same(t.a, hl.full({2}, size))
