@@ -5,7 +5,7 @@
  *
  * A process that mpirun did not start gets a transport of one rank that needs no MPI at all
  * (MPI_Init in a singleton would start a runtime daemon for nothing). */
-#define _GNU_SOURCE   /* dladdr */
+#define _GNU_SOURCE   /* dladdr, RTLD_NODELETE, on_exit */
 #include "hl_dist.h"
 #include <dlfcn.h>
 #include <lauxlib.h>
@@ -125,29 +125,27 @@ static double seconds(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* How long a rank that has finished waits for the others before it takes the job down:
- * a rank that died in a script run by plain luajit (not scripts/halua) leaves the others in a
- * collective, and MPI_Finalize would wait for them for ever. */
+/* How long a rank that has finished waits for the others before it takes the job down (a rank
+ * still in a collective this one never made would keep MPI_Finalize waiting for ever). */
 static double exit_wait_seconds(void) {
   const char *s = getenv("HALUA_DIST_EXIT_WAIT");
   double v = s ? atof(s) : 0;
   return v > 0 ? v : 120;
 }
 
-/* the job's end, when the Lua state closes (a userdata's __gc in the registry) or at exit (a
- * script's os.exit closes no state) */
-static void finish_at_exit(void);
-static int finish(lua_State *L) {
-  (void)L;
-  finish_at_exit();
-  return 0;
-}
-
-static void finish_at_exit(void) {
+/* The job's end for this rank, when the process exits (on_exit: its status). A rank that exits
+ * with a failure (luajit after an uncaught error, os.exit(1)) leaves without MPI_Finalize:
+ * mpirun then ends the whole job at once, where the other ranks would otherwise wait in their
+ * next collective. A rank that exits cleanly meets the others at a barrier and finalizes. */
+static void finish_on_exit(int status, void *unused) {
+  (void)unused;
   if (started != 2) return;
   int fin = 0;
   MPI_Finalized(&fin);
   if (fin) return;
+  fflush(stdout);
+  fflush(stderr);
+  if (status != 0) return;
   MPI_Request req;
   int done = 0;
   double limit = exit_wait_seconds(), t0 = seconds();
@@ -161,8 +159,8 @@ static void finish_at_exit(void) {
     }
   }
   if (!done) {
-    fprintf(stderr, "halua: rank %d has finished, but other ranks have not reached the end after %.0f s (a rank may have "
-                    "failed or be waiting in a collective this one never made); ending the job\n",
+    fprintf(stderr, "halua: rank %d has finished, but other ranks have not reached the end after %.0f s (a rank may be "
+                    "waiting in a collective this one never made); ending the job\n",
             transport.rank + 1, limit);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
@@ -181,7 +179,9 @@ static int start_mpi(lua_State *L) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  atexit(finish_at_exit);
+  /* the exit handler lives in this module: keep it loaded after the Lua state closes */
+  if (dladdr((void *)&finish_on_exit, &info) && info.dli_fname) dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  on_exit(finish_on_exit, NULL);
   transport = (hl_dist_transport){rank, size, mpi_allreduce, mpi_allgather, mpi_reduce_scatter, mpi_alltoall,
                                   mpi_bcast, mpi_sendrecv, mpi_error_text};
   started = 2;
@@ -198,12 +198,6 @@ static int l_init(lua_State *L) {
                                       one_error_text};
       started = 1;
     }
-    lua_newuserdata(L, 1);   /* MPI_Finalize when the state closes */
-    lua_newtable(L);
-    lua_pushcfunction(L, finish);
-    lua_setfield(L, -2, "__gc");
-    lua_setmetatable(L, -2);
-    lua_setfield(L, LUA_REGISTRYINDEX, "halua.dist.finish");
   }
   lua_pushinteger(L, transport.rank);
   lua_pushinteger(L, transport.size);

@@ -78,12 +78,24 @@ print("rank 1 should never get here")
     assert.is_nil(text:find("should never get here", 1, true))
   end)
 
-  it("a rank's error under plain luajit ends the job once the others wait past HALUA_DIST_EXIT_WAIT", function()
-    local status, text = run("env HALUA_DIST_EXIT_WAIT=2 mpirun -np 2 luajit " .. script("fail2.lua", failing), 60)
+  it("a rank's error under plain luajit ends the whole job at once too (it exits without MPI_Finalize)", function()
+    local status, text = run("mpirun -np 2 luajit " .. script("fail2.lua", failing), 60)
     assert.are_not.equal(0, status)
     assert.are_not.equal(124, status)
     assert.matches("rank two gives up", text)
-    assert.matches("halua: rank 2 has finished, but other ranks have not reached the end after 2 s", text)
+    assert.is_nil(text:find("should never get here", 1, true))
+  end)
+
+  it("a rank that ends while another waits in a collective it never made ends the job after HALUA_DIST_EXIT_WAIT", function()
+    local status, text = run("env HALUA_DIST_EXIT_WAIT=2 mpirun -np 2 luajit " .. script("extra.lua", [[
+local hl = require "halua"
+local r = hl.dist.rank()
+hl.dist.psum(hl.ones(2))
+if r == 2 then hl.dist.psum(hl.ones(2)) end   -- a collective rank 1 never makes
+]]), 60)
+    assert.are_not.equal(0, status)
+    assert.are_not.equal(124, status)
+    assert.matches("halua: rank 1 has finished, but other ranks have not reached the end after 2 s", text)
   end)
 
   it("scripts/halua passes arguments and exit codes as luajit does", function()
