@@ -297,6 +297,7 @@ return function(hl, core)
     if type(f) ~= "function" and not (type(f) == "table" and getmetatable(f) and getmetatable(f).__call) then
       fail("%s: expected a function, got %s", op, type(f))
     end
+    opts = util.options(op, opts, {"has_aux"}, "{has_aux = true}")
     local list, single = check_argnums(op, argnums)
     local has_aux = opts and opts.has_aux
     return function(...)

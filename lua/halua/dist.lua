@@ -166,17 +166,10 @@ return function(hl, core, shared)
   end
 
   local function check_opts(op, opts, allowed)
-    if opts == nil then return {} end
-    if type(opts) ~= "table" then fail("%s: options must be a table, got %s", op, type(opts)) end
-    for k in pairs(opts) do
-      if not allowed[k] then
-        local names = {}
-        for n in pairs(allowed) do names[#names + 1] = n end
-        table.sort(names)
-        fail("%s: unknown option '%s' (the options are %s)", op, tostring(k), table.concat(names, ", "))
-      end
-    end
-    return opts
+    local names = {}
+    for n in pairs(allowed) do names[#names + 1] = n end
+    table.sort(names)
+    return util.options(op, opts, names)
   end
 
   -- The leaves of `t` through one collective per bucket: the small leaves of one dtype flattened

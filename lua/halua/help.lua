@@ -218,7 +218,7 @@ return function(hl)
   -- hl.help([fn_or_name] [, opts]): prints, or with opts.print == false returns the text. It
   -- returns nothing when printing so the shell does not show the text twice.
   function hl.help(what, opts)
-    if opts ~= nil and type(opts) ~= "table" then fail("help: opts must be a table such as {print = false}, got %s", type(opts)) end
+    opts = util.options("help", opts, {"print"}, "{print = false}")
     local text = text_for(what)
     if opts and opts.print == false then return text end
     print(text)

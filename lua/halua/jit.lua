@@ -254,14 +254,7 @@ return function(hl, core, shared)
     if type(f) ~= "function" and not (type(f) == "table" and getmetatable(f) and getmetatable(f).__call) then
       fail("jit: expected a function, got %s", type(f))
     end
-    if opts ~= nil and type(opts) ~= "table" then fail("jit: options must be a table such as {static_argnums = {2}}, got a %s", type(opts)) end
-    opts = opts or {}
-    local known = {static_argnums = true, donate_argnums = true, device = true, schedule = true, name = true}
-    for k in pairs(opts) do
-      if not known[k] then
-        fail("jit: unknown option '%s' (the options are static_argnums, donate_argnums, device, schedule, name)", tostring(k))
-      end
-    end
+    opts = util.options("jit", opts, {"static_argnums", "donate_argnums", "device", "schedule", "name"}, "{static_argnums = {2}}")
     local function argnums(key)
       local list, out = opts[key], {}
       if type(list) == "number" then list = {list} end
@@ -356,12 +349,7 @@ return function(hl, core, shared)
   end}
   function hl.cache_info() return setmetatable(core.cache_info(), cache_info_mt) end
   function hl.cache_clear(opts)
-    if opts ~= nil and type(opts) ~= "table" then
-      error("halua: cache_clear: options must be a table such as {disk = true}, got a " .. type(opts), 2)
-    end
-    for k in pairs(opts or {}) do
-      if k ~= "disk" then error("halua: cache_clear: unknown option '" .. tostring(k) .. "'", 2) end
-    end
-    return core.cache_clear(opts ~= nil and opts.disk == true)
+    opts = util.options("cache_clear", opts, {"disk"}, "{disk = true}")
+    return core.cache_clear(opts.disk == true)
   end
 end

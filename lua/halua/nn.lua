@@ -62,10 +62,10 @@ return function(hl, core, shared)
     return v[1], v[2]
   end
 
-  local function opts_table(op, opts)
-    if opts == nil then return {} end
-    if type(opts) ~= "table" or is_array(opts) then fail("%s: options must be a table, got %s", op, type(opts)) end
-    return opts
+  -- op's options table, of the names given (util.options); a list is not one
+  local function opts_table(op, opts, names)
+    if opts ~= nil and (type(opts) ~= "table" or is_array(opts)) then fail("%s: options must be a table, got %s", op, type(opts)) end
+    return util.options(op, opts, names)
   end
 
   local function check_nchw(op, x)
@@ -119,7 +119,7 @@ return function(hl, core, shared)
   -- matmul, the shape the engine's matmul schedule is fastest at.
   function nn.conv2d(x, w, opts)
     x, w = as_array(x, "conv2d", 1), as_array(w, "conv2d", 2)
-    opts = opts_table("conv2d", opts)
+    opts = opts_table("conv2d", opts, {"bias", "stride", "padding"})
     check_nchw("conv2d", x)
     if w.ndim ~= 4 then fail("conv2d: weights must be (out, in, kh, kw), got shape %s", shape_str(w.shape)) end
     local xs, ws = x.shape, w.shape
@@ -146,7 +146,7 @@ return function(hl, core, shared)
   -- the shared part of the pools: validate, then every window's elements (N, C, K, ho*wo) and
   -- the window positions (-1 in the padding)
   local function pool_windows(op, x, size, opts)
-    opts = opts_table(op, opts)
+    opts = opts_table(op, opts, {"stride", "padding"})
     check_nchw(op, x)
     local kh, kw = pair(op, "size", size)
     local sh, sw = pair(op, "stride", opts.stride or {kh, kw})

@@ -88,11 +88,7 @@ return function(hl, core, shared)
   -- opts.eps (1e-8)
   function optim.adam(lr, opts)
     local rate = check_rate("optim.adam", lr)
-    if opts ~= nil and type(opts) ~= "table" then fail("optim.adam: options must be a table, got %s", type(opts)) end
-    opts = opts or {}
-    for k in pairs(opts) do
-      if k ~= "b1" and k ~= "b2" and k ~= "eps" then fail("optim.adam: unknown option '%s' (the options are b1, b2, eps)", tostring(k)) end
-    end
+    opts = util.options("optim.adam", opts, {"b1", "b2", "eps"})
     local b1, b2, eps = opts.b1 or 0.9, opts.b2 or 0.999, opts.eps or 1e-8
     check_coefficient("optim.adam", "b1", b1, 0, 1)
     check_coefficient("optim.adam", "b2", b2, 0, 1)

@@ -12,6 +12,25 @@ end
 
 function M.type_str(x) return x.dtype .. M.shape_str(x.shape) end
 
+-- options(op, opts, {"a", "b"}, example) -> opts (or {} for nil): an options table whose every key
+-- is one of the names given; anything else is op's error naming the key and the accepted ones (an
+-- option halua does not have must not be silently ignored: conv2d's {dilation = 2} once returned
+-- the undilated result)
+function M.options(op, opts, names, example)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then
+    M.fail("%s: options must be a table%s, got a %s", op, example and " such as " .. example or "", type(opts))
+  end
+  for k in pairs(opts) do
+    local known = false
+    for _, n in ipairs(names) do known = known or k == n end
+    if not known then
+      M.fail("%s: unknown option '%s' (the options are %s)", op, tostring(k), table.concat(names, ", "))
+    end
+  end
+  return opts
+end
+
 function M.pack(...) return {n = select("#", ...), ...} end
 
 function M.is_callable(f)

@@ -600,6 +600,6 @@ finish()
     assert.are.equal(entries_bytes(dir), last.disk_bytes, r.text)
     -- an unknown option
     assert.is_false(res.bogus.ok)
-    assert.are.equal("halua: cache_clear: unknown option 'bogus'", res.bogus.err)
+    assert.are.equal("halua: cache_clear: unknown option 'bogus' (the options are disk)", res.bogus.err)
   end)
 end)

@@ -87,6 +87,25 @@ describe("errors", function()
     assert.is_true(x == x)
     assert.is_false(hl.ones(2) == hl.ones(2))
   end)
+  it("an option a function does not have is an error naming it and the accepted ones, never ignored", function()
+    local x, w = hl.ones({1, 1, 4, 4}), hl.ones({1, 1, 2, 2})
+    fails("^halua: conv2d: unknown option 'dilation' %(the options are bias, stride, padding%)", hl.nn.conv2d, x, w, {dilation = 2})
+    fails("^halua: max_pool2d: unknown option 'ceil_mode' %(the options are stride, padding%)", hl.nn.max_pool2d, x, 2,
+          {ceil_mode = true})
+    fails("^halua: avg_pool2d: unknown option 'strides' %(the options are stride, padding%)", hl.nn.avg_pool2d, x, 2, {strides = 1})
+    local f = function(a) return a:sum() end
+    fails("^halua: grad: unknown option 'hasaux' %(the options are has_aux%)", hl.grad, f, 1, {hasaux = true})
+    fails("^halua: value_and_grad: unknown option 'reduce_axes' %(the options are has_aux%)", hl.value_and_grad, f, 1,
+          {reduce_axes = {1}})
+    fails("^halua: value_and_grad: options must be a table such as {has_aux = true}, got a string", hl.value_and_grad, f, 1, "x")
+    fails("^halua: help: unknown option 'quiet' %(the options are print%)", hl.help, "sum", {quiet = true})
+    fails("^halua: cache_clear: unknown option 'memory' %(the options are disk%)", hl.cache_clear, {memory = true})
+    fails("^halua: dist%.sync: unknown option 'src' %(the options are bucket_mb, root%)", hl.dist.sync, {hl.ones(1)}, {src = 1})
+    -- the ones they have still work
+    assert.are.same({1, 1, 3, 3}, hl.nn.conv2d(x, w, {stride = 1, padding = 0}).shape)
+    assert.are.equal(3, select(2, hl.grad(function(a) return a:sum(), 3 end, 1, {has_aux = true})(hl.ones(2))))
+  end)
+
   it("cross_entropy's out-of-range labels: an error eagerly, a NaN loss under jit (traced labels)", function()
     fails("^halua: cross_entropy: label 7 is out of range 1%.%.3", hl.nn.cross_entropy, hl.zeros({2, 3}), hl.array({7, 1}, "int32"))
     local ce = hl.jit(hl.nn.cross_entropy)
