@@ -76,7 +76,7 @@ end
 
 -- run({input = file, output = file}): reads lines until the end of input
 function M.run(opts)
-  opts = opts or {}
+  opts = require("halua.util").options("repl.run", opts, {"input", "output"})
   local input, output = opts.input or io.stdin, opts.output or io.stdout
   _G.hl = _G.hl or require "halua"
   local arm, disarm = interrupts()
