@@ -284,10 +284,11 @@ E("transpose", "hl.transpose(x [, perm]) -> array   (also x:transpose(perm), x.T
 print(hl.transpose(x).shape[1], hl.transpose(x, {2, 1, 3}).shape[1], hl.ones({2, 3}).T)]])
 
 G "Shape and indexing"
-E("reshape", "hl.reshape(x, shape) -> array   (also x:reshape(shape))",
-  "x's elements (in row-major order) with a new shape, a table or a number with the same number " ..
-  "of elements; one extent may be -1, inferred from the others.",
-  [[print(hl.reshape(hl.arange(6), {2, 3}), hl.arange(6):reshape({-1, 2}))]])
+E("reshape", "hl.reshape(x, shape) or hl.reshape(x, e1, e2, ...) -> array   (also x:reshape(...))",
+  "x's elements (in row-major order) with a new shape of the same number of elements: a table " ..
+  "{2, 3}, a number, or the extents as separate arguments (x:reshape(2, 3), as NumPy's); one " ..
+  "extent may be -1, inferred from the others.",
+  [[print(hl.reshape(hl.arange(6), {2, 3}), hl.arange(6):reshape(-1, 2))]])
 E("flatten", "hl.flatten(x) -> array   (also x:flatten())",
   "x as a 1-D array of its x.size elements, in row-major order.",
   [[print(hl.flatten(hl.array({{1, 2}, {3, 4}})))]])

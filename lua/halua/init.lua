@@ -309,9 +309,17 @@ function hl.transpose(x, perm)
   return core.transpose(x, p)
 end
 
-function hl.reshape(x, shape)
+-- reshape(x, {3, 4}) or reshape(x, 3, 4) (NumPy's a.reshape(3, 4))
+function hl.reshape(x, shape, ...)
   x = as_array(x, "reshape")
-  if type(shape) == "number" then shape = {shape} end
+  if select("#", ...) > 0 then
+    if type(shape) ~= "number" then
+      fail("reshape: pass the shape as one table {3, 4} or as extents 3, 4, not a %s followed by more", type(shape))
+    end
+    shape = {shape, ...}
+  elseif type(shape) == "number" then
+    shape = {shape}
+  end
   if type(shape) ~= "table" then fail("reshape: shape must be a number or a table, got %s", type(shape)) end
   local s, hole, known = {}, nil, 1
   for i, e in ipairs(shape) do

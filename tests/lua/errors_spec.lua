@@ -30,6 +30,12 @@ describe("errors", function()
     fails("^halua: transpose: permutation must list 2 axes", hl.transpose, a, {1})
     fails("^halua: squeeze: axis 2 has extent 3, not 1", hl.squeeze, a, 2)
   end)
+  it("reshape's shape: one table or the extents, not both", function()
+    fails("^halua: reshape: pass the shape as one table {3, 4} or as extents 3, 4, not a table followed by more",
+          hl.reshape, hl.arange(12), {3, 4}, 2)
+    fails("^halua: reshape: cannot reshape %[12%] %(12 elements%) to %[5,2%]", hl.reshape, hl.arange(12), 5, 2)
+  end)
+
   it("reshape sizes and holes", function()
     fails("^halua: reshape: cannot reshape %[2,3%] %(6 elements%) to %[4,2%]", hl.reshape, a, {4, 2})
     fails("^halua: reshape: only one %-1 is allowed in shape %[%-1,%-1%]", hl.reshape, a, {-1, -1})
