@@ -630,12 +630,13 @@ E("nn.init.normal", "hl.nn.init.normal(key, shape [, stddev] [, dtype]) -> array
   [[print(hl.nn.init.normal(hl.random.key(0), {2, 2}, 0.1))]])
 
 G "Optimizers (hl.optim)"
-E("optim.sgd", "hl.optim.sgd(lr [, momentum]) -> opt   (opt.init, opt.update)",
+E("optim.sgd", "hl.optim.sgd(lr [, momentum] [, opts]) -> opt   (opt.init, opt.update)",
   "Stochastic gradient descent over pytrees of parameters: state = opt.init(params); then " ..
   "params, state = opt.update(grads, state, params) takes one step, p - lr * v with " ..
-  "v = momentum * v + g (PyTorch's form; plain p - lr * g without momentum). lr is a positive " ..
-  "number or a schedule (a function of the step count, e.g. hl.optim.cosine_decay). Pure, so a " ..
-  "whole training step can run inside hl.jit.",
+  "v = momentum * v + g (PyTorch's form; plain p - lr * g without momentum). opts.nesterov = true " ..
+  "steps by g + momentum * v; opts.weight_decay adds weight_decay * p to each gradient (PyTorch's " ..
+  "SGD). lr is a positive number or a schedule (a function of the step count, e.g. " ..
+  "hl.optim.cosine_decay). Pure, so a whole training step can run inside hl.jit.",
   [[local opt = hl.optim.sgd(0.1, 0.9)
 local params = {w = hl.ones(2)}
 local state = opt.init(params)
@@ -651,6 +652,51 @@ local params = {w = hl.ones(2)}
 local state = opt.init(params)
 params, state = opt.update({w = hl.ones(2)}, state, params)
 print(params.w)]])
+E("optim.adamw", "hl.optim.adamw(lr [, opts]) -> opt   (opt.init, opt.update)",
+  "Adam with decoupled weight decay (Loshchilov and Hutter; optax.adamw, torch.optim.AdamW): " ..
+  "p - lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * p). opts.b1, opts.b2, opts.eps as adam, " ..
+  "opts.weight_decay (1e-4).",
+  [[local opt = hl.optim.adamw(1e-3, {weight_decay = 0.01})
+local params = {w = hl.ones(2)}
+local state = opt.init(params)
+params, state = opt.update({w = hl.ones(2)}, state, params)
+print(params.w)]])
+E("optim.rmsprop", "hl.optim.rmsprop(lr [, opts]) -> opt   (opt.init, opt.update)",
+  "RMSprop as PyTorch defines it: v = decay * v + (1 - decay) * g^2, p - lr * g / (sqrt(v) + eps); " ..
+  "opts.decay (0.9), opts.eps (1e-8), opts.momentum (0: with it, the steps g / (sqrt(v) + eps) " ..
+  "accumulate in a velocity).",
+  [[local opt = hl.optim.rmsprop(0.01)
+local params = {w = hl.ones(2)}
+params = opt.update({w = hl.ones(2)}, opt.init(params), params)
+print(params.w)]])
+E("optim.adagrad", "hl.optim.adagrad(lr [, opts]) -> opt   (opt.init, opt.update)",
+  "Adagrad as PyTorch defines it: s = s + g^2, p - lr * g / (sqrt(s) + eps); opts.eps (1e-10), " ..
+  "opts.initial (the accumulator's starting value, 0).",
+  [[local opt = hl.optim.adagrad(0.1)
+local params = {w = hl.ones(2)}
+params = opt.update({w = hl.ones(2)}, opt.init(params), params)
+print(params.w)]])
+E("optim.clip_by_global_norm", "hl.optim.clip_by_global_norm(grads, max_norm) -> grads, norm",
+  "Every leaf of the pytree grads scaled by min(1, max_norm / norm), where norm is the 2-norm of " ..
+  "all the leaves together (optax.clip_by_global_norm); also returns norm. Apply it to the " ..
+  "gradients before opt.update.",
+  [[local g, norm = hl.optim.clip_by_global_norm({a = hl.array({3.0}), b = hl.array({4.0})}, 1)
+print(g.a, g.b, norm)]])
+E("optim.warmup_cosine_decay", "hl.optim.warmup_cosine_decay(peak, warmup, steps [, final]) -> schedule",
+  "A schedule rising linearly from 0 to peak over the first warmup steps, then down to final " ..
+  "(default 0) along half a cosine by step steps, then constant (optax.warmup_cosine_decay_schedule).",
+  [[local s = hl.optim.warmup_cosine_decay(1e-3, 100, 1000)
+print(s(hl.array(50, "int32")), s(hl.array(100, "int32")), s(hl.array(1000, "int32")))]])
+E("optim.exponential_decay", "hl.optim.exponential_decay(lr, rate, every [, staircase]) -> schedule",
+  "lr * rate ^ ((step - 1) / every): the rate multiplies the step size once every `every` steps " ..
+  "(with staircase = true in whole jumps, else smoothly).",
+  [[local s = hl.optim.exponential_decay(0.1, 0.5, 10, true)
+print(s(hl.array(1, "int32")), s(hl.array(11, "int32")))]])
+E("optim.piecewise_constant", "hl.optim.piecewise_constant(boundaries, values) -> schedule",
+  "values[1] up to step boundaries[1], values[2] up to boundaries[2], ..., the last value after " ..
+  "the last boundary (n boundaries, n + 1 values).",
+  [[local s = hl.optim.piecewise_constant({100, 200}, {0.1, 0.01, 0.001})
+print(s(hl.array(150, "int32")))]])
 E("optim.cosine_decay", "hl.optim.cosine_decay(lr, steps [, final]) -> schedule",
   "A learning-rate schedule for sgd and adam: lr at step 1 down to final (default 0) at step " ..
   "steps along half a cosine, then constant. The schedule is a function of the step count (an " ..

@@ -53,14 +53,18 @@ return function(hl, core, shared)
     end, params)
   end
 
-  -- sgd(lr [, momentum]): p <- p - lr * v with v <- momentum * v + g (PyTorch's form); plain
-  -- gradient descent without momentum
-  function optim.sgd(lr, momentum, ...)
-    if select("#", ...) > 0 then
-      fail("optim.sgd: takes (lr [, momentum]); there is no third argument (no weight decay: add it to the loss)")
-    end
+  -- sgd(lr [, momentum [, opts]]): p <- p - lr * v with v <- momentum * v + g (PyTorch's form);
+  -- plain gradient descent without momentum. opts.nesterov: p <- p - lr * (g + momentum * v);
+  -- opts.weight_decay: g + weight_decay * p in place of g (PyTorch's SGD)
+  function optim.sgd(lr, momentum, opts, ...)
+    if select("#", ...) > 0 then fail("optim.sgd: takes (lr [, momentum [, opts]])") end
     local rate = check_rate("optim.sgd", lr)
+    if type(momentum) == "table" and opts == nil then momentum, opts = nil, momentum end
     if momentum ~= nil then check_coefficient("optim.sgd", "momentum", momentum, 0, 1) end
+    opts = util.options("optim.sgd", opts, {"nesterov", "weight_decay"}, "{nesterov = true}")
+    local nesterov, decay = opts.nesterov == true, opts.weight_decay or 0
+    if type(decay) ~= "number" or decay < 0 then fail("optim.sgd: weight_decay must be a non-negative number, got %s", tostring(decay)) end
+    if nesterov and not (momentum and momentum > 0) then fail("optim.sgd: nesterov needs a momentum above 0") end
     local opt = {}
     function opt.init(params)
       local state = {count = hl.zeros({}, "int32")}
@@ -73,10 +77,13 @@ return function(hl, core, shared)
       end
       local count = state.count + 1
       local step = rate(count)
+      if decay > 0 then grads = map("optim.sgd.update", function(g, p) return g + p * decay end, grads, params) end
       if momentum and momentum > 0 then
         if state.velocity == nil then fail("optim.sgd.update: state has no velocity: pass the state opt.init returned") end
         local velocity = map("optim.sgd.update", function(v, g) return v * momentum + g end, state.velocity, grads)
-        return map("optim.sgd.update", function(p, v) return p - v * in_dtype(step, p.dtype) end, params, velocity),
+        local direction = nesterov and map("optim.sgd.update", function(g, v) return g + v * momentum end, grads, velocity)
+                          or velocity
+        return map("optim.sgd.update", function(p, v) return p - v * in_dtype(step, p.dtype) end, params, direction),
                {count = count, velocity = velocity}
       end
       return map("optim.sgd.update", function(p, g) return p - g * in_dtype(step, p.dtype) end, params, grads), {count = count}
@@ -120,6 +127,163 @@ return function(hl, core, shared)
     return opt
   end
 
+  -- adamw(lr [, opts]): Adam with decoupled weight decay (Loshchilov and Hutter; optax.adamw,
+  -- torch.optim.AdamW): p <- p - lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * p), opts.b1,
+  -- b2, eps as adam, opts.weight_decay (1e-4, optax's default)
+  function optim.adamw(lr, opts)
+    opts = util.options("optim.adamw", opts, {"b1", "b2", "eps", "weight_decay"})
+    local decay = opts.weight_decay or 1e-4
+    if type(decay) ~= "number" or decay < 0 then fail("optim.adamw: weight_decay must be a non-negative number, got %s", tostring(decay)) end
+    local rate = check_rate("optim.adamw", lr)
+    local inner = optim.adam(function() return 1 end, {b1 = opts.b1, b2 = opts.b2, eps = opts.eps})
+    local opt = {init = inner.init}
+    function opt.update(grads, state, params)
+      -- adam's direction at rate 1, then the decayed step at this step's rate
+      local moved, new_state = inner.update(grads, state, params)
+      local step = rate(new_state.count)
+      return map("optim.adamw.update", function(p, q)
+        local s = in_dtype(step, p.dtype)
+        return p - ((p - q) + p * decay) * s
+      end, params, moved), new_state
+    end
+    return opt
+  end
+
+  -- rmsprop(lr [, opts]): v <- decay * v + (1 - decay) * g^2, p <- p - lr * g / (sqrt(v) + eps)
+  -- (PyTorch's RMSprop); opts.decay (0.9), opts.eps (1e-8), opts.momentum (0)
+  function optim.rmsprop(lr, opts)
+    local rate = check_rate("optim.rmsprop", lr)
+    opts = util.options("optim.rmsprop", opts, {"decay", "eps", "momentum"})
+    local decay, eps, momentum = opts.decay or 0.9, opts.eps or 1e-8, opts.momentum or 0
+    check_coefficient("optim.rmsprop", "decay", decay, 0, 1)
+    check_coefficient("optim.rmsprop", "momentum", momentum, 0, 1)
+    if type(eps) ~= "number" or eps < 0 then fail("optim.rmsprop: eps must be a non-negative number, got %s", tostring(eps)) end
+    local opt = {}
+    function opt.init(params)
+      local s = {count = hl.zeros({}, "int32"), nu = zeros_like_tree("optim.rmsprop.init", params)}
+      if momentum > 0 then s.velocity = zeros_like_tree("optim.rmsprop.init", params) end
+      return s
+    end
+    function opt.update(grads, state, params)
+      if type(state) ~= "table" or state.count == nil or state.nu == nil then
+        fail("optim.rmsprop.update: state must be the table opt.init returned ({count, nu})")
+      end
+      local count = state.count + 1
+      local step = rate(count)
+      local nu = map("optim.rmsprop.update", function(v, g) return v * decay + hl.square(g) * (1 - decay) end, state.nu, grads)
+      local dir = map("optim.rmsprop.update", function(g, v) return g / (hl.sqrt(v) + eps) end, grads, nu)
+      local new_state = {count = count, nu = nu}
+      if momentum > 0 then
+        dir = map("optim.rmsprop.update", function(b, d) return b * momentum + d end, state.velocity, dir)
+        new_state.velocity = dir
+      end
+      return map("optim.rmsprop.update", function(p, d) return p - d * in_dtype(step, p.dtype) end, params, dir), new_state
+    end
+    return opt
+  end
+
+  -- adagrad(lr [, opts]): s <- s + g^2, p <- p - lr * g / (sqrt(s) + eps) (PyTorch's Adagrad);
+  -- opts.eps (1e-10), opts.initial (the accumulator's start, 0)
+  function optim.adagrad(lr, opts)
+    local rate = check_rate("optim.adagrad", lr)
+    opts = util.options("optim.adagrad", opts, {"eps", "initial"})
+    local eps, initial = opts.eps or 1e-10, opts.initial or 0
+    if type(eps) ~= "number" or eps < 0 then fail("optim.adagrad: eps must be a non-negative number, got %s", tostring(eps)) end
+    if type(initial) ~= "number" or initial < 0 then fail("optim.adagrad: initial must be a non-negative number, got %s", tostring(initial)) end
+    local opt = {}
+    function opt.init(params)
+      return {count = hl.zeros({}, "int32"),
+              sum = map("optim.adagrad.init", function(z) return z + initial end, zeros_like_tree("optim.adagrad.init", params))}
+    end
+    function opt.update(grads, state, params)
+      if type(state) ~= "table" or state.count == nil or state.sum == nil then
+        fail("optim.adagrad.update: state must be the table opt.init returned ({count, sum})")
+      end
+      local count = state.count + 1
+      local step = rate(count)
+      local sum = map("optim.adagrad.update", function(s, g) return s + hl.square(g) end, state.sum, grads)
+      return map("optim.adagrad.update", function(p, g, s) return p - g / (hl.sqrt(s) + eps) * in_dtype(step, p.dtype) end,
+                 params, grads, sum), {count = count, sum = sum}
+    end
+    return opt
+  end
+
+  -- clip_by_global_norm(grads, max_norm) -> grads, norm: every leaf scaled by
+  -- min(1, max_norm / norm), norm the 2-norm of all leaves together (optax's clip_by_global_norm)
+  function optim.clip_by_global_norm(grads, max_norm)
+    if type(max_norm) ~= "number" or not (max_norm > 0) then
+      fail("optim.clip_by_global_norm: max_norm must be a positive number, got %s", tostring(max_norm))
+    end
+    local leaves = tree.leaves(grads)
+    if #leaves == 0 then fail("optim.clip_by_global_norm: grads has no arrays") end
+    local total
+    for _, g in ipairs(leaves) do
+      if not core.is_array(g) then fail("optim.clip_by_global_norm: gradients must be arrays, got a %s", type(g)) end
+      local s = hl.sum(hl.square(g:astype("float32")))
+      total = total and total + s or s
+    end
+    local norm = hl.sqrt(total)
+    local scale = hl.minimum(max_norm / hl.maximum(norm, 1e-30), 1)
+    return map("optim.clip_by_global_norm", function(g) return g * scale:astype(g.dtype) end, grads), norm
+  end
+
+  local function check_steps(op, what, v)
+    if type(v) ~= "number" or v < 1 or v ~= math.floor(v) then fail("%s: %s must be a positive integer, got %s", op, what, tostring(v)) end
+  end
+
+  -- warmup_cosine_decay(peak, warmup, steps [, final]): from 0 up to peak linearly over the first
+  -- `warmup` steps, then down to final (default 0) along half a cosine by step `steps`
+  function optim.warmup_cosine_decay(peak, warmup, steps, final)
+    if type(peak) ~= "number" or peak <= 0 then fail("optim.warmup_cosine_decay: peak must be a positive number, got %s", tostring(peak)) end
+    check_steps("optim.warmup_cosine_decay", "warmup", warmup)
+    check_steps("optim.warmup_cosine_decay", "steps", steps)
+    if steps <= warmup then fail("optim.warmup_cosine_decay: steps (%d) must be more than warmup (%d)", steps, warmup) end
+    final = final or 0
+    if type(final) ~= "number" or final < 0 then fail("optim.warmup_cosine_decay: final must be a non-negative number, got %s", tostring(final)) end
+    return function(count)
+      local t = count:astype("float64")
+      local rise = peak * t / warmup
+      local frac = hl.minimum(hl.maximum(t - warmup, 0), steps - warmup) * (1 / (steps - warmup))
+      local fall = final + (peak - final) * 0.5 * (1 + hl.cos(frac * math.pi))
+      return hl.where(hl.le(t, warmup), rise, fall)
+    end
+  end
+
+  -- exponential_decay(lr, rate, every [, staircase]): lr * rate^((step - 1) / every); with
+  -- staircase, the exponent is an integer
+  function optim.exponential_decay(lr, rate, every, staircase)
+    if type(lr) ~= "number" or lr <= 0 then fail("optim.exponential_decay: lr must be a positive number, got %s", tostring(lr)) end
+    if type(rate) ~= "number" or not (rate > 0) then fail("optim.exponential_decay: rate must be a positive number, got %s", tostring(rate)) end
+    check_steps("optim.exponential_decay", "every", every)
+    local log_rate = math.log(rate)
+    return function(count)
+      local e = (count:astype("float64") - 1) * (1 / every)
+      if staircase then e = hl.floor(e) end
+      return lr * hl.exp(e * log_rate)
+    end
+  end
+
+  -- piecewise_constant(boundaries, values): values[1] up to step boundaries[1], values[2] up to
+  -- boundaries[2], ..., values[#boundaries + 1] after
+  function optim.piecewise_constant(boundaries, values)
+    if type(boundaries) ~= "table" or type(values) ~= "table" or #values ~= #boundaries + 1 then
+      fail("optim.piecewise_constant: needs n boundaries and n + 1 values, got %s and %s",
+           type(boundaries) == "table" and #boundaries or type(boundaries), type(values) == "table" and #values or type(values))
+    end
+    for i, b in ipairs(boundaries) do
+      check_steps("optim.piecewise_constant", "boundary " .. i, b)
+      if i > 1 and b <= boundaries[i - 1] then fail("optim.piecewise_constant: boundaries must increase (%d after %d)", b, boundaries[i - 1]) end
+    end
+    for i, v in ipairs(values) do
+      if type(v) ~= "number" or v <= 0 then fail("optim.piecewise_constant: value %d must be a positive number, got %s", i, tostring(v)) end
+    end
+    return function(count)
+      local r = hl.full({}, values[#values], "float64")
+      for i = #boundaries, 1, -1 do r = hl.where(hl.le(count, boundaries[i]), values[i], r) end
+      return r
+    end
+  end
+
   -- cosine_decay(lr, steps [, final]): a schedule from lr at step 1 down to final (default 0) at
   -- step `steps` along half a cosine, then constant
   function optim.cosine_decay(lr, steps, final)
@@ -138,5 +302,9 @@ return function(hl, core, shared)
   optim.sgd = shared.named("optim.sgd", optim.sgd)
   optim.cosine_decay = shared.named("optim.cosine_decay", optim.cosine_decay)
   optim.adam = shared.named("optim.adam", optim.adam)
+  for _, k in ipairs({"adamw", "rmsprop", "adagrad", "clip_by_global_norm", "warmup_cosine_decay", "exponential_decay",
+                      "piecewise_constant"}) do
+    optim[k] = shared.named("optim." .. k, optim[k])
+  end
   return optim
 end

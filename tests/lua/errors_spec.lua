@@ -83,7 +83,9 @@ describe("errors", function()
     local opt = hl.optim.sgd(0.1)
     fails("^halua: optim%.sgd%.update: cannot broadcast shapes %[3%] and %[2%]",
           opt.update, {w = hl.ones(2)}, opt.init({w = hl.ones(3)}), {w = hl.ones(3)})
-    fails("^halua: optim%.sgd: takes %(lr %[, momentum%]%)", hl.optim.sgd, 0.1, 0, {weight_decay = 0.1})
+    fails("^halua: optim%.sgd: unknown option 'dampening' %(the options are nesterov, weight_decay%)", hl.optim.sgd, 0.1, 0,
+          {dampening = 0.1})
+    fails("^halua: optim%.sgd: takes %(lr %[, momentum %[, opts%]%]%)", hl.optim.sgd, 0.1, 0, {}, 1)
     fails("^halua: optim%.adam: unknown option 'beta1' %(the options are b1, b2, eps%)", hl.optim.adam, 0.1, {beta1 = 0.9})
     fails("^halua: nn%.init%.glorot: dtype must be float32", hl.nn.init.glorot, hl.random.key(0), {2, 2}, "int32")
     fails("^halua: ==: Lua compares arrays by identity, not by value; use hl%.eq%(a, b%)",

@@ -53,7 +53,49 @@ suite("optim against closed forms", function(case)
          adam:format(cosine(lr, 3)), {p0, G}, {rtol = 1e-7, atol = 1e-9})   -- the schedule is float32
     case("sgd with cosine_decay" .. tag, function() return go(hl.optim.sgd(hl.optim.cosine_decay(lr, T)), {w = p0}, gs).w end,
          string.format("a - (%s[:, None, None] * b).sum(0)", cosine(lr, T)), {p0, G}, {rtol = 1e-7, atol = 1e-9})
+    -- the recurrences step by step in NumPy (assignment expressions inside one expression)
+    case("sgd with nesterov momentum and weight decay" .. tag, function()
+      return go(hl.optim.sgd(lr, 0.9, {nesterov = true, weight_decay = 0.01}), {w = p0}, gs).w
+    end, "[(p := a.copy()), (v := np.zeros_like(a))] and [(g2 := g + 0.01 * p, v := 0.9 * v + g2, " ..
+         "p := p - 0.1 * (g2 + 0.9 * v)) for g in b][-1][2]", {p0, G}, F64)
+    case("adamw" .. tag, function() return go(hl.optim.adamw(lr, {weight_decay = 0.05}), {w = p0}, gs).w end,
+         "[(p := a.copy()), (m := np.zeros_like(a)), (v := np.zeros_like(a)), (t := 0)] and " ..
+         "[(t := t + 1, m := 0.9 * m + 0.1 * g, v := 0.999 * v + 0.001 * g * g, " ..
+         "p := p - 0.1 * ((m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8) + 0.05 * p)) for g in b][-1][3]",
+         {p0, G}, {rtol = 1e-10, atol = 1e-12})
+    case("rmsprop" .. tag, function() return go(hl.optim.rmsprop(lr), {w = p0}, gs).w end,
+         "[(p := a.copy()), (v := np.zeros_like(a))] and [(v := 0.9 * v + 0.1 * g * g, " ..
+         "p := p - 0.1 * g / (np.sqrt(v) + 1e-8)) for g in b][-1][1]", {p0, G}, F64)
+    case("rmsprop with momentum" .. tag, function() return go(hl.optim.rmsprop(lr, {momentum = 0.5, decay = 0.8}), {w = p0}, gs).w end,
+         "[(p := a.copy()), (v := np.zeros_like(a)), (u := np.zeros_like(a))] and [(v := 0.8 * v + 0.2 * g * g, " ..
+         "u := 0.5 * u + g / (np.sqrt(v) + 1e-8), p := p - 0.1 * u) for g in b][-1][2]", {p0, G}, F64)
+    case("adagrad" .. tag, function() return go(hl.optim.adagrad(lr, {initial = 0.1}), {w = p0}, gs).w end,
+         "[(p := a.copy()), (s := np.full_like(a, 0.1))] and [(s := s + g * g, " ..
+         "p := p - 0.1 * g / (np.sqrt(s) + 1e-10)) for g in b][-1][1]", {p0, G}, F64)
   end
+  local g2 = {a = np.rand({3}, -2, 2, "float32"), b = np.rand({2, 2}, -2, 2, "float32")}
+  for _, max_norm in ipairs({0.5, 100}) do
+    case("clip_by_global_norm to " .. max_norm, function()
+      local c = hl.optim.clip_by_global_norm({a = g2.a, b = g2.b}, max_norm)
+      return hl.concatenate({c.a, c.b:reshape(-1)}, 1)
+    end, string.format("np.concatenate([a, b.ravel()]) * min(1.0, %g / np.sqrt((a.astype(np.float64) ** 2).sum() + " ..
+                       "(b.astype(np.float64) ** 2).sum()))", max_norm), {g2.a, g2.b}, {rtol = 1e-6, atol = 1e-7})
+  end
+  local steps = hl.arange(1, 13):astype("int32")
+  local function sched(f) return function() return hl.stack((function()
+    local r = {}
+    for i = 1, 12 do r[i] = f(steps[i]) end
+    return r
+  end)(), 1) end end
+  case("warmup_cosine_decay", sched(hl.optim.warmup_cosine_decay(0.5, 3, 10, 0.05)),
+       "np.where(np.arange(1, 13) <= 3, 0.5 * np.arange(1, 13) / 3, 0.05 + 0.45 * 0.5 * (1 + np.cos(np.pi * " ..
+       "np.clip(np.arange(1, 13) - 3, 0, 7) / 7)))", {}, F64)
+  case("exponential_decay", sched(hl.optim.exponential_decay(0.5, 0.1, 4)), "0.5 * 0.1 ** ((np.arange(1, 13) - 1) / 4)", {},
+       {rtol = 1e-12, atol = 1e-15})
+  case("exponential_decay, staircase", sched(hl.optim.exponential_decay(0.5, 0.1, 4, true)),
+       "0.5 * 0.1 ** np.floor((np.arange(1, 13) - 1) / 4)", {}, {rtol = 1e-12, atol = 1e-15})
+  case("piecewise_constant", sched(hl.optim.piecewise_constant({3, 7}, {1, 0.5, 0.25})),
+       "np.select([np.arange(1, 13) <= 3, np.arange(1, 13) <= 7], [1.0, 0.5], 0.25)", {}, F64)
 end)
 
 describe("optim over pytrees", function()
