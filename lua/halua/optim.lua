@@ -91,62 +91,61 @@ return function(hl, core, shared)
     return opt
   end
 
-  -- adam(lr [, opts]): Kingma & Ba 2015 with bias correction; opts.b1 (0.9), opts.b2 (0.999),
-  -- opts.eps (1e-8)
-  function optim.adam(lr, opts)
-    local rate = check_rate("optim.adam", lr)
-    opts = util.options("optim.adam", opts, {"b1", "b2", "eps"})
+  -- state must be what opt.init returned: a table with these keys
+  local function check_state(op, state, keys)
+    local ok = type(state) == "table"
+    for _, k in ipairs(keys) do ok = ok and state[k] ~= nil end
+    if not ok then fail("%s: state must be the table opt.init returned ({%s})", op, table.concat(keys, ", ")) end
+  end
+
+  -- Adam (Kingma & Ba 2015, with bias correction) and, given weight_decay, AdamW (Loshchilov and
+  -- Hutter: the decay decoupled from the gradient's moments, as optax.adamw and
+  -- torch.optim.AdamW): p <- p - lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * p)
+  local function adam_family(op, lr, opts, names, weight_decay)
+    local rate = check_rate(op, lr)
+    opts = util.options(op, opts, names)
     local b1, b2, eps = opts.b1 or 0.9, opts.b2 or 0.999, opts.eps or 1e-8
-    check_coefficient("optim.adam", "b1", b1, 0, 1)
-    check_coefficient("optim.adam", "b2", b2, 0, 1)
-    if type(eps) ~= "number" or eps < 0 then fail("optim.adam: eps must be a non-negative number, got %s", tostring(eps)) end
+    check_coefficient(op, "b1", b1, 0, 1)
+    check_coefficient(op, "b2", b2, 0, 1)
+    if type(eps) ~= "number" or eps < 0 then fail("%s: eps must be a non-negative number, got %s", op, tostring(eps)) end
+    local decay = weight_decay and (opts.weight_decay or weight_decay)
+    if decay and (type(decay) ~= "number" or decay < 0) then
+      fail("%s: weight_decay must be a non-negative number, got %s", op, tostring(decay))
+    end
     local log_b1, log_b2 = math.log(b1), math.log(b2)
+    local up = op .. ".update"
     local opt = {}
     function opt.init(params)
-      return {count = hl.zeros({}, "int32"), mu = zeros_like_tree("optim.adam.init", params),
-              nu = zeros_like_tree("optim.adam.init", params)}
+      return {count = hl.zeros({}, "int32"), mu = zeros_like_tree(op .. ".init", params), nu = zeros_like_tree(op .. ".init", params)}
     end
     function opt.update(grads, state, params)
-      if type(state) ~= "table" or state.count == nil or state.mu == nil or state.nu == nil then
-        fail("optim.adam.update: state must be the table opt.init returned ({count, mu, nu})")
-      end
+      check_state(up, state, {"count", "mu", "nu"})
       local count = state.count + 1
       local t = count:astype("float64")
       -- 1 - b^t as exp(t log b): t is an array (traced under jit), b a Lua number; scalars in
       -- float64, cast to each leaf's dtype so float32 leaves stay float32 arithmetic
       local correct1, correct2 = 1 - hl.exp(t * log_b1), 1 - hl.exp(t * log_b2)
-      local mu = map("optim.adam.update", function(m, g) return m * b1 + g * (1 - b1) end, state.mu, grads)
-      local nu = map("optim.adam.update", function(v, g) return v * b2 + hl.square(g) * (1 - b2) end, state.nu, grads)
+      local mu = map(up, function(m, g) return m * b1 + g * (1 - b1) end, state.mu, grads)
+      local nu = map(up, function(v, g) return v * b2 + hl.square(g) * (1 - b2) end, state.nu, grads)
       local step = rate(count)
-      local new = map("optim.adam.update", function(p, m, v)
+      local new = map(up, function(p, m, v)
         local d = p.dtype
-        return p - ((m / correct1:astype(d)) * in_dtype(step, d) / (hl.sqrt(v / correct2:astype(d)) + eps)):astype(d)
+        local s = in_dtype(step, d)
+        local dir = (m / correct1:astype(d)) * s / (hl.sqrt(v / correct2:astype(d)) + eps)
+        if decay then dir = dir + p * decay * s end
+        return p - dir:astype(d)
       end, params, mu, nu)
       return new, {count = count, mu = mu, nu = nu}
     end
     return opt
   end
 
-  -- adamw(lr [, opts]): Adam with decoupled weight decay (Loshchilov and Hutter; optax.adamw,
-  -- torch.optim.AdamW): p <- p - lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * p), opts.b1,
-  -- b2, eps as adam, opts.weight_decay (1e-4, optax's default)
+  -- adam(lr [, opts]): opts.b1 (0.9), opts.b2 (0.999), opts.eps (1e-8)
+  function optim.adam(lr, opts) return adam_family("optim.adam", lr, opts, {"b1", "b2", "eps"}) end
+
+  -- adamw(lr [, opts]): adam's options and opts.weight_decay (1e-4, optax's default)
   function optim.adamw(lr, opts)
-    opts = util.options("optim.adamw", opts, {"b1", "b2", "eps", "weight_decay"})
-    local decay = opts.weight_decay or 1e-4
-    if type(decay) ~= "number" or decay < 0 then fail("optim.adamw: weight_decay must be a non-negative number, got %s", tostring(decay)) end
-    local rate = check_rate("optim.adamw", lr)
-    local inner = optim.adam(function() return 1 end, {b1 = opts.b1, b2 = opts.b2, eps = opts.eps})
-    local opt = {init = inner.init}
-    function opt.update(grads, state, params)
-      -- adam's direction at rate 1, then the decayed step at this step's rate
-      local moved, new_state = inner.update(grads, state, params)
-      local step = rate(new_state.count)
-      return map("optim.adamw.update", function(p, q)
-        local s = in_dtype(step, p.dtype)
-        return p - ((p - q) + p * decay) * s
-      end, params, moved), new_state
-    end
-    return opt
+    return adam_family("optim.adamw", lr, opts, {"b1", "b2", "eps", "weight_decay"}, 1e-4)
   end
 
   -- rmsprop(lr [, opts]): v <- decay * v + (1 - decay) * g^2, p <- p - lr * g / (sqrt(v) + eps)
@@ -165,9 +164,7 @@ return function(hl, core, shared)
       return s
     end
     function opt.update(grads, state, params)
-      if type(state) ~= "table" or state.count == nil or state.nu == nil then
-        fail("optim.rmsprop.update: state must be the table opt.init returned ({count, nu})")
-      end
+      check_state("optim.rmsprop.update", state, {"count", "nu"})
       local count = state.count + 1
       local step = rate(count)
       local nu = map("optim.rmsprop.update", function(v, g) return v * decay + hl.square(g) * (1 - decay) end, state.nu, grads)
@@ -196,9 +193,7 @@ return function(hl, core, shared)
               sum = map("optim.adagrad.init", function(z) return z + initial end, zeros_like_tree("optim.adagrad.init", params))}
     end
     function opt.update(grads, state, params)
-      if type(state) ~= "table" or state.count == nil or state.sum == nil then
-        fail("optim.adagrad.update: state must be the table opt.init returned ({count, sum})")
-      end
+      check_state("optim.adagrad.update", state, {"count", "sum"})
       local count = state.count + 1
       local step = rate(count)
       local sum = map("optim.adagrad.update", function(s, g) return s + hl.square(g) end, state.sum, grads)
