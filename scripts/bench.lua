@@ -339,17 +339,8 @@ end
 local paper = table.concat(lines, "\n") .. "\n\n" .. paper_note .. "."
 print("\n" .. paper)
 if write then
-  local P1, P2 = "<!-- paper table: written by scripts/bench -->", "<!-- end of paper table -->"
-  local path = root .. "/docs/benchmarks.md"
-  local f = assert(io.open(path))
-  local old = f:read("*a")
-  f:close()
-  local block = P1 .. "\n" .. paper .. "\n" .. P2
-  local a, b = old:find(P1, 1, true), select(2, old:find(P2, 1, true))
-  local new = a and b and (old:sub(1, a - 1) .. block .. old:sub(b + 1)) or (old .. "\n## Interpreted and compiled\n\n" .. block .. "\n")
-  f = assert(io.open(path, "w"))
-  f:write(new)
-  f:close()
+  common.write_block(root .. "/docs/benchmarks.md", "<!-- paper table: written by scripts/bench -->",
+                     "<!-- end of paper table -->", paper, "Interpreted and compiled")
 end
 
 -- hl.dist over Open MPI: the train step on 1 and 2 ranks, the allreduce's bandwidth

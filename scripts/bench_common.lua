@@ -24,6 +24,20 @@ function M.best_of(f, reps, inner)
   return best
 end
 
+-- Writes `first .. "\n" .. body .. "\n" .. last` into the file at `path` in place of the block
+-- between those two marker lines, or, where there is none yet, at the end under "## heading".
+function M.write_block(path, first, last, body, heading)
+  local f = assert(io.open(path))
+  local old = f:read("*a")
+  f:close()
+  local block = first .. "\n" .. body .. "\n" .. last
+  local a, b = old:find(first, 1, true), select(2, old:find(last, 1, true))
+  local new = a and b and (old:sub(1, a - 1) .. block .. old:sub(b + 1)) or (old .. "\n## " .. heading .. "\n\n" .. block .. "\n")
+  f = assert(io.open(path, "w"))
+  f:write(new)
+  f:close()
+end
+
 -- float32 values uniform in [-scale/2, scale/2) from Lua's generator (seeded by the caller)
 function M.uniform(shape, scale)
   local n, t = 1, {}

@@ -47,19 +47,9 @@ function M.run(root, write)
                "an allreduce over an MPI-3 shared window, tried, was no faster in the step)."
   print("\n" .. text)
   if write then
-    local B1, B2 = "<!-- dist table: written by scripts/bench -->", "<!-- end of dist table -->"
-    local path = root .. "/docs/benchmarks.md"
-    local fh = assert(io.open(path))
-    local old = fh:read("*a")
-    fh:close()
-    local block = B1 .. "\nWritten by `scripts/bench --write` (or `--dist --write`) on " .. os.date("!%Y-%m-%d") .. ".\n\n" ..
-                  text .. "\n" .. B2
-    local a, b = old:find(B1, 1, true), select(2, old:find(B2, 1, true))
-    local new = a and b and (old:sub(1, a - 1) .. block .. old:sub(b + 1)) or
-                (old .. "\n## Many processes (hl.dist over Open MPI)\n\n" .. block .. "\n")
-    fh = assert(io.open(path, "w"))
-    fh:write(new)
-    fh:close()
+    require("bench_common").write_block(root .. "/docs/benchmarks.md", "<!-- dist table: written by scripts/bench -->",
+      "<!-- end of dist table -->", "Written by `scripts/bench --write` (or `--dist --write`) on " .. os.date("!%Y-%m-%d") ..
+      ".\n\n" .. text, "Many processes (hl.dist over Open MPI)")
     print("wrote docs/benchmarks.md (hl.dist table)")
   end
   return {one = one, two = two}

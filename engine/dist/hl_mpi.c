@@ -32,6 +32,11 @@ static const char *mpi_error_text(int code) {
   return error_buf;
 }
 
+/* the bytes of the dtypes a transport sees (no float16/bfloat16: the engine widens them) */
+static size_t elem_size(hl_dtype t) {
+  return t == HL_FLOAT64 || t == HL_INT64 ? 8 : t == HL_FLOAT32 || t == HL_INT32 ? 4 : 1;
+}
+
 static MPI_Datatype mpi_type(hl_dtype t) {
   switch (t) {
   case HL_FLOAT32: return MPI_FLOAT;
@@ -49,7 +54,7 @@ static MPI_Op mpi_op(hl_dist_reduction op) { return op == HL_DIST_MAX ? MPI_MAX 
 #define PIECE ((int64_t)1 << 28)
 
 static int mpi_allreduce(const void *send, void *recv, int64_t count, hl_dtype dtype, hl_dist_reduction op) {
-  size_t es = dtype == HL_FLOAT64 || dtype == HL_INT64 ? 8 : dtype == HL_FLOAT32 || dtype == HL_INT32 ? 4 : 1;
+  size_t es = elem_size(dtype);
   for (int64_t done = 0; done < count || (count == 0 && done == 0); done += PIECE) {
     int n = (int)(count - done < PIECE ? count - done : PIECE);
     int rc = MPI_Allreduce((const char *)send + (size_t)done * es, (char *)recv + (size_t)done * es, n, mpi_type(dtype),
@@ -88,9 +93,6 @@ static int mpi_sendrecv(const void *send, int dest, void *recv, int src, int64_t
 
 /* ---- one rank, no MPI: every collective is a copy ---- */
 
-static size_t elem_size(hl_dtype t) {
-  return t == HL_FLOAT64 || t == HL_INT64 ? 8 : t == HL_FLOAT32 || t == HL_INT32 ? 4 : 1;
-}
 static int one_reduce(const void *send, void *recv, int64_t count, hl_dtype dtype, hl_dist_reduction op) {
   (void)op;
   memmove(recv, send, (size_t)count * elem_size(dtype));

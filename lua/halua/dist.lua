@@ -165,13 +165,6 @@ return function(hl, core, shared)
     end, batch)
   end
 
-  local function check_opts(op, opts, allowed)
-    local names = {}
-    for n in pairs(allowed) do names[#names + 1] = n end
-    table.sort(names)
-    return util.options(op, opts, names)
-  end
-
   -- The leaves of `t` through one collective per bucket: the small leaves of one dtype flattened
   -- and concatenated up to bucket_mb megabytes (one call for all of a model's biases and small
   -- layers, not one per parameter), then split back; a leaf of ALONE bytes or more goes through
@@ -222,7 +215,7 @@ return function(hl, core, shared)
   -- over the ranks, in buckets
   function dist.allreduce_grads(grads, opts)
     start()
-    opts = check_opts("dist.allreduce_grads", opts, {mean = true, bucket_mb = true})
+    opts = util.options("dist.allreduce_grads", opts, {"bucket_mb", "mean"})
     local mean = opts.mean ~= false
     local mb = opts.bucket_mb or 16
     if type(mb) ~= "number" or mb <= 0 then fail("dist.allreduce_grads: bucket_mb must be a positive number, got %s", tostring(mb)) end
@@ -242,7 +235,7 @@ return function(hl, core, shared)
   -- parameters to start from)
   function dist.sync(params, opts)
     start()
-    opts = check_opts("dist.sync", opts, {root = true, bucket_mb = true})
+    opts = util.options("dist.sync", opts, {"bucket_mb", "root"})
     local root = rank_of(opts.root or 1, "dist.sync", "root")
     return bucketed("dist.sync", params, opts.bucket_mb or 16, function(flat)
       return core.dist("dist.broadcast", flat, root, 0, size)
@@ -258,7 +251,7 @@ return function(hl, core, shared)
     if type(argnums) == "table" and opts == nil and argnums[1] == nil and next(argnums) ~= nil then
       argnums, opts = nil, argnums
     end
-    opts = check_opts("dist.value_and_grad", opts, {mean = true, bucket_mb = true, has_aux = true})
+    opts = util.options("dist.value_and_grad", opts, {"bucket_mb", "has_aux", "mean"})
     local vg = hl.value_and_grad(f, argnums, opts.has_aux and {has_aux = true} or nil)
     local reduce_opts = {mean = opts.mean, bucket_mb = opts.bucket_mb}
     return function(...)
