@@ -2,6 +2,7 @@
 --   load(): the 8x8 digits set (samples/data/digits.csv.gz) as X (n x 64, float32, scaled to
 --     [0,1]) and y (n labels 0..9, a Lua table), for a fixed random 80% (train) and the other 20%
 --     (test);
+--   mlp(seed, hidden): the MLP's parameters and logits function;
 --   classes(y): labels as 1-based int32 class indices (cross_entropy's and argmax's convention);
 --   options(script, defaults, usage): the command line's --name value pairs over the defaults;
 --   train(script, opts, params, logits, data): minibatch Adam with progress lines, the test
@@ -53,6 +54,21 @@ function M.load(path)
   local xtr, ytr = part(1, ntrain)
   local xte, yte = part(ntrain + 1, #rows)
   return xtr, ytr, xte, yte
+end
+
+-- The samples' two-layer perceptron 64-hidden-10: its parameters (Glorot weights from `seed`,
+-- zero biases) and its logits(p, x)
+function M.mlp(seed, hidden)
+  local keys = hl.random.split(hl.random.key(seed), 2)
+  local params = {
+    w1 = hl.nn.init.glorot(keys[1], {64, hidden}), b1 = hl.zeros(hidden),
+    w2 = hl.nn.init.glorot(keys[2], {hidden, 10}), b2 = hl.zeros(10),
+  }
+  local function logits(p, x)
+    local h = hl.nn.relu(hl.matmul(x, p.w1) + p.b1)
+    return hl.matmul(h, p.w2) + p.b2
+  end
+  return params, logits
 end
 
 function M.classes(labels)

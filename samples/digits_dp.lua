@@ -34,17 +34,9 @@ dist.print(string.format("digits_dp: %d ranks; %d training and %d test images; M
                          "global batch %d (%d per rank)", size, ntrain, xte.shape[1], opts.hidden, opts.lr, opts.batch,
                          opts.batch / size))
 
-local keys = hl.random.split(hl.random.key(opts.seed), 2)
 -- every rank draws the same initial values; sync makes sure of it (rank 1's, broadcast)
-local params = dist.sync({
-  w1 = hl.nn.init.glorot(keys[1], {64, opts.hidden}), b1 = hl.zeros(opts.hidden),
-  w2 = hl.nn.init.glorot(keys[2], {opts.hidden, 10}), b2 = hl.zeros(10),
-})
-
-local function logits(p, x)
-  local h = hl.nn.relu(hl.matmul(x, p.w1) + p.b1)
-  return hl.matmul(h, p.w2) + p.b2
-end
+local params, logits = digits.mlp(opts.seed, opts.hidden)
+params = dist.sync(params)
 local function loss(p, x, c) return hl.nn.cross_entropy(logits(p, x), c) end
 
 local opt = hl.optim.sgd(opts.lr, 0.9)

@@ -19,15 +19,7 @@ local t_start = digits.now()
 local xtr, ytr, xte, yte = digits.load()
 local ctr, cte = digits.classes(ytr), digits.classes(yte)
 local mean, scale = hl.mean(xtr, 1), hl.std(xtr, 1) + 0.5
-local keys = hl.random.split(hl.random.key(opts.seed), 2)
-local params = {
-  w1 = hl.nn.init.glorot(keys[1], {64, opts.hidden}), b1 = hl.zeros(opts.hidden),
-  w2 = hl.nn.init.glorot(keys[2], {opts.hidden, 10}), b2 = hl.zeros(10),
-}
-local function logits(p, x)
-  local h = hl.nn.relu(hl.matmul(x, p.w1) + p.b1)
-  return hl.matmul(h, p.w2) + p.b2
-end
+local params, logits = digits.mlp(opts.seed, opts.hidden)
 print(string.format("digits_export: training the MLP 64-%d-10 for %d epochs", opts.hidden, opts.epochs))
 local trained = digits.train("digits_export", opts, params, logits,
                              {xtr = (xtr - mean) / scale, ctr = ctr, xte = (xte - mean) / scale, cte = cte, t_start = t_start})

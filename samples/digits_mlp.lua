@@ -24,18 +24,8 @@ local ntrain = xtr.shape[1]
 print(string.format("digits: %d training and %d test images, %d pixels each; MLP 64-%d-10, Adam lr %g (cosine decay), batch %d",
                     ntrain, xte.shape[1], xtr.shape[2], opts.hidden, opts.lr, opts.batch))
 
--- parameters: a pytree (a Lua table of arrays)
-local keys = hl.random.split(hl.random.key(opts.seed), 2)
-local k1, k2 = keys[1], keys[2]
-local params = {
-  w1 = hl.nn.init.glorot(k1, {64, opts.hidden}), b1 = hl.zeros(opts.hidden),
-  w2 = hl.nn.init.glorot(k2, {opts.hidden, 10}), b2 = hl.zeros(10),
-}
-
-local function logits(p, x)
-  local h = hl.nn.relu(hl.matmul(x, p.w1) + p.b1)
-  return hl.matmul(h, p.w2) + p.b2
-end
+-- parameters: a pytree (a Lua table of arrays); logits(p, x) = relu(x w1 + b1) w2 + b2
+local params, logits = digits.mlp(opts.seed, opts.hidden)
 -- Adam on minibatches, with progress lines, the test accuracy and a checkpoint round trip
 -- (samples/digits.lua): the step, from logits to the updated parameters, is one jitted function
 digits.train("digits_mlp", opts, params, logits, {xtr = xtr, ctr = ctr, xte = xte, cte = cte, t_start = t_start})
