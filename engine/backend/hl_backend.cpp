@@ -297,12 +297,28 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name, con
 extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_array *const *outputs) {
   /* a jitted program has up to 64 arrays in and 64 out (MAX_PROGRAM_ARRAYS in hl_eval.c): room for
      both, or a program of, say, 40 arrays in and 40 out compiles and then fails here */
-  enum { MAXB = 128 };
+  enum { MAXB = 128, ONSTACK = 8 };
   int nb = k->nparams + k->noutputs;
   if (nb > MAXB) return hl_error("%s: too many arguments (%d)", k->name.c_str(), nb);
-  halide_buffer_t bufs[MAXB];
-  halide_dimension_t dims[MAXB][HL_MAX_DIMS];
-  const void *argv[MAXB + 1];
+  /* as many buffer descriptors as this call passes: their constructors zero them, and 128 of
+   * each zeroed 23 kB per call, a quarter of an eager op's time */
+  halide_buffer_t small_bufs[ONSTACK];
+  halide_dimension_t small_dims[ONSTACK][HL_MAX_DIMS];
+  const void *small_argv[ONSTACK + 1];
+  std::vector<halide_buffer_t> big_bufs;
+  std::vector<halide_dimension_t> big_dims;
+  std::vector<const void *> big_argv;
+  halide_buffer_t *bufs = small_bufs;
+  halide_dimension_t *dims = &small_dims[0][0];
+  const void **argv = small_argv;
+  if (nb > ONSTACK) {
+    big_bufs.resize((size_t)nb);
+    big_dims.resize((size_t)nb * HL_MAX_DIMS);
+    big_argv.resize((size_t)nb + 1);
+    bufs = big_bufs.data();
+    dims = big_dims.data();
+    argv = big_argv.data();
+  }
   RunContext ctx;
   hl_device_handlers(ctx.handlers);
   ctx.handlers.custom_error = record_error;
@@ -315,7 +331,7 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
     bool in = j < k->nparams;
     const hl_array *a = in ? inputs[j] : outputs[j - k->nparams];
     int rank = in ? k->param_ranks[j] : k->output_ranks[j - k->nparams];
-    if (to_buffer(a, rank, &bufs[j], dims[j], k->name.c_str())) return -1;
+    if (to_buffer(a, rank, &bufs[j], dims + (size_t)j * HL_MAX_DIMS, k->name.c_str())) return -1;
     argv[j + 1] = &bufs[j];
   }
   const hl_runtime_hooks *hooks = hl_backend_hooks();

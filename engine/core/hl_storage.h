@@ -17,6 +17,7 @@ typedef struct hl_storage {
   void *data;
   size_t nbytes;
   int borrowed;            /* 1: host memory from hl_storage_wrap, never freed or written by us */
+  int small;               /* 1: the data follows this record in one block (hl_storage.c) */
   hl_release_fn release;   /* borrowed memory: called with (release_ctx, release_data) at the last release */
   void *release_ctx;
   void *release_data;      /* the host's pointer, which need not be `data` (negative strides) */

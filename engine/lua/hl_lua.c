@@ -3,6 +3,7 @@
  * hl_lua_loop.c), which share only hl_lua_value.c's helpers with it. Errors are raised as plain
  * Lua strings that begin "halua: " (no position prefix), after every engine resource is released. */
 #include "hl_cache.h"
+#include "hl_eager_memo.h"
 #include "hl_disk.h"
 #include "hl_error.h"
 #include "hl_eval.h"
@@ -14,6 +15,7 @@
 #include "hl_lua.h"
 #include "hl_lua_io.h"
 #include "hl_lua_loop.h"
+#include "hl_lua_call.h"
 #include "hl_lua_value.h"
 #include "hl_loop.h"
 #include "hl_runtime.h"
@@ -895,10 +897,6 @@ static int l_trace_captures(lua_State *L) {
   return 1;
 }
 
-typedef struct {
-  hl_program p;
-} program_ud;
-
 /* collect tracers of a Lua list at idx */
 static int list_arrays(lua_State *L, int idx, const hl_array **out, int max, const char *what) {
   int n = (int)lua_objlen(L, idx);
@@ -920,7 +918,7 @@ static int l_program_build(lua_State *L) {
   const char *name = luaL_optstring(L, 3, "jit");
   /* 4: "auto" for Halide's autoscheduler (validated by hl.jit) */
   t->g.schedule = lua_isstring(L, 4) && strcmp(lua_tostring(L, 4), "auto") == 0;
-  program_ud *u = lua_newuserdata(L, sizeof(program_ud));
+  hl_lua_program *u = lua_newuserdata(L, sizeof(hl_lua_program));
   memset(u, 0, sizeof *u);
   luaL_getmetatable(L, PROGRAM_MT);
   lua_setmetatable(L, -2);
@@ -939,25 +937,13 @@ static int l_trace_export(lua_State *L) {
 }
 
 static int program_gc(lua_State *L) {
-  program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
+  hl_lua_program *u = luaL_checkudata(L, 1, PROGRAM_MT);
   hl_program_free(&u->p);
   return 0;
 }
 
 /* program_run(program, args...) -> outputs... */
-static int l_program_run(lua_State *L) {
-  program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
-  int nargs = lua_gettop(L) - 1;
-  const hl_array *args[64];
-  hl_array outs[64];
-  if (nargs > 64) raisef(L, "halua: jit: too many arguments");
-  for (int k = 0; k < nargs; k++) args[k] = check_array(L, k + 2, "jit");
-  if (hl_program_run(&u->p, nargs, args, outs)) return raise(L);
-  int n = u->p.g.noutputs;
-  luaL_checkstack(L, n, "halua: too many outputs");
-  for (int k = 0; k < n; k++) push_array(L, &outs[k], 0);
-  return n;
-}
+static int l_program_run(lua_State *L) { return hl_lua_program_run(L, hl_lua_check_program(L, 1), 2); }
 
 /* push a string the engine allocated and free it; NULL means the engine recorded an error */
 static int push_owned(lua_State *L, char *s) {
@@ -968,17 +954,17 @@ static int push_owned(lua_State *L, char *s) {
 }
 
 static int l_program_stmt(lua_State *L) {
-  program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
+  hl_lua_program *u = luaL_checkudata(L, 1, PROGRAM_MT);
   return push_owned(L, hl_kernel_stmt(u->p.kernel, &u->p.g));
 }
 
 static int l_program_asm(lua_State *L) {
-  program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
+  hl_lua_program *u = luaL_checkudata(L, 1, PROGRAM_MT);
   return push_owned(L, hl_kernel_asm(u->p.kernel, &u->p.g));
 }
 
 static int l_program_ptx(lua_State *L) {
-  program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
+  hl_lua_program *u = luaL_checkudata(L, 1, PROGRAM_MT);
   lua_pushstring(L, hl_kernel_ptx(u->p.kernel));
   return 1;
 }
@@ -1003,14 +989,14 @@ static void push_loop_ptx(lua_State *L, const hl_graph *g, int list) {
 
 /* program_loop_ptx(program) -> {ptx, ...} (empty strings for cpu programs) */
 static int l_program_loop_ptx(lua_State *L) {
-  program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
+  hl_lua_program *u = luaL_checkudata(L, 1, PROGRAM_MT);
   lua_newtable(L);
   push_loop_ptx(L, &u->p.g, lua_gettop(L));
   return 1;
 }
 
 static int l_program_compile_ms(lua_State *L) {
-  program_ud *u = luaL_checkudata(L, 1, PROGRAM_MT);
+  hl_lua_program *u = luaL_checkudata(L, 1, PROGRAM_MT);
   lua_pushnumber(L, hl_kernel_compile_ms(u->p.kernel));
   return 1;
 }
@@ -1031,27 +1017,6 @@ static int l_trace_text(lua_State *L) {
   hl_graph_free(&pruned);
   if (!s) hl_error("trace: out of memory printing the program");
   return push_owned(L, s);
-}
-
-/* signature(...) -> a string naming the dtypes and shapes of the array arguments,
- * or nil when an argument needs the general path (a number, a table, a tracer, anything else).
- * This is jit's per-call fast path: no Lua-side string building. */
-static int l_signature(lua_State *L) {
-  char buf[1024];
-  size_t n = 0;
-  int top = lua_gettop(L);
-  for (int k = 1; k <= top; k++) {
-    if (n > sizeof buf - 200) return 0;
-    int t = lua_type(L, k);
-    hl_array *a = t == LUA_TUSERDATA ? to_array(L, k) : NULL;
-    if (!a || hl_live_trace(a)) return 0;
-    buf[n++] = (char)('a' + a->dtype);
-    buf[n++] = (char)('0' + hl_array_device(a));
-    for (int d = 0; d < a->ndim; d++) n += (size_t)snprintf(buf + n, sizeof buf - n, "%lld,", (long long)a->shape[d]);
-    buf[n++] = '|';
-  }
-  lua_pushlstring(L, buf, n);
-  return 1;
 }
 
 static void set_number(lua_State *L, const char *field, double v) {
@@ -1110,7 +1075,9 @@ static int l_sync(lua_State *L) {
 
 /* cache_clear(disk) */
 static int l_cache_clear(lua_State *L) {
-  if (hl_cache_clear(lua_toboolean(L, 1))) return raise(L);
+  int rc = hl_cache_clear(lua_toboolean(L, 1));
+  hl_eager_memo_forget();   /* this thread's memo lets the cleared kernels go now */
+  if (rc) return raise(L);
   return 0;
 }
 
@@ -1191,7 +1158,6 @@ static const luaL_Reg core_funcs[] = {
     {"program_loop_ptx", l_program_loop_ptx},
     {"program_asm", l_program_asm},
     {"cache_info", l_cache_info},
-    {"signature", l_signature},
     {"to_device", l_to_device},
     {"device_of", l_device_of},
     {"cuda_count", l_cuda_count},
@@ -1217,6 +1183,7 @@ int luaopen_halua_core(lua_State *L) {
   lua_pushcfunction(L, array_compare);
   lua_setfield(L, -2, "__le");
   int mt = lua_gettop(L);
+  hl_lua_register_array_mt(L, mt);
   luaL_newmetatable(L, TRACE_MT);
   lua_pushcfunction(L, trace_gc);
   lua_setfield(L, -2, "__gc");
@@ -1257,5 +1224,6 @@ int luaopen_halua_core(lua_State *L) {
   lua_setfield(L, core, "array_mt");
   hl_lua_register_io(L, core);
   hl_lua_register_loop(L, core);
+  hl_lua_register_call(L, core);
   return 1;
 }

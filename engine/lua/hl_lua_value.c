@@ -80,10 +80,25 @@ void hl_lua_kernel_check(lua_State *L) {
 
 /* ---- arrays ---- */
 
+/* The array metatable is also in the registry under this address: every operand check and every
+ * result reaches it with a light userdata key instead of interning ARRAY_MT's string. */
+static const char array_mt_key;
+
+void hl_lua_register_array_mt(lua_State *L, int mt) {
+  lua_pushlightuserdata(L, (void *)&array_mt_key);
+  lua_pushvalue(L, mt);
+  lua_rawset(L, LUA_REGISTRYINDEX);
+}
+
+static void push_array_mt(lua_State *L) {
+  lua_pushlightuserdata(L, (void *)&array_mt_key);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+}
+
 hl_array *hl_lua_to_array(lua_State *L, int idx) {
   hl_array *a = lua_touserdata(L, idx);
   if (!a || !lua_getmetatable(L, idx)) return NULL;
-  lua_getfield(L, LUA_REGISTRYINDEX, ARRAY_MT);
+  push_array_mt(L);
   int ok = lua_rawequal(L, -1, -2);
   lua_pop(L, 2);
   return ok ? a : NULL;
@@ -97,7 +112,7 @@ hl_array *hl_lua_push_value(lua_State *L, const hl_array *src, int trace_idx) {
   if (src->storage) heap_check(L);
   hl_array *a = lua_newuserdata(L, sizeof(hl_array));
   *a = *src;
-  lua_getfield(L, LUA_REGISTRYINDEX, ARRAY_MT);
+  push_array_mt(L);
   lua_setmetatable(L, -2);
   if (a->graph && trace_idx) {
     lua_newtable(L);
@@ -118,4 +133,25 @@ void hl_lua_push_array(lua_State *L, hl_array *a) { hl_lua_push_value(L, a, 0); 
 void hl_lua_push_tracer(lua_State *L, hl_array *a, int trace_idx) { hl_lua_push_value(L, a, trace_idx); }
 
 hl_trace *hl_lua_check_trace(lua_State *L, int idx) { return luaL_checkudata(L, idx, TRACE_MT); }
+
+hl_program *hl_lua_check_program(lua_State *L, int idx) { return &((hl_lua_program *)luaL_checkudata(L, idx, PROGRAM_MT))->p; }
+
+int hl_lua_program_run(lua_State *L, hl_program *p, int first) {
+  int nargs = lua_gettop(L) - first + 1;
+  const hl_array *args[64];
+  hl_array outs[64];
+  if (nargs > 64) hl_lua_raisef(L, "halua: jit: too many arguments");
+  for (int k = 0; k < nargs; k++) {
+    hl_array *a = hl_lua_to_array(L, first + k);
+    if (!a) hl_lua_arg_error(L, "jit", first + k, first + k, "an array");
+    if (hl_is_leaked(a)) hl_lua_raisef(L, "halua: jit: " HL_LEAKED_TRACER);
+    args[k] = a;
+  }
+  if (hl_program_run(p, nargs, args, outs)) return hl_lua_raise(L);
+  int n = p->g.noutputs;
+  luaL_checkstack(L, n, "halua: too many outputs");
+  for (int k = 0; k < n; k++) hl_lua_push_value(L, &outs[k], 0);
+  return n;
+}
+
 

@@ -10,6 +10,8 @@
 #define PROGRAM_MT "halua.program"
 
 hl_array *hl_lua_to_array(lua_State *L, int idx);   /* NULL when idx holds no array */
+/* Makes the table at mt (registered as ARRAY_MT) the one the two above check and set. */
+void hl_lua_register_array_mt(lua_State *L, int mt);
 /* Move an engine array into a new userdata (takes ownership once the userdata exists: an error
  * raised before, such as out of memory, leaves src with the caller). A tracer keeps the trace at
  * trace_idx alive (0: none). */
@@ -24,6 +26,15 @@ int hl_lua_raise(lua_State *L);                     /* raises hl_error_message()
  * function's file:line, one of halua's own files */
 int hl_lua_raisef(lua_State *L, const char *fmt, ...);
 hl_trace *hl_lua_check_trace(lua_State *L, int idx);
+/* core.program_build's userdata: a jitted program */
+typedef struct {
+  hl_program p;
+} hl_lua_program;
+/* the program at idx, or an error */
+hl_program *hl_lua_check_program(lua_State *L, int idx);
+/* Runs p on the arrays from stack index `first` to the top; pushes its outputs, returns their
+ * count (core.program_run) */
+int hl_lua_program_run(lua_State *L, hl_program *p, int first);
 /* A collection when kernels held only by (possibly dead) jitted functions grow large: call after
  * building a program. */
 void hl_lua_kernel_check(lua_State *L);

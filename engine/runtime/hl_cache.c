@@ -36,6 +36,8 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;   /* the index, the rec
  * concurrently. Hits take only `lock`. */
 static pthread_mutex_t compile_lock = PTHREAD_MUTEX_INITIALIZER;
 static hl_cache_stats stats;
+static unsigned long generation;   /* hl_cache_generation: atomic, moved under `lock` */
+static long memo_hits;             /* hl_cache_count_hit: atomic, added to stats.hits */
 static _Thread_local hl_key scratch;   /* reused: eager ops build a key per call */
 /* freed when its thread ends (hosts may run ops on many short-lived threads) */
 static pthread_key_t scratch_key;
@@ -90,6 +92,7 @@ static void remove_locked(entry *e) {
   while (*p != e) p = &(*p)->next;
   *p = e->next;
   unlink_recency(e);
+  __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
   stats.entries--;
   stats.mem_bytes -= e->bytes;
 }
@@ -246,10 +249,15 @@ struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name) {
   return k;
 }
 
+unsigned long hl_cache_generation(void) { return __atomic_load_n(&generation, __ATOMIC_ACQUIRE); }
+
+void hl_cache_count_hit(void) { __atomic_add_fetch(&memo_hits, 1, __ATOMIC_RELAXED); }
+
 hl_cache_stats hl_cache_info(void) {
   pthread_once(&limit_once, read_limit);
   pthread_mutex_lock(&lock);
   hl_cache_stats s = stats;
+  s.hits += __atomic_load_n(&memo_hits, __ATOMIC_RELAXED);
   s.mem_limit = mem_limit;
   pthread_mutex_unlock(&lock);
   return s;
@@ -262,6 +270,8 @@ int hl_cache_clear(int disk) {
   for (int b = 0; b < NBUCKETS; b++) buckets[b] = NULL;
   newest = oldest = NULL;
   stats = (hl_cache_stats){0};
+  __atomic_store_n(&memo_hits, 0, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&lock);
   while (all) {
     entry *n = all->older;

@@ -24,6 +24,11 @@ enum { HL_CACHE_MEM_MB_DEFAULT = 512 };
  * `name` is for messages. */
 struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name);
 hl_cache_stats hl_cache_info(void);
+/* Moves whenever an entry leaves the cache (evicted or cleared): a lookup remembered elsewhere
+ * (the eager ops' memo, hl_eager_memo.h) stands while it has not moved. */
+unsigned long hl_cache_generation(void);
+/* Counts a lookup answered from such a memory as a hit (cache_info's hits). */
+void hl_cache_count_hit(void);
 /* Empties the cache, freeing every kernel no program holds; with disk, also removes the disk
  * cache's entries. */
 int hl_cache_clear(int disk);

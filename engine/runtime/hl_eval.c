@@ -2,6 +2,7 @@
 #include "hl_backend.h"
 #include "hl_cache.h"
 #include "hl_device.h"
+#include "hl_eager_memo.h"
 #include "hl_transpose.h"
 #include "hl_error.h"
 #include "hl_linalg.h"
@@ -222,6 +223,16 @@ static int stride_class(const hl_array *a) {
 
 /* Run prim on views `in` into the allocated view `out` through a cached shape-generic kernel. */
 static int run_single(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out) {
+  int stride[HL_MEMO_MAX_IN];
+  for (int k = 0; k < nin && k < HL_MEMO_MAX_IN; k++) stride[k] = stride_class(in[k]);
+  hl_eager_sig sig;
+  int memo = hl_eager_sig_make(&sig, prim, nin, in, stride, attrs, out) == 0;
+  struct hl_kernel *kern = memo ? hl_eager_memo_find(&sig) : NULL;
+  if (kern) {
+    int rc = hl_kernel_run(kern, in, &out);
+    hl_kernel_release(kern);
+    return rc;
+  }
   hl_graph *g = &eager_graph;
   if (!g->nodes) {   /* this thread's first eager op */
     pthread_once(&eager_graph_once, make_eager_graph_key);
@@ -241,10 +252,12 @@ static int run_single(int prim, int nin, const hl_array *const *in, const hl_att
   }
   int id = hl_graph_add(g, prim, nin, ids, attrs);
   if (id < 0 || hl_graph_set_outputs(g, 1, &id)) return -1;
-  struct hl_kernel *k = hl_cache_get(g, hl_prims[prim].name);
-  if (!k) return -1;
-  int rc = hl_kernel_run(k, in, &out);
-  hl_kernel_release(k);
+  kern = hl_cache_get(g, hl_prims[prim].name);
+  if (!kern) return -1;
+  /* (the result's type is the node's, as the signature assumes) */
+  if (memo && g->nodes[id].type.dtype == out->dtype && g->nodes[id].type.ndim == out->ndim) hl_eager_memo_put(&sig, kern);
+  int rc = hl_kernel_run(kern, in, &out);
+  hl_kernel_release(kern);
   return rc;
 }
 

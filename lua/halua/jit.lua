@@ -158,7 +158,7 @@ return function(hl, core, shared)
     return unpack(results, 1, entry.nres)
   end
 
-  local signature, program_run = core.signature, core.program_run
+  local call_memo_run, call_memo_add = core.call_memo_run, core.call_memo_add
 
   -- jit(f, {device = ...}): array arguments move to that device first
   local function moved(self, ...)
@@ -186,23 +186,17 @@ return function(hl, core, shared)
   end
 
   function jit_mt:__call(...)
-    if self.device and not self.device_checked then
-      device_id(self.device == CPU and "cpu" or "cuda", "jit")   -- the device must exist to run
-      self.device_checked = true
-    end
-    if self.device then return self:call(moved(self, ...)) end
-    return self:call(...)
+    -- the fast path: every argument an array whose dtype, device and shape match a recent plain
+    -- call (its entry's results all arrays): that program runs at once, in C (core.call_memo_run);
+    -- anything else goes on to self:call. Under an autodiff tape (hl.grad outside jit) the
+    -- function runs op by op, recorded, instead.
+    if not tracing.tape then return call_memo_run(self.memo, self.slow, ...) end
+    return self.slow(...)
   end
 
   function jit_mt:call(...)
     -- under an autodiff tape (hl.grad outside jit) the function runs op by op, recorded
     if tracing.tape then return self.f(...) end
-    -- fast path: plain array arguments, a compiled entry whose results are arrays
-    if not self.has_static then
-      local sig = signature(...)
-      local entry = sig and self.fast[sig]
-      if entry then return program_run(entry.program, ...) end
-    end
     local n = select("#", ...)
     local args = {...}
     for i = 1, n do
@@ -219,12 +213,13 @@ return function(hl, core, shared)
     local entry = self.cache[sig]
     if not entry then
       entry = build(self, args, n, info, sig)
-      -- every argument an array or number, every result a traced array: the fast path applies
-      local plain = not self.has_static and #entry.slots == entry.nres
+      -- every result a traced array: the fast path may run it
+      local plain = not self.has_static and #entry.slots == entry.nres and entry.program ~= nil
       for r = 1, entry.nres do plain = plain and entry.defs[r] == "*" end
-      local fsig = plain and entry.program and signature(...)
-      if fsig then self.fast[fsig] = entry end
+      entry.plain = plain
     end
+    -- (call_memo_add remembers it only when every argument is an array: nothing else to check)
+    if entry.plain then call_memo_add(self.memo, entry.program, ...) end
     return run(entry, arrays)
   end
 
@@ -288,8 +283,19 @@ return function(hl, core, shared)
     end
     local info = type(f) == "function" and debug.getinfo(f, "S") or nil
     local name = opts.name or (info and info.short_src and ("jit " .. info.short_src .. ":" .. (info.linedefined or 0))) or "jit"
-    return setmetatable({f = f, static = static, has_static = next(static) ~= nil, max_static = max_static, cache = {}, fast = {}, name = name,
-                         device = device, schedule = opts.schedule == "auto" and "auto" or nil}, jit_mt)
+    local self = setmetatable({f = f, static = static, has_static = next(static) ~= nil, max_static = max_static, cache = {}, name = name,
+                               device = device, schedule = opts.schedule == "auto" and "auto" or nil}, jit_mt)
+    -- the call memo (see __call), and the way on for calls it does not know
+    self.memo = core.call_memo()
+    self.slow = function(...)
+      if self.device and not self.device_checked then
+        device_id(self.device == CPU and "cpu" or "cuda", "jit")   -- the device must exist to run
+        self.device_checked = true
+      end
+      if self.device then return self:call(moved(self, ...)) end
+      return self:call(...)
+    end
+    return self
   end
 
   -- hl.export(f, args, dir [, name]): f for the shapes and dtypes of args as a standalone C library

@@ -1,0 +1,107 @@
+/* A jitted function's call memo: the argument signatures (dtype, device, shape of each array) of
+ * its last few plain calls and the program each ran. A call whose arguments match one runs that
+ * program at once, in one C call: no signature string is made, interned and looked up, and no
+ * Lua frame walks the arguments (hl.jit's fast path, lua/halua/jit.lua). */
+#include "hl_lua_call.h"
+#include "hl_lua_value.h"
+#include <lauxlib.h>
+#include <string.h>
+
+#define CALL_MEMO_MT "halua.call_memo"
+enum { MEMO_ENTRIES = 4, MEMO_MAX_ARGS = 16 };
+
+typedef struct {
+  int8_t dtype, device, ndim;
+  int64_t shape[HL_MAX_DIMS];
+} arg_sig;
+
+typedef struct {
+  int used, nargs;
+  arg_sig args[MEMO_MAX_ARGS];
+  hl_program *program;   /* kept alive by the memo's environment table, at the entry's index */
+} memo_entry;
+
+typedef struct {
+  memo_entry e[MEMO_ENTRIES];
+  int next;   /* the entry the next add replaces: round robin */
+} call_memo;
+
+/* the signature of the concrete array at idx; 0 when it is not one (a number, a tracer, a table) */
+static int arg_of(lua_State *L, int idx, arg_sig *s) {
+  hl_array *a = lua_type(L, idx) == LUA_TUSERDATA ? hl_lua_to_array(L, idx) : NULL;
+  if (!a || hl_live_trace(a)) return 0;
+  s->dtype = (int8_t)a->dtype;
+  s->device = (int8_t)hl_array_device(a);
+  s->ndim = (int8_t)a->ndim;
+  memcpy(s->shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+  return 1;
+}
+
+static int same(const arg_sig *x, const arg_sig *y) {
+  return x->dtype == y->dtype && x->device == y->device && x->ndim == y->ndim &&
+         memcmp(x->shape, y->shape, sizeof(int64_t) * (size_t)x->ndim) == 0;
+}
+
+/* call_memo() -> a new, empty memo */
+static int l_call_memo(lua_State *L) {
+  call_memo *m = lua_newuserdata(L, sizeof *m);
+  memset(m, 0, sizeof *m);
+  luaL_getmetatable(L, CALL_MEMO_MT);
+  lua_setmetatable(L, -2);
+  lua_createtable(L, MEMO_ENTRIES, 0);
+  lua_setfenv(L, -2);
+  return 1;
+}
+
+/* call_memo_add(memo, program, args...): remembers that these arguments' signature runs program
+ * (nothing when they are not all concrete arrays, or too many) */
+static int l_call_memo_add(lua_State *L) {
+  call_memo *m = luaL_checkudata(L, 1, CALL_MEMO_MT);
+  hl_program *p = hl_lua_check_program(L, 2);
+  int nargs = lua_gettop(L) - 2;
+  if (nargs > MEMO_MAX_ARGS) return 0;
+  memo_entry e = {.used = 1, .nargs = nargs, .program = p};
+  for (int k = 0; k < nargs; k++)
+    if (!arg_of(L, k + 3, &e.args[k])) return 0;
+  int slot = m->next;
+  m->next = (m->next + 1) % MEMO_ENTRIES;
+  m->e[slot] = e;
+  lua_getfenv(L, 1);
+  lua_pushvalue(L, 2);
+  lua_rawseti(L, -2, slot + 1);
+  return 0;
+}
+
+/* call_memo_run(memo, fallback, args...): the outputs of the remembered program for these
+ * arguments' signature, or fallback(args...)'s results */
+static int l_call_memo_run(lua_State *L) {
+  /* (the memo's metatable is this closure's upvalue: no registry lookup by name) */
+  call_memo *m = lua_touserdata(L, 1);
+  if (!m || !lua_getmetatable(L, 1) || !lua_rawequal(L, -1, lua_upvalueindex(1)))
+    return luaL_argerror(L, 1, "expected a call memo");
+  lua_pop(L, 1);
+  int nargs = lua_gettop(L) - 2;
+  arg_sig s[MEMO_MAX_ARGS];
+  int ok = nargs <= MEMO_MAX_ARGS;
+  for (int k = 0; ok && k < nargs; k++) ok = arg_of(L, k + 3, &s[k]);
+  for (int i = 0; ok && i < MEMO_ENTRIES; i++) {
+    memo_entry *e = &m->e[i];
+    if (!e->used || e->nargs != nargs) continue;
+    int match = 1;
+    for (int k = 0; match && k < nargs; k++) match = same(&s[k], &e->args[k]);
+    if (match) return hl_lua_program_run(L, e->program, 3);
+  }
+  lua_remove(L, 1);   /* fallback, args... */
+  lua_call(L, nargs, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+void hl_lua_register_call(lua_State *L, int core_idx) {
+  luaL_newmetatable(L, CALL_MEMO_MT);
+  lua_pushcclosure(L, l_call_memo_run, 1);
+  lua_setfield(L, core_idx, "call_memo_run");
+  lua_pushcfunction(L, l_call_memo);
+  lua_setfield(L, core_idx, "call_memo");
+  lua_pushcfunction(L, l_call_memo_add);
+  lua_setfield(L, core_idx, "call_memo_add");
+}

@@ -1,0 +1,30 @@
+/* The eager ops' memo: per thread, the kernel each recent (primitive, operand signature) got from
+ * the kernel cache, so that a repeated eager op skips building its one-node graph, serialising
+ * and hashing its key and taking the cache's lock. The signature holds exactly what decides that
+ * graph's key (hl_ir.c, put_graph, for a dynamic graph): the primitive, its attributes by its
+ * layout, the result's dtype and rank, each operand's dtype, rank and stride class, the device. */
+#ifndef HL_EAGER_MEMO_H
+#define HL_EAGER_MEMO_H
+#include "hl_ir.h"
+
+struct hl_kernel;
+enum { HL_MEMO_MAX_IN = 4 };   /* ops with more operands go to the cache each time */
+
+typedef struct {
+  int32_t prim, nin, device, dtype, ndim;
+  int32_t in[HL_MEMO_MAX_IN][3];   /* dtype, rank, stride class */
+  int64_t i[2 * HL_MAX_DIMS];      /* the attributes the key holds; the rest zero */
+  double f;
+} hl_eager_sig;
+
+/* Fills sig for prim over `in` (their stride classes in `stride`) into `out`; 0 when the op can
+ * be remembered, -1 when it cannot (too many operands). */
+int hl_eager_sig_make(hl_eager_sig *sig, int prim, int nin, const hl_array *const *in, const int *stride,
+                      const hl_attrs *attrs, const hl_array *out);
+/* The remembered kernel, retained for the caller, or NULL. */
+struct hl_kernel *hl_eager_memo_find(const hl_eager_sig *sig);
+/* Remembers k (the memo takes its own reference). */
+void hl_eager_memo_put(const hl_eager_sig *sig, struct hl_kernel *k);
+/* Lets go of this thread's remembered kernels (after hl_cache_clear, so that they are freed). */
+void hl_eager_memo_forget(void);
+#endif
