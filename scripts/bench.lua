@@ -212,6 +212,16 @@ res.eager_add8_us = best_of(function() return a + b end, 5, 20000) * 1e6
 -- the performance issue's yardstick: a cached call with three array arguments
 local add3 = hl.jit(function(x, y, w) return x + y + w end)
 res.jit_call_us = best_of(function() return add3(a, b, a) end, 5, 20000) * 1e6
+-- the same call in another harness: one plain loop of 10^5 calls, every collection in it
+-- (best_of's batches of 20,000 may fall between collections)
+res.jit_call_loop_us = best_of(function() for _ = 1, 1e5 do add3(a, b, a) end end, 3, 1) * 1e6 / 1e5
+local c1000 = hl.ones({1000}) + 0
+res.eager_c2c_us = best_of(function() return c1000 * 2 + c1000 end, 5, 10000) * 1e6
+-- the shell user's habit: a Lua loop updating a small array with numbers, 10^5 times
+local acc = hl.zeros({8}) + 0
+res.eager_loop_ms = best_of(function()
+  for i = 1, 1e5 do acc = acc * 0.999 + i * 1e-6 end
+end, 3, 1) * 1e3
 local n = 2 ^ 24
 local x, y, z = hl.full({n}, 0.5) + 0, hl.full({n}, 0.25) + 0, hl.full({n}, 0.1) + 0
 local fused = hl.jit(function(u, v, w) return hl.tanh(u * v + w) end)
@@ -297,6 +307,9 @@ end
 print_table({
   {"eager_add8_us", "eager a + b, 8 float32 (us/op)", "lower"},
   {"jit_call_us", "cached jit call, 3 array args (a + b + c), 8 float32 (us/call)", "lower"},
+  {"jit_call_loop_us", "that call in one loop of 10^5 calls, collections included (us/call)", "lower"},
+  {"eager_c2c_us", "eager c * 2 + c, 1000 float32 (us)", "lower"},
+  {"eager_loop_ms", "loop of 10^5 eager updates x = x * 0.999 + i * 1e-6, 8 float32 (ms)", "lower"},
   {"fused_ms", "tanh(a*b+c), 2^24 float32, jit (ms)", "lower"},
   {"copy_GBs", "copy 2^24 float32 (GB/s, read+write)", "higher"},
   {"matmul1024_gflops", "matmul 1024^3 float32 (GFLOP/s)", "higher"},

@@ -38,6 +38,12 @@ HN, HC = 128, 128 // 2 - 1   # the plate's size; its centre, 0-based (halua's 64
 MLP_SHAPES = [("w1", (784, 1024), 0.1), ("b1", (1024,), 0), ("w2", (1024, 1024), 0.06),
               ("b2", (1024,), 0), ("w3", (1024, 10), 0.1), ("b3", (10,), 0)]
 
+def eager_loop(x):
+    """scripts/bench's eager_loop_ms: a Python loop updating a small array with numbers."""
+    for i in range(1, 100001):
+        x = x * 0.999 + i * 1e-6
+    return x
+
 def mlp_data(np):
     rng = np.random.default_rng(1)
     params = {k: ((rng.random(s, dtype=np.float32) - 0.5) * sc).astype(np.float32) for k, s, sc in MLP_SHAPES}
@@ -51,6 +57,9 @@ def section_numpy():
     def small():
         a = np.ones(8, np.float32); b = np.ones(8, np.float32)
         put("eager_add8_us", "numpy", best_of(lambda: a + b, 5, 20000) * 1e6)
+        c = np.ones(1000, np.float32)
+        put("eager_c2c_us", "numpy", best_of(lambda: c * 2 + c, 5, 10000) * 1e6)
+        put("eager_loop_ms", "numpy", best_of(lambda: eager_loop(np.zeros(8, np.float32)), 3, 1) * 1e3)
     def streams():
         n = 1 << 24
         x = np.full(n, 0.5, np.float32); y = np.full(n, 0.25, np.float32); z = np.full(n, 0.1, np.float32)
@@ -105,6 +114,9 @@ def section_torch():
     def small():
         a = torch.ones(8); b = torch.ones(8)
         put("eager_add8_us", "torch", best_of(lambda: a + b, 5, 20000) * 1e6)
+        c = torch.ones(1000)
+        put("eager_c2c_us", "torch", best_of(lambda: c * 2 + c, 5, 10000) * 1e6)
+        put("eager_loop_ms", "torch", best_of(lambda: eager_loop(torch.zeros(8)), 3, 1) * 1e3)
     def streams():
         n = 1 << 24
         x = torch.full((n,), 0.5); y = torch.full((n,), 0.25); z = torch.full((n,), 0.1)
@@ -227,6 +239,13 @@ def section_jax():
         put("eager_add8_us", "jax", best_of(lambda: (a + b).block_until_ready(), 5, 20000) * 1e6)
         add3 = jax.jit(lambda x, y, w: x + y + w)
         put("jit_call_us", "jax", best_of(lambda: add3(a, b, a).block_until_ready(), 5, 20000) * 1e6)
+        def call_loop():
+            for _ in range(100000):
+                add3(a, b, a).block_until_ready()
+        put("jit_call_loop_us", "jax", best_of(call_loop, 3, 1) * 1e6 / 1e5)
+        c = jnp.ones(1000, jnp.float32)
+        put("eager_c2c_us", "jax", best_of(lambda: (c * 2 + c).block_until_ready(), 5, 10000) * 1e6)
+        put("eager_loop_ms", "jax", best_of(lambda: eager_loop(jnp.zeros(8, jnp.float32)).block_until_ready(), 3, 1) * 1e3)
     def streams():
         n = 1 << 24
         x = jnp.full(n, 0.5, jnp.float32); y = jnp.full(n, 0.25, jnp.float32); z = jnp.full(n, 0.1, jnp.float32)

@@ -1,0 +1,190 @@
+-- The dispatch fast paths: the eager ops' kernel memo (engine/runtime/hl_eager_memo.c), small
+-- arrays' reused blocks (engine/core/hl_storage.c) and jitted functions' call memo
+-- (engine/lua/hl_lua_call.c). Each must give the value the slow path gives, whatever sequence of
+-- signatures, strides, sizes and cache evictions comes.
+local hl = require "halua"
+
+local function close(got, want, tol)
+  tol = tol or 1e-6
+  assert.are.equal(#want, #got)
+  for i = 1, #want do
+    assert(math.abs(got[i] - want[i]) <= tol * math.max(1, math.abs(want[i])),
+           string.format("element %d: %s, expected %s", i, tostring(got[i]), tostring(want[i])))
+  end
+end
+
+local function flat(t, out)
+  out = out or {}
+  for _, v in ipairs(t) do
+    if type(v) == "table" then flat(v, out) else out[#out + 1] = v end
+  end
+  return out
+end
+
+-- a separate process (cache settings of its own); returns its output
+local function script_run(env, body)
+  local script = os.tmpname()
+  local f = assert(io.open(script, "w"))
+  f:write("local hl = require 'halua'\n" .. body)
+  f:close()
+  local p = io.popen(env .. " luajit " .. script .. " 2>&1")
+  local out = p:read("*a")
+  p:close()
+  os.remove(script)
+  return out
+end
+
+describe("the eager kernel memo", function()
+  it("gives each signature its own kernel: dtypes, ranks and strides in turn", function()
+    local m = hl.array({{1, 2, 3}, {4, 5, 6}})                 -- float32, contiguous
+    local t = m.T                                               -- a transposed view: strided
+    local d = hl.array({{1, 2, 3}, {4, 5, 6}}, "float64")
+    local i = hl.array({{1, 2, 3}, {4, 5, 6}}, "int32")
+    for _ = 1, 3 do   -- the same sequence again: every one now from the memo
+      close(flat((m + m):totable()), {2, 4, 6, 8, 10, 12})
+      close(flat((t + t):totable()), {2, 8, 4, 10, 6, 12})
+      close(flat((t * 1 + m.T):totable()), {2, 8, 4, 10, 6, 12})
+      close(flat((d - 0.5):totable()), {0.5, 1.5, 2.5, 3.5, 4.5, 5.5}, 1e-15)
+      assert.are.equal("float64", (d - 0.5).dtype)
+      assert.are.same({{3, 4, 5}, {6, 7, 8}}, (i + 2):totable())
+      assert.are.equal("int32", (i + 2).dtype)
+      close(flat((m[1] * m[2]):totable()), {4, 10, 18})           -- rank 1 from rank 2 rows
+      close(flat(hl.sum(m, 2):totable()), {6, 15})                 -- a reduction's attributes
+      close(flat(hl.sum(m, 1):totable()), {5, 7, 9})
+      close(flat(m:astype("int32"):astype("float64"):totable()), {1, 2, 3, 4, 5, 6})
+    end
+  end)
+
+  it("counts its answers as cache hits", function()
+    local a = hl.array({1, 2, 3})
+    local _ = a + a
+    local h0 = hl.cache_info().hits
+    for _ = 1, 50 do _ = a + a end
+    assert.are.equal(h0 + 50, hl.cache_info().hits)
+  end)
+
+  it("runs on after hl.cache_clear(), compiling or loading again", function()
+    local a = hl.array({1, 2, 3})
+    close((hl.exp(a) * 2):totable(), {2 * math.exp(1), 2 * math.exp(2), 2 * math.exp(3)}, 1e-6)
+    hl.cache_clear()
+    assert.are.equal(0, hl.cache_info().entries)
+    close((hl.exp(a) * 2):totable(), {2 * math.exp(1), 2 * math.exp(2), 2 * math.exp(3)}, 1e-6)
+    assert.is_true(hl.cache_info().entries >= 2)
+  end)
+
+  it("stays right while a tiny cache evicts the kernels it remembers", function()
+    local out = script_run("HALUA_CACHE_DIR=off HALUA_CACHE_MEM_MB=1", [[
+      local ops = {hl.exp, hl.tanh, hl.sin, hl.cos, hl.sqrt, hl.log}
+      local ref = {math.exp, math.tanh, math.sin, math.cos, math.sqrt, math.log}
+      local a = hl.array({0.5, 1.5, 2.5})
+      for round = 1, 3 do
+        for k, f in ipairs(ops) do
+          local y = f(a):totable()
+          for i, v in ipairs(y) do
+            local want = ref[k](({0.5, 1.5, 2.5})[i])
+            if math.abs(v - want) > 1e-5 then error(string.format("round %d op %d: %g, expected %g", round, k, v, want)) end
+          end
+        end
+      end
+      print("evictions", hl.cache_info().evictions)
+    ]])
+    local ev = out:match("evictions\t(%d+)")
+    assert(ev, out)
+    assert.is_true(tonumber(ev) > 0, "the bound evicted nothing: " .. out)
+  end)
+
+  it("keeps values apart on many threads' worth of reuse: a long loop of small results", function()
+    local x = hl.zeros({8}) + 0
+    for i = 1, 20000 do x = x * 0.5 + i end
+    -- x_n = x_{n-1} / 2 + n converges to 2n - 2 + 2^-k terms: at n = 20000, 39998 (float32)
+    close(x:totable(), {39998, 39998, 39998, 39998, 39998, 39998, 39998, 39998}, 1e-6)
+  end)
+end)
+
+describe("small arrays' blocks", function()
+  it("hold their own values at every size around the small-block limit", function()
+    -- results of 1..1100 elements (float32 up to 4.3 KB, float64 to 8.6 KB) made, dropped and made
+    -- again: a reused block must never show another array's elements
+    for _, dtype in ipairs({"float32", "float64"}) do
+      for _, n in ipairs({1, 2, 7, 8, 9, 15, 16, 17, 63, 64, 65, 500, 1000, 1007, 1008, 1009, 1024, 1100}) do
+        for round = 1, 2 do
+          local a = hl.arange(n):astype(dtype)
+          local y = (a * 2 + round):totable()
+          assert.are.equal(n, #y)
+          for i = 1, n do
+            if y[i] ~= 2 * (i - 1) + round then
+              error(string.format("%s n=%d round %d: element %d is %s", dtype, n, round, i, tostring(y[i])))
+            end
+          end
+          collectgarbage()
+        end
+      end
+    end
+  end)
+end)
+
+describe("the jit call memo", function()
+  it("runs the program of the matching signature among many shapes, in any order", function()
+    local calls = 0
+    local f = hl.jit(function(x, y) calls = calls + 1; return x * 2 + y end)
+    local shapes = {{3}, {5}, {2, 2}, {4}, {1}, {6}, {3}}   -- more than the memo keeps (4)
+    for round = 1, 3 do
+      for _, s in ipairs(shapes) do
+        local x, y = hl.ones(s) + round, hl.ones(s)
+        local got = flat({(f(x, y)):totable()})
+        local n = 1
+        for _, e in ipairs(s) do n = n * e end
+        local want = {}
+        for i = 1, n do want[i] = 2 * (1 + round) + 1 end
+        close(got, want)
+      end
+    end
+    assert.are.equal(6, calls)   -- one trace per distinct signature, never again
+  end)
+
+  it("tells dtypes and devices apart", function()
+    local f = hl.jit(function(x) return x + 1 end)
+    assert.are.equal("float32", f(hl.array({1, 2})).dtype)
+    assert.are.equal("float64", f(hl.array({1, 2}, "float64")).dtype)
+    assert.are.equal("int32", f(hl.array({1, 2}, "int32")).dtype)
+    assert.are.same({2, 3}, f(hl.array({1, 2}, "int32")):totable())
+  end)
+
+  it("leaves numbers, tables, static arguments and non-array results to the general path", function()
+    local f = hl.jit(function(x, s) return x * s end)
+    close(f(hl.array({1, 2}), 3):totable(), {3, 6})
+    close(f(hl.array({1, 2}), 4):totable(), {4, 8})
+    close(f(hl.array({1, 2}), hl.array(5)):totable(), {5, 10})
+    local g = hl.jit(function(p) return {a = p.a + p.b} end)
+    for k = 1, 3 do close(g({a = hl.array({k}), b = hl.array({1})}).a:totable(), {k + 1}) end
+    local h = hl.jit(function(x, n) return x + n end, {static_argnums = {2}})
+    for k = 1, 3 do close(h(hl.array({1}), k):totable(), {1 + k}) end
+    local two = hl.jit(function(x) return x + 1, 7 end)   -- a constant result: not a plain call
+    for _ = 1, 3 do
+      local y, c = two(hl.array({1}))
+      close(y:totable(), {2})
+      assert.are.equal(7, c)
+    end
+  end)
+
+  it("lets an autodiff tape record the call, and jit inline it", function()
+    local f = hl.jit(function(x) return hl.sin(x) * x end)
+    local x = hl.array({0.3, 1.1})
+    f(x)   -- the memo now knows this signature
+    local g = hl.grad(function(v) return hl.sum(f(v)) end)(x)
+    close(g:totable(), {math.cos(0.3) * 0.3 + math.sin(0.3), math.cos(1.1) * 1.1 + math.sin(1.1)}, 1e-5)
+    local outer = hl.jit(function(v) return f(v) + 1 end)
+    close(outer(x):totable(), {math.sin(0.3) * 0.3 + 1, math.sin(1.1) * 1.1 + 1}, 1e-6)
+  end)
+
+  it("keeps errors as they were", function()
+    local f = hl.jit(function(x, y) return x + y end)
+    f(hl.ones({3}), hl.ones({3}))
+    local ok, err = pcall(f, hl.ones({3}), hl.ones({4}))
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("halua: add: ", 1, true), err)
+    ok, err = pcall(f, hl.ones({3}), "x")
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("halua:", 1, true), err)
+  end)
+end)
