@@ -346,18 +346,28 @@ int hl_graph_set_outputs(hl_graph *g, int n, const int *outputs) {
 int hl_graph_prune(const hl_graph *g, hl_graph *out) {
   char *live = calloc((size_t)g->nnodes + 1, 1);
   int *remap = malloc(sizeof(int) * ((size_t)g->nnodes + 1));
-  if (!live || !remap) {
+  int *same = malloc(sizeof(int) * ((size_t)g->nnodes + 1));
+  if (!live || !remap || !same) {
     free(live);
     free(remap);
+    free(same);
     return hl_error("out of memory");
   }
-  for (int k = 0; k < g->noutputs; k++) live[g->outputs[k]] = 1;
+  /* A cast to the dtype a value already has (autodiff's variables are such casts) is the value
+   * itself: its uses read the value. Kept, it was a copy wherever it had to be a buffer, as for
+   * the matmul kernel's operands: a whole copy of each weight matrix in every gradient step. */
+  for (int i = 0; i < g->nnodes; i++) {
+    const hl_node *n = &g->nodes[i];
+    int src = n->prim == HL_P_CAST ? hl_node_inputs(g, n)[0] : -1;
+    same[i] = src >= 0 && g->nodes[src].type.dtype == n->type.dtype ? same[src] : i;
+  }
+  for (int k = 0; k < g->noutputs; k++) live[same[g->outputs[k]]] = 1;
   for (int i = g->nnodes - 1; i >= 0; i--) {
     const hl_node *n = &g->nodes[i];
     /* params stay: they are the pipeline's signature even when unused */
     if (n->prim == HL_P_PARAM) live[i] = 1;
     if (!live[i]) continue;
-    for (int k = 0; k < n->nin; k++) live[hl_node_inputs(g, n)[k]] = 1;
+    for (int k = 0; k < n->nin; k++) live[same[hl_node_inputs(g, n)[k]]] = 1;
   }
   hl_graph_init(out);
   out->dynamic = g->dynamic;
@@ -368,7 +378,7 @@ int hl_graph_prune(const hl_graph *g, hl_graph *out) {
     if (!live[i]) continue;
     const hl_node *n = &g->nodes[i];
     int ins[64];
-    for (int k = 0; k < n->nin; k++) ins[k] = remap[hl_node_inputs(g, n)[k]];
+    for (int k = 0; k < n->nin; k++) ins[k] = remap[same[hl_node_inputs(g, n)[k]]];
     remap[i] = hl_graph_add(out, n->prim, n->nin, ins, &n->attrs);
     if (remap[i] < 0) rc = -1;
     if (n->prim == HL_P_PARAM) out->nparams++;
@@ -376,11 +386,12 @@ int hl_graph_prune(const hl_graph *g, hl_graph *out) {
   if (!rc) {
     int outs[256];
     int no = g->noutputs < 256 ? g->noutputs : 256;
-    for (int k = 0; k < no; k++) outs[k] = remap[g->outputs[k]];
+    for (int k = 0; k < no; k++) outs[k] = remap[same[g->outputs[k]]];
     rc = hl_graph_set_outputs(out, no, outs);
   }
   free(live);
   free(remap);
+  free(same);
   return rc;
 }
 

@@ -648,3 +648,36 @@ describe("jit compile time", function()
     for _, i in ipairs {1, 500, 1000} do assert.is_true(math.abs(got[i] - want) < 1e-4, tostring(got[i]) .. " vs " .. want) end
   end)
 end)
+
+-- a cast to the dtype a value already has is the value itself in the compiled pipeline (autodiff's
+-- variables are such casts): no node, so no copy where the value must be a buffer (the matmul
+-- kernel's operands)
+describe("jit: casts to the same dtype", function()
+  it("leave no node in the pipeline", function()
+    local script = os.tmpname()
+    local f = assert(io.open(script, "w"))
+    f:write([[
+      local hl = require "halua"
+      local f = hl.jit(function(x) return hl.matmul(x:astype("float32"), x) end, {name = "samecast"})
+      print(f(hl.array({{1, 2}, {3, 4}})))
+    ]])
+    f:close()
+    local p = io.popen("HALUA_LOG_COMPILES=1 HALUA_CACHE_DIR=off luajit " .. script .. " 2>&1")
+    local out = p:read("*a")
+    p:close()
+    os.remove(script)
+    assert.truthy(out:find("compiled samecast in [%d.]+ ms %(2 nodes;"), out)
+    assert.truthy(out:find("{{ 7.0, 10.0},", 1, true), out)
+  end)
+  it("give the same values as outputs, operands and gradients' variables", function()
+    local f = hl.jit(function(x) return x:astype("float32"), x, x:astype("float32") * 2 end)
+    local a, b, c = f(hl.array({1, 2, 3}))
+    assert.are.same({1, 2, 3}, a:totable())
+    assert.are.same({1, 2, 3}, b:totable())
+    assert.are.same({2, 4, 6}, c:totable())
+    local g = hl.jit(hl.grad(function(w, x) return hl.sum(hl.matmul(x, w) ^ 2) end))
+    local w, x = hl.array({{1, 2}, {3, 4}, {5, 6}}), hl.array({{1, 0, 1}, {0, 1, 0}})
+    -- d/dw sum((x w)^2) = 2 x^T (x w); x w = {{6, 8}, {3, 4}}
+    assert.are.same({{12, 16}, {6, 8}, {12, 16}}, g(w, x):totable())
+  end)
+end)
