@@ -63,6 +63,11 @@ static int l_call_memo_add(lua_State *L) {
   memo_entry e = {.used = 1, .nargs = nargs, .program = p};
   for (int k = 0; k < nargs; k++)
     if (!arg_of(L, k + 3, &e.args[k])) return 0;
+  for (int i = 0; i < MEMO_ENTRIES; i++) {   /* known already (a call the memo sent on: a moved argument) */
+    int match = m->e[i].used && m->e[i].nargs == nargs && m->e[i].program == p;
+    for (int k = 0; match && k < nargs; k++) match = same(&e.args[k], &m->e[i].args[k]);
+    if (match) return 0;
+  }
   int slot = m->next;
   m->next = (m->next + 1) % MEMO_ENTRIES;
   m->e[slot] = e;
