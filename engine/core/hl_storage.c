@@ -68,50 +68,72 @@ static void *huge_alloc(size_t padded) {
 }
 
 /* Small arrays (eager ops on a few elements, the REPL's scalars) are one block each: the
- * record, then the data at a 64-byte boundary. Freed blocks wait on a list per size for the next
- * array of that size, up to 8 MiB in all: Lua's collector frees a cycle's worth of results at
- * once, and a loop of small ops then reuses those warm blocks instead of going through malloc.
- * (Not under AddressSanitizer, which is to see every free.) */
+ * record, then the data at a 64-byte boundary. Freed blocks wait on the freeing thread's list
+ * for their size, up to 4 MiB a thread: Lua's collector frees a cycle's worth of results at once,
+ * and a loop of small ops then reuses those blocks instead of going through malloc. The lists
+ * are per thread, so embedders' threads never wait on each other here; a thread's blocks are
+ * freed when it ends. (Not under AddressSanitizer, which is to see every free.) */
 enum { SMALL_HEADER = 128, SMALL_MAX = 4096 };
-static const size_t small_keep_bytes = (size_t)8 << 20;
+static const size_t small_keep_bytes = (size_t)4 << 20;
 _Static_assert(sizeof(hl_storage) <= SMALL_HEADER, "the record fits before the data");
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__has_feature)   /* clang says so here; GCC defines __SANITIZE_ADDRESS__ */
+#if __has_feature(address_sanitizer)
+#define HL_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(HL_ASAN)
 enum { SMALL_LISTS = 0 };
 #else
 enum { SMALL_LISTS = 1 };
 #endif
-static void *small_free[SMALL_MAX / ALIGN + 1];   /* each block's first word links to the next */
-static size_t small_kept;
-static pthread_mutex_t small_lock = PTHREAD_MUTEX_INITIALIZER;
+typedef struct {
+  void *head[SMALL_MAX / ALIGN + 1];   /* each block's first word links to the next */
+  size_t kept;
+  int registered;
+} small_lists;
+static _Thread_local small_lists small_mine;
+static pthread_key_t small_key;
+static pthread_once_t small_once = PTHREAD_ONCE_INIT;
+
+static void small_drain(void *p) {
+  small_lists *l = p;
+  for (size_t c = 0; c < sizeof l->head / sizeof l->head[0]; c++)
+    while (l->head[c]) {
+      void *next = *(void **)l->head[c];
+      free(l->head[c]);
+      l->head[c] = next;
+    }
+  l->kept = 0;
+  l->registered = 0;   /* a block freed by a later destructor registers again, and is freed then */
+}
+static void make_small_key(void) { pthread_key_create(&small_key, small_drain); }
 
 static hl_storage *small_new(size_t padded) {
-  void *block = NULL;
-  if (SMALL_LISTS) {
-    pthread_mutex_lock(&small_lock);
-    if ((block = small_free[padded / ALIGN])) {
-      small_free[padded / ALIGN] = *(void **)block;
-      small_kept -= SMALL_HEADER + padded;
-    }
-    pthread_mutex_unlock(&small_lock);
+  small_lists *l = &small_mine;
+  void *block = SMALL_LISTS ? l->head[padded / ALIGN] : NULL;
+  if (block) {
+    l->head[padded / ALIGN] = *(void **)block;
+    l->kept -= SMALL_HEADER + padded;
+  } else if (!(block = aligned_alloc(ALIGN, SMALL_HEADER + padded))) {
+    return NULL;
   }
-  if (!block) block = aligned_alloc(ALIGN, SMALL_HEADER + padded);
-  if (!block) return NULL;
   hl_storage *s = block;
   s->data = (char *)block + SMALL_HEADER;
   return s;
 }
 
 static void small_free_block(hl_storage *s, size_t padded) {
-  if (SMALL_LISTS) {
-    pthread_mutex_lock(&small_lock);
-    int keep = small_kept + SMALL_HEADER + padded <= small_keep_bytes;
-    if (keep) {
-      *(void **)s = small_free[padded / ALIGN];
-      small_free[padded / ALIGN] = s;
-      small_kept += SMALL_HEADER + padded;
+  small_lists *l = &small_mine;
+  if (SMALL_LISTS && l->kept + SMALL_HEADER + padded <= small_keep_bytes) {
+    if (!l->registered) {   /* the thread's first kept block: drained when the thread ends */
+      pthread_once(&small_once, make_small_key);
+      pthread_setspecific(small_key, l);
+      l->registered = 1;
     }
-    pthread_mutex_unlock(&small_lock);
-    if (keep) return;
+    *(void **)s = l->head[padded / ALIGN];
+    l->head[padded / ALIGN] = s;
+    l->kept += SMALL_HEADER + padded;
+    return;
   }
   free(s);
 }

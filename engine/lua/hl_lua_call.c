@@ -8,6 +8,7 @@
 #include <string.h>
 
 #define CALL_MEMO_MT "halua.call_memo"
+/* (a function of more array arguments takes the general path each call: jit.lua's signature) */
 enum { MEMO_ENTRIES = 4, MEMO_MAX_ARGS = 16 };
 
 typedef struct {

@@ -9,7 +9,9 @@ enum { NSLOTS = 64 };   /* direct-mapped by the signature's hash */
 typedef struct {
   hl_eager_sig sig;
   struct hl_kernel *kernel;   /* one reference, the slot's; NULL when empty */
+  unsigned uses;
 } slot;
+_Static_assert(sizeof(hl_eager_sig) % sizeof(uint64_t) == 0, "a signature hashes as whole words");
 
 typedef struct {
   slot slots[NSLOTS];
@@ -28,7 +30,10 @@ static void forget(memo *m) {
     m->slots[s].kernel = NULL;
   }
 }
-static void forget_at_exit(void *m) { forget(m); }
+static void forget_at_exit(void *m) {
+  forget(m);
+  ((memo *)m)->registered = 0;   /* an eager op in a later destructor registers again */
+}
 static void make_memo_key(void) { pthread_key_create(&memo_key, forget_at_exit); }
 
 int hl_eager_sig_make(hl_eager_sig *sig, int prim, int nin, const hl_array *const *in, const int *stride,
@@ -53,9 +58,12 @@ int hl_eager_sig_make(hl_eager_sig *sig, int prim, int nin, const hl_array *cons
 }
 
 static slot *slot_of(const hl_eager_sig *sig) {
-  const uint64_t *w = (const uint64_t *)sig;
   uint64_t h = 0;
-  for (size_t k = 0; k < sizeof *sig / sizeof *w; k++) h = (h ^ w[k]) * 0x9E3779B97F4A7C15ull;
+  for (size_t k = 0; k < sizeof *sig; k += sizeof(uint64_t)) {
+    uint64_t w;
+    memcpy(&w, (const char *)sig + k, sizeof w);
+    h = (h ^ w) * 0x9E3779B97F4A7C15ull;
+  }
   return &mine.slots[(h >> 40) % NSLOTS];
 }
 
@@ -70,6 +78,7 @@ struct hl_kernel *hl_eager_memo_find(const hl_eager_sig *sig) {
   }
   slot *s = slot_of(sig);
   if (!s->kernel || memcmp(&s->sig, sig, sizeof *sig) != 0) return NULL;
+  if (++s->uses % 64 == 0) return NULL;   /* the cache's lookup keeps it recent (hl_eager_memo.h) */
   hl_kernel_retain(s->kernel);
   hl_cache_count_hit();
   return s->kernel;
@@ -84,7 +93,7 @@ void hl_eager_memo_put(const hl_eager_sig *sig, struct hl_kernel *k) {
   slot *s = slot_of(sig);
   hl_kernel_retain(k);
   hl_kernel_release(s->kernel);
-  s->sig = *sig;
+  memcpy(&s->sig, sig, sizeof *sig);
   s->kernel = k;
 }
 

@@ -13,6 +13,7 @@ enum { HL_MEMO_MAX_IN = 4 };   /* ops with more operands go to the cache each ti
 typedef struct {
   int32_t prim, nin, device, dtype, ndim;
   int32_t in[HL_MEMO_MAX_IN][3];   /* dtype, rank, stride class */
+  int32_t unused;                  /* (zero: no padding bytes, signatures compare as bytes) */
   int64_t i[2 * HL_MAX_DIMS];      /* the attributes the key holds; the rest zero */
   double f;
 } hl_eager_sig;
@@ -21,7 +22,9 @@ typedef struct {
  * be remembered, -1 when it cannot (too many operands). */
 int hl_eager_sig_make(hl_eager_sig *sig, int prim, int nin, const hl_array *const *in, const int *stride,
                       const hl_attrs *attrs, const hl_array *out);
-/* The remembered kernel, retained for the caller, or NULL. */
+/* The remembered kernel, retained for the caller, or NULL. Every 64th use of a slot answers NULL
+ * once, so that the caller's lookup in the cache keeps a hot kernel recent there (the cache evicts
+ * the least recently used, and a memo hit does not tell it). */
 struct hl_kernel *hl_eager_memo_find(const hl_eager_sig *sig);
 /* Remembers k (the memo takes its own reference). */
 void hl_eager_memo_put(const hl_eager_sig *sig, struct hl_kernel *k);

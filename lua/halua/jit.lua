@@ -287,11 +287,14 @@ return function(hl, core, shared)
                                device = device, schedule = opts.schedule == "auto" and "auto" or nil}, jit_mt)
     -- the call memo (see __call), and the way on for calls it does not know
     self.memo = core.call_memo()
+    local function general(...) return self:call(...) end
     self.slow = function(...)
       if self.device and not self.device_checked then
         device_id(self.device == CPU and "cpu" or "cuda", "jit")   -- the device must exist to run
         self.device_checked = true
       end
+      -- arguments moved to the function's device may match the memo now
+      if self.device and not tracing.tape then return call_memo_run(self.memo, general, moved(self, ...)) end
       if self.device then return self:call(moved(self, ...)) end
       return self:call(...)
     end

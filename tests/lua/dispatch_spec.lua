@@ -188,3 +188,28 @@ describe("the jit call memo", function()
     assert.truthy(tostring(err):find("halua:", 1, true), err)
   end)
 end)
+
+describe("the eager memo and the cache's bound", function()
+  it("keeps a kernel it answers for recent in the cache: the hot one is never the one evicted", function()
+    -- each round brings a new kernel (a new unary op) and then uses `add` 100 times, all from the
+    -- memo: the cache, which evicts the least recently used, must still see `add` as recent
+    local out = script_run("HALUA_CACHE_DIR=off HALUA_CACHE_MEM_MB=3 HALUA_LOG_COMPILES=1", [[
+      local ops = {hl.exp, hl.tanh, hl.sin, hl.cos, hl.sqrt, hl.log, hl.abs, hl.floor, hl.ceil, hl.sign}
+      local a = hl.array({0.5, 1.5, 2.5})
+      local y
+      for _, f in ipairs(ops) do
+        y = f(a)
+        for _ = 1, 100 do y = a + a end
+      end
+      local info = hl.cache_info()
+      print("done", info.evictions, y:totable()[3])
+    ]])
+    local ev, last = out:match("done\t(%d+)\t([%d.]+)")
+    assert(ev, out)
+    assert.is_true(tonumber(ev) > 0, "the bound evicted nothing:\n" .. out)
+    assert.are.equal(5, tonumber(last))
+    local adds = 0
+    for _ in out:gmatch("compiled add ") do adds = adds + 1 end
+    assert.are.equal(1, adds, out)
+  end)
+end)
