@@ -215,6 +215,14 @@ res.jit_call_us = best_of(function() return add3(a, b, a) end, 5, 20000) * 1e6
 -- the same call in another harness: one plain loop of 10^5 calls, every collection in it
 -- (best_of's batches of 20,000 may fall between collections)
 res.jit_call_loop_us = best_of(function() for _ = 1, 1e5 do add3(a, b, a) end end, 3, 1) * 1e6 / 1e5
+-- a call with a pytree: a table of four arrays and an array, a table of results
+local tp = {w1 = a, b1 = b, w2 = a, b2 = b}
+local tree_step = hl.jit(function(q, x)
+  local r = {}
+  for k, v in pairs(q) do r[k] = v * 0.99 + x end
+  return hl.sum(x), r
+end)
+res.jit_tree_call_us = best_of(function() return tree_step(tp, a) end, 5, 20000) * 1e6
 local c1000 = hl.ones({1000}) + 0
 res.eager_c2c_us = best_of(function() return c1000 * 2 + c1000 end, 5, 10000) * 1e6
 -- the shell user's habit: a Lua loop updating a small array with numbers, 10^5 times
@@ -308,6 +316,7 @@ print_table({
   {"eager_add8_us", "eager a + b, 8 float32 (us/op)", "lower"},
   {"jit_call_us", "cached jit call, 3 array args (a + b + c), 8 float32 (us/call)", "lower"},
   {"jit_call_loop_us", "that call in one loop of 10^5 calls, collections included (us/call)", "lower"},
+  {"jit_tree_call_us", "cached jit call, a table of 4 arrays and an array in, a table out, 8 float32 (us/call)", "lower"},
   {"eager_c2c_us", "eager c * 2 + c, 1000 float32 (us)", "lower"},
   {"eager_loop_ms", "loop of 10^5 eager updates x = x * 0.999 + i * 1e-6, 8 float32 (ms)", "lower"},
   {"fused_ms", "tanh(a*b+c), 2^24 float32, jit (ms)", "lower"},

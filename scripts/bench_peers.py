@@ -243,6 +243,9 @@ def section_jax():
             for _ in range(100000):
                 add3(a, b, a).block_until_ready()
         put("jit_call_loop_us", "jax", best_of(call_loop, 3, 1) * 1e6 / 1e5)
+        tree_step = jax.jit(lambda q, x: (jnp.sum(x), {k: v * 0.99 + x for k, v in q.items()}))
+        tp = {"w1": a, "b1": b, "w2": a, "b2": b}
+        put("jit_tree_call_us", "jax", best_of(lambda: jax.block_until_ready(tree_step(tp, a)), 5, 20000) * 1e6)
         c = jnp.ones(1000, jnp.float32)
         put("eager_c2c_us", "jax", best_of(lambda: (c * 2 + c).block_until_ready(), 5, 10000) * 1e6)
         put("eager_loop_ms", "jax", best_of(lambda: eager_loop(jnp.zeros(8, jnp.float32)).block_until_ready(), 3, 1) * 1e3)

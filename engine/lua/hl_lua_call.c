@@ -54,8 +54,25 @@ static int l_call_memo(lua_State *L) {
   return 1;
 }
 
-/* call_memo_add(memo, program, args...): remembers that these arguments' signature runs program
- * (nothing when they are not all concrete arrays, or too many) */
+/* the entry (0-based) whose signature the arguments from stack index `first` match, or -1 */
+static int find_entry(lua_State *L, const call_memo *m, int first, int nargs) {
+  arg_sig s[MEMO_MAX_ARGS];
+  if (nargs > MEMO_MAX_ARGS) return -1;
+  for (int k = 0; k < nargs; k++)
+    if (!arg_of(L, first + k, &s[k])) return -1;
+  for (int i = 0; i < MEMO_ENTRIES; i++) {
+    const memo_entry *e = &m->e[i];
+    if (!e->used || e->nargs != nargs) continue;
+    int match = 1;
+    for (int k = 0; match && k < nargs; k++) match = same(&s[k], &e->args[k]);
+    if (match) return i;
+  }
+  return -1;
+}
+
+/* call_memo_add(memo, program, args...) -> slot: remembers that these arguments' signature runs
+ * program, and says in which of its slots (1-based); nothing when they are not all concrete
+ * arrays, or too many */
 static int l_call_memo_add(lua_State *L) {
   call_memo *m = luaL_checkudata(L, 1, CALL_MEMO_MT);
   hl_program *p = hl_lua_check_program(L, 2);
@@ -67,7 +84,10 @@ static int l_call_memo_add(lua_State *L) {
   for (int i = 0; i < MEMO_ENTRIES; i++) {   /* known already (a call the memo sent on: a moved argument) */
     int match = m->e[i].used && m->e[i].nargs == nargs && m->e[i].program == p;
     for (int k = 0; match && k < nargs; k++) match = same(&e.args[k], &m->e[i].args[k]);
-    if (match) return 0;
+    if (match) {
+      lua_pushinteger(L, i + 1);
+      return 1;
+    }
   }
   int slot = m->next;
   m->next = (m->next + 1) % MEMO_ENTRIES;
@@ -75,7 +95,18 @@ static int l_call_memo_add(lua_State *L) {
   lua_getfenv(L, 1);
   lua_pushvalue(L, 2);
   lua_rawseti(L, -2, slot + 1);
-  return 0;
+  lua_pushinteger(L, slot + 1);
+  return 1;
+}
+
+/* call_memo_match(memo, args...) -> the slot (1-based) whose signature the arguments match, or
+ * nothing (the pytree path of lua/halua/jit.lua runs the slot's entry itself) */
+static int l_call_memo_match(lua_State *L) {
+  call_memo *m = luaL_checkudata(L, 1, CALL_MEMO_MT);
+  int slot = find_entry(L, m, 2, lua_gettop(L) - 1);
+  if (slot < 0) return 0;
+  lua_pushinteger(L, slot + 1);
+  return 1;
 }
 
 /* call_memo_run(memo, fallback, args...): the outputs of the remembered program for these
@@ -87,16 +118,8 @@ static int l_call_memo_run(lua_State *L) {
     return luaL_argerror(L, 1, "expected a call memo");
   lua_pop(L, 1);
   int nargs = lua_gettop(L) - 2;
-  arg_sig s[MEMO_MAX_ARGS];
-  int ok = nargs <= MEMO_MAX_ARGS;
-  for (int k = 0; ok && k < nargs; k++) ok = arg_of(L, k + 3, &s[k]);
-  for (int i = 0; ok && i < MEMO_ENTRIES; i++) {
-    memo_entry *e = &m->e[i];
-    if (!e->used || e->nargs != nargs) continue;
-    int match = 1;
-    for (int k = 0; match && k < nargs; k++) match = same(&s[k], &e->args[k]);
-    if (match) return hl_lua_program_run(L, e->program, 3);
-  }
+  int slot = find_entry(L, m, 3, nargs);
+  if (slot >= 0) return hl_lua_program_run(L, m->e[slot].program, 3);
   lua_remove(L, 1);   /* fallback, args... */
   lua_call(L, nargs, LUA_MULTRET);
   return lua_gettop(L);
@@ -110,4 +133,6 @@ void hl_lua_register_call(lua_State *L, int core_idx) {
   lua_setfield(L, core_idx, "call_memo");
   lua_pushcfunction(L, l_call_memo_add);
   lua_setfield(L, core_idx, "call_memo_add");
+  lua_pushcfunction(L, l_call_memo_match);
+  lua_setfield(L, core_idx, "call_memo_match");
 }

@@ -1,4 +1,5 @@
-/* A jitted function's call memo (hl_lua_call.c: core.call_memo, call_memo_add, call_memo_run). */
+/* A jitted function's call memo (hl_lua_call.c: core.call_memo, call_memo_add, call_memo_run,
+ * call_memo_match). */
 #ifndef HL_LUA_CALL_H
 #define HL_LUA_CALL_H
 #include <lua.h>

@@ -43,39 +43,71 @@ function tree.leaves(t)
   return (tree.flatten(t))
 end
 
--- Parse a def back into a structure and fill it with leaves in order.
-function tree.unflatten(def, leaves)
-  local pos, li = 1, 0
+-- Parse a def once into a builder: a function of the leaves (in order) that makes the
+-- structure. Builders are kept per def (weakly): a jitted function's results are rebuilt from
+-- the same def on every call, and parsing it (a loadstring per key) cost more than the call.
+local function parse_def(def)
+  local pos, nleaves = 1, 0
   local function parse()
     local c = def:sub(pos, pos)
     if c == "*" then
       pos = pos + 1
-      li = li + 1
-      return leaves[li]
+      nleaves = nleaves + 1
+      return nleaves
     end
     if c ~= "{" then error("halua: tree.unflatten: malformed tree definition (from tree.flatten)", 0) end
     local n, after = def:match("^(%d+):()", pos + 1)
+    if not n then error("halua: tree.unflatten: malformed tree definition (from tree.flatten)", 0) end
     pos = after
     n = tonumber(n)
-    local t = {}
+    local node = {keys = {}, children = {}}
     local i = 0
     while def:sub(pos, pos) ~= "}" do
+      if pos > #def then error("halua: tree.unflatten: malformed tree definition (from tree.flatten)", 0) end
       if def:sub(pos, pos) == "," then pos = pos + 1 end
+      local key
       if i < n then
         i = i + 1
-        t[i] = parse()
+        key = i
       else
-        local key, p2 = def:match('^(%b"")=()', pos)
+        local k, p2 = def:match('^(%b"")=()', pos)
+        if not k then error("halua: tree.unflatten: malformed tree definition (from tree.flatten)", 0) end
         pos = p2
-        t[loadstring("return " .. key)()] = parse()
+        key = loadstring("return " .. k)()
       end
+      node.keys[#node.keys + 1] = key
+      node.children[#node.children + 1] = parse()
     end
     pos = pos + 1
-    return t
+    return node
   end
-  local t = parse()
-  if li ~= #leaves then error("halua: tree.unflatten: " .. #leaves .. " leaves for a tree of " .. li, 0) end
+  local spec = parse()
+  return spec, nleaves
+end
+
+local function build(spec, leaves)
+  if type(spec) == "number" then return leaves[spec] end
+  local t, keys, children = {}, spec.keys, spec.children
+  for j = 1, #keys do t[keys[j]] = build(children[j], leaves) end
   return t
+end
+
+local builders = setmetatable({}, {__mode = "v"})
+local function builder(def)
+  local b = builders[def]
+  if b then return b end
+  local spec, nleaves = parse_def(def)
+  b = function(leaves)
+    if nleaves ~= #leaves then error("halua: tree.unflatten: " .. #leaves .. " leaves for a tree of " .. nleaves, 0) end
+    return build(spec, leaves)
+  end
+  builders[def] = b
+  return b
+end
+
+-- Fill the structure def describes (from tree.flatten) with leaves in order.
+function tree.unflatten(def, leaves)
+  return builder(def)(leaves)
 end
 
 function tree.map(f, t, ...)

@@ -213,3 +213,67 @@ describe("the eager memo and the cache's bound", function()
     assert.are.equal(1, adds, out)
   end)
 end)
+
+describe("the jit pytree path", function()
+  -- f's results, by value, as a flat list in tree order (to compare jitted and plain calls)
+  local tree = require "halua.tree"
+  local function values(...)
+    local out = {}
+    for _, l in ipairs(tree.leaves({...})) do
+      local v = type(l) == "number" and l or l:totable()
+      if type(v) == "number" then out[#out + 1] = v else flat(v, out) end
+    end
+    return out
+  end
+  local function f(p, x)
+    local y = x * p.a
+    if p.b then y = y + p.b end
+    if p.list then for i, v in ipairs(p.list) do y = y + v * i end end
+    return {y = y, s = hl.sum(y), k = 3}, y * 2
+  end
+
+  it("gives the plain function's values over changing structures, keys and shapes", function()
+    local jf = hl.jit(f)
+    local function arr(v, n) local t = {} for i = 1, n do t[i] = v + i end return hl.array(t) end
+    local cases = {}
+    for _, n in ipairs({2, 3, 2, 5, 1, 3, 4, 2}) do   -- more shapes than the memo keeps
+      cases[#cases + 1] = {{a = arr(1, n), b = arr(2, n)}, arr(0, n)}
+    end
+    cases[#cases + 1] = {{a = arr(1, 2)}, arr(0, 2)}                              -- a key fewer
+    cases[#cases + 1] = {{a = arr(1, 2), b = arr(2, 2), list = {arr(3, 2), arr(4, 2)}}, arr(0, 2)}
+    cases[#cases + 1] = {{a = arr(1, 2), b = arr(2, 2), list = {arr(3, 2)}}, arr(0, 2)}   -- shorter list
+    cases[#cases + 1] = {{a = arr(1, 2), c = arr(2, 2)}, arr(0, 2)}               -- another key, same count
+    cases[#cases + 1] = {{a = arr(1, 2), b = 2.5}, arr(0, 2)}                      -- a number leaf
+    cases[#cases + 1] = {{a = arr(1, 2), b = arr(2, 2)}, arr(0, 2)}
+    for round = 1, 2 do
+      for c, args in ipairs(cases) do
+        local got, want = values(jf(args[1], args[2])), values(f(args[1], args[2]))
+        assert.are.equal(#want, #got, "case " .. c .. " round " .. round)
+        close(got, want)
+      end
+    end
+    local r = jf({a = arr(1, 2), b = arr(2, 2)}, arr(0, 2))
+    assert.are.equal(3, r.k)   -- a constant result stays a number
+  end)
+
+  it("inlines under an outer jit and records under an autodiff tape", function()
+    local jf = hl.jit(function(p) return hl.sum(p.w * p.w) end)
+    local p = {w = hl.array({1, 2, 3})}
+    assert.are.equal(14, jf(p):item())   -- the pytree path now knows this structure
+    local outer = hl.jit(function(q) return jf(q) + 1 end)
+    assert.are.equal(15, outer(p):item())
+    local g = hl.grad(function(q) return jf(q) end)(p)
+    assert.are.same({2, 4, 6}, g.w:totable())
+  end)
+
+  it("keeps errors as they were", function()
+    local jf = hl.jit(function(p) return p.a + p.b end)
+    jf({a = hl.ones({3}), b = hl.ones({3})})
+    local ok, err = pcall(jf, {a = hl.ones({3}), b = hl.ones({4})})
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("halua: add: ", 1, true), err)
+    ok, err = pcall(jf, {a = hl.ones({3}), b = function() end})
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("halua: jit: argument 1 holds a function leaf", 1, true), err)
+  end)
+end)
