@@ -27,15 +27,16 @@ typedef struct {
   int next;   /* the entry the next add replaces: round robin */
 } call_memo;
 
-/* the signature of the concrete array at idx; 0 when it is not one (a number, a tracer, a table) */
-static int arg_of(lua_State *L, int idx, arg_sig *s) {
+/* the concrete array at idx and its signature; NULL when it is not one (a number, a tracer, a
+ * table) */
+static const hl_array *arg_of(lua_State *L, int idx, arg_sig *s) {
   hl_array *a = lua_type(L, idx) == LUA_TUSERDATA ? hl_lua_to_array(L, idx) : NULL;
-  if (!a || hl_live_trace(a)) return 0;
+  if (!a || hl_live_trace(a)) return NULL;
   s->dtype = (int8_t)a->dtype;
   s->device = (int8_t)hl_array_device(a);
   s->ndim = (int8_t)a->ndim;
   memcpy(s->shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
-  return 1;
+  return a;
 }
 
 static int same(const arg_sig *x, const arg_sig *y) {
@@ -47,19 +48,29 @@ static int same(const arg_sig *x, const arg_sig *y) {
 static int l_call_memo(lua_State *L) {
   call_memo *m = lua_newuserdata(L, sizeof *m);
   memset(m, 0, sizeof *m);
-  luaL_getmetatable(L, CALL_MEMO_MT);
+  lua_pushvalue(L, lua_upvalueindex(1));
   lua_setmetatable(L, -2);
   lua_createtable(L, MEMO_ENTRIES, 0);
   lua_setfenv(L, -2);
   return 1;
 }
 
-/* the entry (0-based) whose signature the arguments from stack index `first` match, or -1 */
-static int find_entry(lua_State *L, const call_memo *m, int first, int nargs) {
+/* the memo at idx: its metatable is upvalue 1 of the functions below (no lookup by name) */
+static call_memo *check_memo(lua_State *L, int idx) {
+  call_memo *m = lua_touserdata(L, idx);
+  if (!m || !lua_getmetatable(L, idx) || !lua_rawequal(L, -1, lua_upvalueindex(1)))
+    luaL_argerror(L, idx, "expected a call memo");
+  lua_pop(L, 1);
+  return m;
+}
+
+/* the entry (0-based) whose signature the arguments from stack index `first` match, or -1; the
+ * arguments' arrays in `arrays` */
+static int find_entry(lua_State *L, const call_memo *m, int first, int nargs, const hl_array **arrays) {
   arg_sig s[MEMO_MAX_ARGS];
   if (nargs > MEMO_MAX_ARGS) return -1;
   for (int k = 0; k < nargs; k++)
-    if (!arg_of(L, first + k, &s[k])) return -1;
+    if (!(arrays[k] = arg_of(L, first + k, &s[k]))) return -1;
   for (int i = 0; i < MEMO_ENTRIES; i++) {
     const memo_entry *e = &m->e[i];
     if (!e->used || e->nargs != nargs) continue;
@@ -74,7 +85,7 @@ static int find_entry(lua_State *L, const call_memo *m, int first, int nargs) {
  * program, and says in which of its slots (1-based); nothing when they are not all concrete
  * arrays, or too many */
 static int l_call_memo_add(lua_State *L) {
-  call_memo *m = luaL_checkudata(L, 1, CALL_MEMO_MT);
+  call_memo *m = check_memo(L, 1);
   hl_program *p = hl_lua_check_program(L, 2);
   int nargs = lua_gettop(L) - 2;
   if (nargs > MEMO_MAX_ARGS) return 0;
@@ -102,8 +113,9 @@ static int l_call_memo_add(lua_State *L) {
 /* call_memo_match(memo, args...) -> the slot (1-based) whose signature the arguments match, or
  * nothing (the pytree path of lua/halua/jit.lua runs the slot's entry itself) */
 static int l_call_memo_match(lua_State *L) {
-  call_memo *m = luaL_checkudata(L, 1, CALL_MEMO_MT);
-  int slot = find_entry(L, m, 2, lua_gettop(L) - 1);
+  call_memo *m = check_memo(L, 1);
+  const hl_array *arrays[MEMO_MAX_ARGS];
+  int slot = find_entry(L, m, 2, lua_gettop(L) - 1, arrays);
   if (slot < 0) return 0;
   lua_pushinteger(L, slot + 1);
   return 1;
@@ -112,27 +124,29 @@ static int l_call_memo_match(lua_State *L) {
 /* call_memo_run(memo, fallback, args...): the outputs of the remembered program for these
  * arguments' signature, or fallback(args...)'s results */
 static int l_call_memo_run(lua_State *L) {
-  /* (the memo's metatable is this closure's upvalue: no registry lookup by name) */
-  call_memo *m = lua_touserdata(L, 1);
-  if (!m || !lua_getmetatable(L, 1) || !lua_rawequal(L, -1, lua_upvalueindex(1)))
-    return luaL_argerror(L, 1, "expected a call memo");
-  lua_pop(L, 1);
+  call_memo *m = check_memo(L, 1);
   int nargs = lua_gettop(L) - 2;
-  int slot = find_entry(L, m, 3, nargs);
-  if (slot >= 0) return hl_lua_program_run(L, m->e[slot].program, 3);
+  const hl_array *arrays[MEMO_MAX_ARGS];
+  int slot = find_entry(L, m, 3, nargs, arrays);
+  if (slot >= 0) return hl_lua_program_run_arrays(L, m->e[slot].program, nargs, arrays);
   lua_remove(L, 1);   /* fallback, args... */
   lua_call(L, nargs, LUA_MULTRET);
   return lua_gettop(L);
 }
 
 void hl_lua_register_call(lua_State *L, int core_idx) {
+  static const luaL_Reg fns[] = {
+      {"call_memo", l_call_memo},
+      {"call_memo_add", l_call_memo_add},
+      {"call_memo_run", l_call_memo_run},
+      {"call_memo_match", l_call_memo_match},
+  };
   luaL_newmetatable(L, CALL_MEMO_MT);
-  lua_pushcclosure(L, l_call_memo_run, 1);
-  lua_setfield(L, core_idx, "call_memo_run");
-  lua_pushcfunction(L, l_call_memo);
-  lua_setfield(L, core_idx, "call_memo");
-  lua_pushcfunction(L, l_call_memo_add);
-  lua_setfield(L, core_idx, "call_memo_add");
-  lua_pushcfunction(L, l_call_memo_match);
-  lua_setfield(L, core_idx, "call_memo_match");
+  int mt = lua_gettop(L);
+  for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++) {   /* each with the metatable as upvalue 1 */
+    lua_pushvalue(L, mt);
+    lua_pushcclosure(L, fns[k].func, 1);
+    lua_setfield(L, core_idx, fns[k].name);
+  }
+  lua_pop(L, 1);
 }

@@ -136,17 +136,10 @@ hl_trace *hl_lua_check_trace(lua_State *L, int idx) { return luaL_checkudata(L, 
 
 hl_program *hl_lua_check_program(lua_State *L, int idx) { return &((hl_lua_program *)luaL_checkudata(L, idx, PROGRAM_MT))->p; }
 
-int hl_lua_program_run(lua_State *L, hl_program *p, int first) {
-  int nargs = lua_gettop(L) - first + 1;
-  const hl_array *args[64];
+int hl_lua_program_run_arrays(lua_State *L, hl_program *p, int nargs, const hl_array *const *args) {
   hl_array outs[64];
-  if (nargs > 64) hl_lua_raisef(L, "halua: jit: too many arguments");
-  for (int k = 0; k < nargs; k++) {
-    hl_array *a = hl_lua_to_array(L, first + k);
-    if (!a) hl_lua_arg_error(L, "jit", first + k, first + k, "an array");
-    if (hl_is_leaked(a)) hl_lua_raisef(L, "halua: jit: " HL_LEAKED_TRACER);
-    args[k] = a;
-  }
+  for (int k = 0; k < nargs; k++)
+    if (hl_is_leaked(args[k])) hl_lua_raisef(L, "halua: jit: " HL_LEAKED_TRACER);
   if (hl_program_run(p, nargs, args, outs)) return hl_lua_raise(L);
   int n = p->g.noutputs;
   luaL_checkstack(L, n, "halua: too many outputs");
@@ -154,4 +147,13 @@ int hl_lua_program_run(lua_State *L, hl_program *p, int first) {
   return n;
 }
 
-
+int hl_lua_program_run(lua_State *L, hl_program *p, int first) {
+  int nargs = lua_gettop(L) - first + 1;
+  const hl_array *args[64];
+  if (nargs > 64) hl_lua_raisef(L, "halua: jit: too many arguments");
+  for (int k = 0; k < nargs; k++) {
+    args[k] = hl_lua_to_array(L, first + k);
+    if (!args[k]) hl_lua_arg_error(L, "jit", first + k, first + k, "an array");
+  }
+  return hl_lua_program_run_arrays(L, p, nargs, args);
+}

@@ -160,29 +160,15 @@ return function(hl, core, shared)
 
   local call_memo_run, call_memo_add, call_memo_match = core.call_memo_run, core.call_memo_add, core.call_memo_match
 
-  -- The pytree path: a jitted function keeps the structure of its last call's table arguments as
-  -- templates (each table's keys in tree.flatten's order: the array part, then the string keys
-  -- sorted) and a call memo of the array leaves' signatures under that structure. A call of the
-  -- same structure takes its leaves in that order without flattening or building a signature,
-  -- and the memo finds its entry.
-  local function template_of(v)
-    if type(v) ~= "table" then return "*" end
-    local keys, named = {}, {}
-    for i = 1, #v do keys[i] = i end
-    for k in pairs(v) do
-      if type(k) == "string" then named[#named + 1] = k end
-    end
-    table.sort(named)
-    for _, k in ipairs(named) do keys[#keys + 1] = k end
-    local children = {}
-    for j, k in ipairs(keys) do children[j] = template_of(v[k]) end
-    return {n = #v, keys = keys, children = children}
-  end
+  -- The pytree path: a jitted function keeps the structure of its last call's table arguments
+  -- (their defs) and a call memo of the array leaves' signatures under that structure. A call of
+  -- the same structure takes its leaves by tree.match, without flattening or building a
+  -- signature, and the memo finds its entry.
 
-  -- After a general call with table arguments: the structure's templates (kept while the
-  -- structure stays; a new one starts afresh) and the leaves' signature in the memo. Only when
+  -- After a general call with table arguments: the structure's defs (kept while the structure
+  -- stays; a new one starts afresh) and the leaves' signature in the memo. Only when
   -- every leaf is an array (numbers and other leaves are part of the trace, not arguments).
-  local function remember_tree(self, args, n, info, entry, arrays)
+  local function remember_tree(self, n, info, entry, arrays)
     local defs, tables = {}, false
     for i = 1, n do
       if type(info[i]) == "table" then
@@ -201,30 +187,11 @@ return function(hl, core, shared)
     local same = tm and tm.n == n
     for i = 1, n do same = same and tm.defs[i] == defs[i] end
     if not same then
-      local templates = {}
-      for i = 1, n do templates[i] = template_of(args[i]) end
-      tm = {n = n, defs = defs, templates = templates, memo = core.call_memo(), entries = {}}
+      tm = {n = n, defs = defs, memo = core.call_memo(), entries = {}}
       self.tree_memo = tm
     end
     local slot = call_memo_add(tm.memo, entry.program, unpack(arrays))
     if slot then tm.entries[slot] = entry end
-  end
-
-  -- appends v's leaves to out in template order; false when v has another structure
-  local function take_leaves(v, tpl, out)
-    if tpl == "*" then
-      if v == nil or type(v) == "table" then return false end
-      out[#out + 1] = v
-      return true
-    end
-    if type(v) ~= "table" or #v ~= tpl.n then return false end
-    local count, keys, children = 0, tpl.keys, tpl.children
-    for _ in pairs(v) do count = count + 1 end
-    if count ~= #keys then return false end
-    for j = 1, #keys do
-      if not take_leaves(v[keys[j]], children[j], out) then return false end
-    end
-    return true
   end
 
   -- jit(f, {device = ...}): array arguments move to that device first
@@ -270,7 +237,7 @@ return function(hl, core, shared)
     if tm and tm.n == n then
       local arrays, same = {}, true
       for i = 1, n do
-        if not take_leaves(args[i], tm.templates[i], arrays) then
+        if not tree.match(tm.defs[i], args[i], arrays) then   -- (an array argument's def is "*")
           same = false
           break
         end
@@ -300,7 +267,7 @@ return function(hl, core, shared)
     end
     -- (call_memo_add remembers it only when every argument is an array: nothing else to check)
     if entry.plain then call_memo_add(self.memo, entry.program, ...) end
-    if entry.program and not self.has_static then remember_tree(self, args, n, info, entry, arrays) end
+    if entry.program and not self.has_static then remember_tree(self, n, info, entry, arrays) end
     return run(entry, arrays)
   end
 

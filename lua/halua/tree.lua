@@ -60,7 +60,7 @@ local function parse_def(def)
     if not n then error("halua: tree.unflatten: malformed tree definition (from tree.flatten)", 0) end
     pos = after
     n = tonumber(n)
-    local node = {keys = {}, children = {}}
+    local node = {keys = {}, children = {}, n = n}
     local i = 0
     while def:sub(pos, pos) ~= "}" do
       if pos > #def then error("halua: tree.unflatten: malformed tree definition (from tree.flatten)", 0) end
@@ -92,22 +92,51 @@ local function build(spec, leaves)
   return t
 end
 
-local builders = setmetatable({}, {__mode = "v"})
-local function builder(def)
-  local b = builders[def]
-  if b then return b end
-  local spec, nleaves = parse_def(def)
-  b = function(leaves)
-    if nleaves ~= #leaves then error("halua: tree.unflatten: " .. #leaves .. " leaves for a tree of " .. nleaves, 0) end
-    return build(spec, leaves)
+-- parsed definitions, kept weakly: {spec, number of leaves}
+local parsed = setmetatable({}, {__mode = "v"})
+local function parsed_def(def)
+  local p = parsed[def]
+  if not p then
+    local spec, nleaves = parse_def(def)
+    p = {spec = spec, nleaves = nleaves}
+    parsed[def] = p
   end
-  builders[def] = b
-  return b
+  return p
 end
 
 -- Fill the structure def describes (from tree.flatten) with leaves in order.
 function tree.unflatten(def, leaves)
-  return builder(def)(leaves)
+  local p = parsed_def(def)
+  if p.nleaves ~= #leaves then error("halua: tree.unflatten: " .. #leaves .. " leaves for a tree of " .. p.nleaves, 0) end
+  return build(p.spec, leaves)
+end
+
+-- appends v's leaves to out in spec's order; false when v has another structure
+local function match(v, spec, out)
+  if type(spec) == "number" then
+    if v == nil or type(v) == "table" then return false end
+    out[#out + 1] = v
+    return true
+  end
+  if type(v) ~= "table" or #v ~= spec.n then return false end
+  local keys, children, count = spec.keys, spec.children, 0
+  for _ in pairs(v) do count = count + 1 end
+  if count ~= #keys then return false end
+  for j = 1, #keys do
+    if not match(v[keys[j]], children[j], out) then return false end
+  end
+  return true
+end
+
+-- The leaves of t appended to out (a new list without it) when t has the structure def
+-- describes, as tree.flatten would give them; nil otherwise. No flattening, sorting or strings:
+-- a jitted function checks each call's tables against the structure it saw last this way.
+function tree.match(def, t, out)
+  out = out or {}
+  local n = #out
+  if match(t, parsed_def(def).spec, out) then return out end
+  for i = #out, n + 1, -1 do out[i] = nil end
+  return nil
 end
 
 function tree.map(f, t, ...)

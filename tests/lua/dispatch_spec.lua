@@ -256,6 +256,29 @@ describe("the jit pytree path", function()
     assert.are.equal(3, r.k)   -- a constant result stays a number
   end)
 
+  it("takes a tree's leaves by a def (hl.tree.match) as tree.flatten orders them, or nil", function()
+    local _, def = hl.tree.flatten({1, {2, 3}, b = {d = 4, c = 5}, a = 6})
+    local t = {10, {20, 30}, b = {d = 40, c = 50}, a = 60}
+    local want = hl.tree.flatten(t)
+    assert.are.same(want, hl.tree.match(def, t))
+    assert.are.same({10, 20, 30, 60, 50, 40}, hl.tree.match(def, t))
+    local out = {"x"}
+    assert.are.equal(out, hl.tree.match(def, t, out))
+    assert.are.same({"x", 10, 20, 30, 60, 50, 40}, out)
+    for _, other in ipairs({
+      {10, {20}, b = {d = 40, c = 50}, a = 60},               -- a shorter list
+      {10, {20, 30}, b = {d = 40, e = 50}, a = 60},           -- another key, same count
+      {10, {20, 30}, b = {d = 40, c = 50}, a = 60, z = 1},    -- a key more
+      {10, {20, 30}, b = {d = 40, c = {50}}, a = 60},         -- a table where a leaf was
+      {10, 20, b = {d = 40, c = 50}, a = 60},                 -- a leaf where a table was
+      {10, {20, 30}, b = {d = 40}, a = 60},                   -- a key fewer
+    }) do
+      local kept = {"x"}
+      assert.is_nil(hl.tree.match(def, other, kept))
+      assert.are.same({"x"}, kept)   -- out as it was
+    end
+  end)
+
   it("inlines under an outer jit and records under an autodiff tape", function()
     local jf = hl.jit(function(p) return hl.sum(p.w * p.w) end)
     local p = {w = hl.array({1, 2, 3})}
