@@ -148,7 +148,9 @@ return function(hl, core, shared)
     if type(axes) == "boolean" then axes, keepdims = nil, axes end
     if opts then
       util.options(op, opts, {"axis", "keepdims", "method"}, "{axis = 1, method = \"lower\"}")
-      axes, keepdims, method = opts.axis, opts.keepdims, opts.method
+      if opts.axis ~= nil then axes = opts.axis end
+      if opts.keepdims ~= nil then keepdims = opts.keepdims end
+      if opts.method ~= nil then method = opts.method end
     end
     method = method or "linear"
     if not methods_q[method] then
@@ -363,10 +365,10 @@ return function(hl, core, shared)
     return lo
   end
 
+  -- a and v in their promoted dtype
   local function same_type(a, v)
     if a.dtype == v.dtype then return a, v end
-    local t = (a + hl.zeros_like(v):astype(v.dtype)).dtype   -- the promoted dtype
-    if a.ndim == 0 then t = (a:astype(a.dtype) + v).dtype end
+    local t = (hl.zeros({}, a.dtype) + hl.zeros({}, v.dtype)).dtype
     return a:astype(t), v:astype(t)
   end
 
