@@ -34,10 +34,23 @@ return function(hl, core, shared)
 
   ---------------------------------------------------------------- NaN-ignoring reductions
 
-  local function nan_args(op, x, axes, keepdims)
+  -- (x, axes, keepdims, ddof) from positional arguments or a trailing options table
+  -- {axis =, keepdims =, ddof =} (ddof only where `names` lists it)
+  local function nan_args(op, x, axes, keepdims, ddof, names)
     x = as_array(x, op)
-    if type(axes) == "boolean" then axes, keepdims = nil, axes end
-    return x, axes, keepdims
+    local opts
+    if is_opts(axes) then opts, axes = axes, nil
+    elseif is_opts(keepdims) then opts, keepdims = keepdims, nil
+    elseif is_opts(ddof) then opts, ddof = ddof, nil end
+    if type(axes) == "boolean" then axes, keepdims, ddof = nil, axes, keepdims end
+    if names and type(keepdims) == "number" then keepdims, ddof = nil, keepdims end
+    if opts then
+      util.options(op, opts, names or {"axis", "keepdims"}, "{axis = 1, keepdims = true}")
+      if opts.axis ~= nil then axes = opts.axis end
+      if opts.keepdims ~= nil then keepdims = opts.keepdims end
+      if opts.ddof ~= nil then ddof = opts.ddof end
+    end
+    return x, axes, keepdims, ddof
   end
   local function has_nan(x) return is_float(x.dtype) or is_half(x.dtype) end
 
@@ -75,12 +88,11 @@ return function(hl, core, shared)
   hl.nanmax = nan_extreme("nanmax", hl.max, -math.huge)
   hl.nanmin = nan_extreme("nanmin", hl.min, math.huge)
 
-  -- nanvar(x [, axes] [, keepdims] [, ddof]): the variance of the non-NaN elements divided by
+  -- nanvar(x [, axes] [, keepdims] [, ddof] [, opts]): the variance of the non-NaN elements divided by
   -- count - ddof; NaN where that is not positive (as NumPy, without its warning)
+  local var_names = {"axis", "keepdims", "ddof"}
   function hl.nanvar(x, axes, keepdims, ddof)
-    x = as_array(x, "nanvar")
-    if type(axes) == "boolean" then axes, keepdims, ddof = nil, axes, keepdims end
-    if type(keepdims) == "number" then keepdims, ddof = nil, keepdims end
+    x, axes, keepdims, ddof = nan_args("nanvar", x, axes, keepdims, ddof, var_names)
     ddof = ddof or 0
     if type(ddof) ~= "number" then fail("nanvar: ddof must be a number, got %s", type(ddof)) end
     local dt
@@ -95,7 +107,7 @@ return function(hl, core, shared)
     return back(hl.where(bad, const(ss, 0 / 0), ss / hl.where(bad, const(dof, 1), dof)), dt)
   end
   function hl.nanstd(x, axes, keepdims, ddof)
-    x = as_array(x, "nanstd")
+    x, axes, keepdims, ddof = nan_args("nanstd", x, axes, keepdims, ddof, var_names)
     local dt
     if is_half(x.dtype) then x, dt = x:astype("float32"), x.dtype end
     return back(hl.sqrt(hl.nanvar(x, axes, keepdims, ddof)), dt)
