@@ -444,7 +444,7 @@ E("bincount", "hl.bincount(x [, weights] [, minlength | {minlength =, length =}]
   "How often each value 0, 1, 2, ... occurs in the 1-D non-negative integer array x: the count of " ..
   "value v is at (1-based) position v + 1, as NumPy's index v. With weights, their sums instead " ..
   "(float weights keep their dtype; NumPy uses float64). The length is max(x) + 1, at least " ..
-  "minlength. Under jit the length must be static: give {length = n} (values from n on are " ..
+  "minlength. Under jit or vmap the length must be static: give {length = n} (values from n on are " ..
   "dropped, as JAX's length).",
   [[print(hl.bincount(hl.array({0, 1, 1, 3}, "int32")), hl.bincount(hl.array({2}, "int32"), {minlength = 4}))
 print(hl.jit(function(x) return hl.bincount(x, {length = 3}) end)(hl.array({0, 2, 2}, "int32")))]])
@@ -452,7 +452,7 @@ E("unique", "hl.unique(x [, opts]) -> values [, index] [, inverse] [, counts]",
   "The sorted distinct values of the flattened x (NaNs count as one, last). opts: return_index " ..
   "(the 1-based position in x of each value's first occurrence), return_inverse (for each element " ..
   "of x, the 1-based position of its value in the result: values:take(inverse) rebuilds x), " ..
-  "return_counts; they follow the values in that order. Under jit the number of values must be " ..
+  "return_counts; they follow the values in that order. Under jit or vmap the number of values must be " ..
   "static, as JAX: {size = n} pads with fill_value (default the smallest value), indices and counts with 0.",
   [[local v, idx, inv, n = hl.unique(hl.array({3, 1, 3, 2}), {return_index = true, return_inverse = true, return_counts = true})
 print(v, idx, inv, n)

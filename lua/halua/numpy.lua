@@ -331,6 +331,7 @@ return function(hl, core, shared)
     if type(conds) ~= "table" or is_array(conds) or type(choices) ~= "table" or is_array(choices) then
       fail("select: condlist and choicelist must be Lua lists of arrays")
     end
+    if #conds == 0 then fail("select: condlist is empty; give at least one condition and its choice") end
     if #conds ~= #choices then
       fail("select: condlist has %d entries and choicelist %d; they must have the same length", #conds, #choices)
     end
@@ -550,7 +551,7 @@ return function(hl, core, shared)
     elseif not is_tracer(x) then
       len = len or minlength
     elseif len == nil then
-      fail("bincount: under jit the result's length must be static: pass {length = n} (values >= n are dropped)")
+      fail("bincount: on traced values (under jit or vmap) the result's length must be static: pass {length = n} (values >= n are dropped)")
     end
     local vals
     if weights ~= nil then
@@ -601,7 +602,7 @@ return function(hl, core, shared)
     local group = hl.cumsum(first:astype("int64")) - 1   -- 0-based slot of each sorted element
     if size == nil then
       if is_tracer(group) then
-        fail("unique: under jit the number of distinct values must be static: pass {size = n, fill_value = v}")
+        fail("unique: on traced values (under jit or vmap) the number of distinct values must be static: pass {size = n, fill_value = v}")
       end
       size = group[n]:item() + 1
     end

@@ -307,19 +307,12 @@ return function(hl, core, shared)
       return c
     end
     local x, y = comps(a, aa, na), comps(b, ba, nb)
-    if na == 2 and nb == 2 then return x[1] * y[2] - x[2] * y[1] end
-    local cz
-    if na == 2 then
-      cz = x[1] * y[2] - x[2] * y[1]
-      local r = {x[2] * y[3], -(x[1] * y[3]), cz}
-      return hl.stack(r, axis < 0 and -1 or math.min(axis, #r[1].shape + 1))
-    end
-    if nb == 2 then
-      cz = x[1] * y[2] - x[2] * y[1]
-      local r = {-(x[3] * y[2]), x[3] * y[1], cz}
-      return hl.stack(r, axis < 0 and -1 or math.min(axis, #r[1].shape + 1))
-    end
-    local r = {x[2] * y[3] - x[3] * y[2], x[3] * y[1] - x[1] * y[3], x[1] * y[2] - x[2] * y[1]}
+    local cz = x[1] * y[2] - x[2] * y[1]
+    if na == 2 and nb == 2 then return cz end
+    local r
+    if na == 2 then r = {x[2] * y[3], -(x[1] * y[3]), cz}
+    elseif nb == 2 then r = {-(x[3] * y[2]), x[3] * y[1], cz}
+    else r = {x[2] * y[3] - x[3] * y[2], x[3] * y[1] - x[1] * y[3], cz} end
     -- the result's vector axis: where the inputs had it (counted on the broadcast result)
     local nd = r[1].ndim + 1
     local at = axis < 0 and nd + axis + 1 or axis

@@ -321,6 +321,10 @@ suite("tensordot, kron, cross, convolve, correlate against NumPy", function(case
     local ut, wt = np.rand({3, 4}, -3, 3, dtype), np.rand({3, 1}, -3, 3, dtype)
     case("cross along axis 1, broadcast " .. dtype, function() return hl.cross(ut, wt, 1) end, "np.cross(a, b, axis=0)", {ut, wt}, o)
     local p2, q2 = np.rand({4, 2}, -3, 3, dtype), np.rand({4, 2}, -3, 3, dtype)
+    local c3, d3 = np.rand({2, 3, 4}, -3, 3, dtype), np.rand({2, 3, 4}, -3, 3, dtype)
+    case("cross along a middle axis " .. dtype, function() return hl.cross(c3, d3, 2) end, "np.cross(a, b, axis=1)", {c3, d3}, o)
+    case("cross 2- with 3-vectors along a middle axis " .. dtype, function() return hl.cross(c3[{{}, {1, 2}}], d3, -2) end,
+         "np.cross(a[:, :2], b, axis=-2)", {c3, d3}, o)
     case("cross 2-vectors give z " .. dtype, function() return hl.cross(p2, q2) end, "np.cross(a, b)", {p2, q2}, o)
     case("cross 2- with 3-vectors " .. dtype, function() return hl.cross(p2, w[{{1, 4}}]) end, "np.cross(a, b[:4])", {p2, w}, o)
     case("cross 3- with 2-vectors " .. dtype, function() return hl.cross(w[{{1, 4}}], p2) end, "np.cross(b[:4], a)", {p2, w}, o)
@@ -519,10 +523,12 @@ describe("NumPy functions' errors", function()
     fails("^halua: bincount: x must be non%-negative, got %-2", hl.bincount, hl.array({1, -2}, "int32"))
     fails("^halua: bincount: x must be integers, got float32", hl.bincount, hl.array({1, 2}))
     fails("^halua: bincount: x must be 1%-D", hl.bincount, hl.ones({2, 2}, "int32"))
-    fails("^halua: bincount: under jit the result's length must be static: pass {length = n}",
+    fails("^halua: bincount: on traced values %(under jit or vmap%) the result's length must be static: pass {length = n}",
           hl.jit(function(v) return hl.bincount(v) end), hl.array({1, 2}, "int32"))
-    fails("^halua: unique: under jit the number of distinct values must be static: pass {size = n",
+    fails("^halua: unique: on traced values %(under jit or vmap%) the number of distinct values must be static: pass {size = n",
           hl.jit(function(v) return hl.unique(v) end), hl.array({1, 2}))
+    fails("^halua: unique: on traced values %(under jit or vmap%)", hl.vmap(function(v) return hl.unique(v) end), hl.ones({2, 2}))
+    fails("^halua: select: condlist is empty", hl.select, {}, {}, 3)
     fails("^halua: unique: unknown option 'sorted'", hl.unique, x, {sorted = true})
     fails("^halua: pad: unknown mode 'mirror' %(the modes are constant, edge, reflect, symmetric, wrap%)", hl.pad, x, 1, "mirror")
     fails("^halua: pad: a value is only used by mode constant, not edge", hl.pad, x, 1, {mode = "edge", value = 2})
