@@ -14,12 +14,7 @@ return function(hl, core, shared)
   local function is_float(d) return d == "float32" or d == "float64" end
   local function is_half(d) return d == "float16" or d == "bfloat16" end
   local function is_intv(v) return type(v) == "number" and v == math.floor(v) end
-  -- an options table is a table with a string key (an axes list {1, 2} has none)
-  local function is_opts(t)
-    if type(t) ~= "table" or is_array(t) then return false end
-    for k in pairs(t) do if type(k) == "string" then return true end end
-    return false
-  end
+  local is_opts = util.is_options
 
   -- x in a float dtype to compute in, and the dtype to round the result to (nil: keep)
   local function floated(x)

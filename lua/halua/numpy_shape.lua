@@ -8,11 +8,7 @@ return function(hl, core, shared)
   local is_array, is_tracer = core.is_array, core.is_tracer
   local shape_str = util.shape_str
   local function is_int(v) return type(v) == "number" and v == math.floor(v) end
-  local function is_opts(t)
-    if type(t) ~= "table" or is_array(t) then return false end
-    for k in pairs(t) do if type(k) == "string" then return true end end
-    return false
-  end
+  local is_opts = util.is_options
 
   -- x's elements at the 0-based positions `idx` (a Lua list) along axis a (0-based): one gather
   -- whose index array is a constant of the trace (its gradient is a scatter_add)
