@@ -483,6 +483,16 @@ describe("NumPy functions' gradients against central differences", function()
     check("convolve " .. mode, function(v) return hl.convolve(v, k, mode) end, np.rand({7}, -2, 2, "float64"))
     check("correlate " .. mode .. " (second argument)", function(v) return hl.correlate(x[1], v, mode) end, k)
   end
+  it("compose: jit of grad and vmap of grad equal the eager gradients", function()
+    local f = function(v) return hl.sum(hl.interp(v, xp2, fp2) * hl.median(v) + hl.nanmax(hl.pad(v, 2, "reflect"))) end
+    local vs = np.rand({3, 5}, -2.5, 2.5, "float64")
+    local rows = {}
+    for b = 1, 3 do rows[b] = hl.grad(f)(vs[b]) end
+    local want = hl.stack(rows)
+    diff_check.close(hl.vmap(hl.grad(f))(vs), diff_check.flat(want), 1e-12, "vmap(grad)")
+    diff_check.close(hl.jit(hl.grad(f))(vs[2]), diff_check.flat(rows[2]), 1e-12, "jit(grad)")
+    diff_check.close(rows[2], diff_check.numeric(f, vs[2]), 1e-6, "grad against differences")
+  end)
   check("trapezoid in y", function(v) return hl.trapezoid(v, xp2[{{1, 5}}]) end, x)
   check("trapezoid in x", function(v) return hl.trapezoid(x, v, {axis = 2}) end, xp2[{{1, 5}}])
 end)
