@@ -315,19 +315,29 @@ return function(hl, core, shared)
     return hl.stack(r, math.max(1, math.min(at, nd)))
   end
 
-  -- the full discrete convolution of the 1-D a and v: one gather of a zero-padded a into a
-  -- (n + m - 1, m) matrix of shifted windows, times v
+  -- the full discrete convolution of the 1-D a and v (m = #v). For a short v, the sum of m
+  -- shifted slices of the zero-padded a times v's elements (O(n) memory, fused under jit). For a
+  -- long one, the (m, n + m - 1) matrix of a's windows, made by views alone (row r of the
+  -- padded a repeated and reshaped to rows one longer starts at its element r), times the
+  -- reversed v: one matmul rather than a graph of 3m ops (a gather of the windows was 25x slower)
+  local SHORT_KERNEL = 48
   local function full_conv(a, v)
     local n, m = a.shape[1], v.shape[1]
-    local padded = hl.pad(a, {m - 1, m - 1})
-    local idx = {}
-    for k = 0, n + m - 2 do
-      for j = 0, m - 1 do idx[#idx + 1] = k + m - 1 - j end
+    local p = hl.pad(a, {m - 1, m - 1})
+    local len = n + m - 1
+    if m <= SHORT_KERNEL then
+      local acc
+      for j = 0, m - 1 do
+        local term = core.slice(p, {m - 1 - j}, {1}, {len}) * v[j + 1]
+        acc = acc and acc + term or term
+      end
+      return acc
     end
-    local i = hl.reshape(hl.array(idx, "int32"), {n + m - 1, m})
-    if not is_tracer(padded) and i.device ~= padded.device then i = i:to(padded.device) end
-    local windows = core.gather(padded, i, 0)
-    return hl.matmul(windows, v)
+    local L = p.shape[1]
+    local rep = hl.reshape(hl.broadcast_to(hl.reshape(p, {1, L}), {m + 1, L}), {(m + 1) * L})
+    local rows = hl.reshape(core.slice(rep, {0}, {1}, {m * (L + 1)}), {m, L + 1})
+    local windows = core.slice(rows, {0, 0}, {1, 1}, {m, len})
+    return hl.reshape(hl.matmul(hl.reshape(hl.flip(v), {1, m}), windows), {len})
   end
 
   local function conv_args(op, a, v, mode, default)

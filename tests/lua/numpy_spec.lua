@@ -328,7 +328,7 @@ suite("tensordot, kron, cross, convolve, correlate against NumPy", function(case
     case("cross 2-vectors give z " .. dtype, function() return hl.cross(p2, q2) end, "np.cross(a, b)", {p2, q2}, o)
     case("cross 2- with 3-vectors " .. dtype, function() return hl.cross(p2, w[{{1, 4}}]) end, "np.cross(a, b[:4])", {p2, w}, o)
     case("cross 3- with 2-vectors " .. dtype, function() return hl.cross(w[{{1, 4}}], p2) end, "np.cross(b[:4], a)", {p2, w}, o)
-    for _, lens in ipairs {{7, 3}, {3, 7}, {5, 5}, {6, 1}, {1, 1}, {8, 4}} do
+    for _, lens in ipairs {{7, 3}, {3, 7}, {5, 5}, {6, 1}, {1, 1}, {8, 4}, {130, 60}, {60, 61}} do
       local s, t = np.rand({lens[1]}, -3, 3, dtype), np.rand({lens[2]}, -3, 3, dtype)
       for _, mode in ipairs {"full", "same", "valid"} do
         local nm = string.format("%s %d,%d %s", dtype, lens[1], lens[2], mode)
@@ -396,6 +396,7 @@ local traced_cases = {
   {"kron", function(a, b) return hl.kron(a, b) end, {xp, y46}},
   {"cross", function(a, b) return hl.cross(a, b, 1) end, {y46[{{1, 3}}], y46[{{2, 4}}]}},
   {"convolve", function(a, b) return hl.convolve(a, b, "same") end, {sorted, xp}},
+  {"convolve long", function(a, b) return hl.convolve(a, b) end, {np.rand({70}, -1, 1, "float64"), np.rand({55}, -1, 1, "float64")}},
   {"correlate", function(a, b) return hl.correlate(a, b, "full") end, {sorted, xp}},
 }
 
@@ -453,7 +454,9 @@ describe("NumPy functions' gradients against central differences", function()
   check("nanmax", function(v) return hl.nanmax(v, 2) end, xn)
   check("nanmin", function(v) return hl.nanmin(v) end, xn)
   check("nanvar ddof 1", function(v) return hl.nanvar(v, 2, true, 1) end, xn)
-  check("nanstd", function(v) return hl.nanstd(v, 1) end, xn)
+  -- at least two numbers per column: the root of a zero variance has no derivative
+  local xs = hl.array({{1.5, 0 / 0, -0.5, 2}, {0 / 0, 0.25, 1, -1}, {-2, 1.25, 0 / 0, 0.5}}, "float64")
+  check("nanstd", function(v) return hl.nanstd(v, 1) end, xs)
   check("median", function(v) return hl.median(v, 2) end, x)
   check("median of an even count", function(v) return hl.median(v, 1) end, x)
   check("quantile linear", function(v) return hl.quantile(v, hl.array({0.1, 0.65}, "float64"), 2) end, x)
@@ -483,6 +486,11 @@ describe("NumPy functions' gradients against central differences", function()
     check("convolve " .. mode, function(v) return hl.convolve(v, k, mode) end, np.rand({7}, -2, 2, "float64"))
     check("correlate " .. mode .. " (second argument)", function(v) return hl.correlate(x[1], v, mode) end, k)
   end
+  -- a kernel past the short-kernel path: the windows-times-kernel form
+  local long = np.rand({50}, -1, 1, "float64")
+  check("convolve with a long kernel (first argument)", function(v) return hl.convolve(v, long, "same") end, np.rand({9}, -2, 2, "float64"))
+  local signal = np.rand({60}, -1, 1, "float64")
+  check("correlate with a long kernel (second argument)", function(v) return hl.correlate(signal, v) end, long)
   it("compose: jit of grad and vmap of grad equal the eager gradients", function()
     local f = function(v) return hl.sum(hl.interp(v, xp2, fp2) * hl.median(v) + hl.nanmax(hl.pad(v, 2, "reflect"))) end
     local vs = np.rand({3, 5}, -2.5, 2.5, "float64")
