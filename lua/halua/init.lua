@@ -560,6 +560,7 @@ require("halua.ops")(hl, core, {as_array = as_array, norm_axis = norm_axis, norm
                                named = named, methods = methods})
 local numpy_shared = {as_array = as_array, norm_axis = norm_axis, norm_axes = norm_axes, named = named, methods = methods}
 require("halua.numpy")(hl, core, numpy_shared)
+require("halua.numpy_search")(hl, core, numpy_shared)
 require("halua.numpy_shape")(hl, core, numpy_shared)
 require("halua.io")(hl, core, {placed = placed})
 require("halua.linalg")(hl, core, {as_array = as_array})
