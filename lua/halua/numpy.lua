@@ -117,7 +117,6 @@ return function(hl, core, shared)
     return core.slice(x, starts, steps, counts)
   end
 
-
   -- x's axes `axes` (nil: all) moved last and merged into one lane axis; also the shape of the
   -- other axes and x's shape with the lane axes kept as 1 (for keepdims)
   local function lanes(op, x, axes)
@@ -178,7 +177,10 @@ return function(hl, core, shared)
       end
     end
     if not is_float(qa.dtype) then qa = qa:astype("float64") end
-    local v = qa:astype("float64") * ((n - 1) / scale)
+    -- the virtual index as NumPy rounds it: q / 100 first (percentile), then times n - 1
+    local v = qa:astype("float64")
+    if scale ~= 1 then v = v / scale end
+    v = v * (n - 1)
     local lo_i, hi_i, t
     if method == "nearest" then
       lo_i = round_even(v)

@@ -104,6 +104,10 @@ suite("median, quantile, percentile against NumPy", function(case)
        "np.quantile(a, 0.3, method='nearest')", {e}, {dtype = false})
   case("nearest: q*(n-1) = 2.5 rounds to 2", function() return hl.quantile(e, 0.5, nil, false, "nearest") end,
        "np.quantile(a, 0.5, method='nearest')", {e}, {dtype = false})
+  -- 0.29 * 100 rounds to 28.999999999999996 in float64: NumPy divides q by 100 first, so "lower" picks 28
+  local r101 = hl.arange(101, "float64")
+  case("percentile divides q by 100 before scaling, as NumPy", function() return hl.percentile(r101, 29, nil, false, "lower") end,
+       "np.percentile(a, 29, method='lower')", {r101})
   local nan = hl.array({{1, 0 / 0, 3}, {4, 5, 6}}, "float64")
   case("median of a row with NaN is NaN", function() return hl.median(nan, 2) end, "np.median(a, axis=1)", {nan})
   case("quantile of a row with NaN is NaN", function() return hl.quantile(nan, 0.2, 2) end, "np.quantile(a, 0.2, axis=1)", {nan})
