@@ -476,7 +476,7 @@ E("rot90", "hl.rot90(x [, k] [, axes]) -> array   (also x:rot90(k, axes))",
   [[local x = hl.array({{1, 2}, {3, 4}})
 print(hl.rot90(x), hl.rot90(x, 2), hl.rot90(x, -1))]])
 E("meshgrid", "hl.meshgrid(x1, x2, ... [, {indexing = \"xy\" | \"ij\"}]) -> arrays",
-  "Coordinate arrays from 1-D ones, one result per input: with \"xy\" (default, as NumPy) the " ..
+  "Coordinate arrays from 1-D ones (also given as one list {x1, x2, ...}), one result per input: with \"xy\" (default, as NumPy) the " ..
   "results have shape {#x2, #x1, ...}, with \"ij\" {#x1, #x2, ...}.",
   [[local X, Y = hl.meshgrid(hl.array({1, 2, 3}), hl.array({10, 20}))
 print(X, Y)

@@ -157,13 +157,16 @@ return function(hl, core, shared)
     return hl.flip(hl.transpose(x, perm), b + 1)
   end
 
-  -- meshgrid(x1, x2, ... [, {indexing = "xy" | "ij"}]): coordinate arrays from 1-D ones; "xy"
+  -- meshgrid(x1, x2, ... [, {indexing = "xy" | "ij"}]) or meshgrid({x1, x2, ...} [, opts]):
+  -- coordinate arrays from 1-D ones (flattened); "xy"
   -- (default, NumPy's) swaps the first two output axes, "ij" keeps the inputs' order
   function hl.meshgrid(...)
     local args = {...}
     local opts = {}
     if is_opts(args[#args]) then opts = table.remove(args) end
     util.options("meshgrid", opts, {"indexing"}, "{indexing = \"ij\"}")
+    -- one list of arrays works too: meshgrid({x, y})
+    if #args == 1 and type(args[1]) == "table" and is_array(args[1][1]) then args = {unpack(args[1])} end
     local indexing = opts.indexing or "xy"
     if indexing ~= "xy" and indexing ~= "ij" then fail("meshgrid: indexing must be \"xy\" or \"ij\", got %s", tostring(indexing)) end
     local n = #args

@@ -289,6 +289,8 @@ suite("pad modes, roll, rot90, meshgrid, tril, triu against NumPy", function(cas
     end
   end
   case("meshgrid default xy, second", function() return (select(2, hl.meshgrid(a, b))) end, "np.meshgrid(a, b)[1]", {a, b})
+  case("meshgrid of a list", function() return (select(3, hl.meshgrid({a, b, c}, {indexing = "ij"}))) end,
+       "np.meshgrid(a, b, c, indexing='ij')[2]", {a, b, c})
   case("meshgrid one input", function() return (hl.meshgrid(a)) end, "np.meshgrid(a)[0]", {a})
 
   for _, dtype in ipairs {"float32", "int32", "bool"} do
