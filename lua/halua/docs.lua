@@ -738,12 +738,48 @@ E("nn.silu", "hl.nn.silu(x) -> array   (also x:silu())",
   [[print(hl.nn.silu(hl.array({-1, 0, 2})))]])
 E("nn.conv2d", "hl.nn.conv2d(x, w [, opts]) -> array",
   "2-D convolution (cross-correlation, as PyTorch and JAX compute it) of images x [N, C, H, W] " ..
-  "with filters w [O, C, kh, kw], giving [N, O, H', W']. opts.stride and opts.padding (zeros) are " ..
-  "a number or {h, w} (defaults 1 and 0); opts.bias is an array of O values added per output " ..
-  "channel. Runs as one matmul over the windows (im2col).",
+  "with filters w [O, C / groups, kh, kw], giving [N, O, H', W']. opts.stride and opts.dilation " ..
+  "are a number or {h, w} (default 1); opts.padding (zeros) is a number, {h, w}, {{lo, hi}, {lo, hi}}, " ..
+  "\"valid\" (none, the default) or \"same\" (H' = ceil(H / stride), the odd pixel on the high side); " ..
+  "opts.groups splits the channels into groups convolved separately (groups = C: depthwise); " ..
+  "opts.bias is an array of O values added per output channel. Runs as one matmul over the windows " ..
+  "(im2col); see hl.nn.conv for 1 to 3 spatial axes.",
   [[local x = hl.arange(16):astype("float32"):reshape({1, 1, 4, 4})
 local y = hl.nn.conv2d(x, hl.ones({2, 1, 3, 3}), {padding = 1, bias = hl.array({0, 100})})
 print(y.shape[2], y.shape[3], y[{1, 1, 1}])]])
+E("nn.conv", "hl.nn.conv(x, w [, opts]) -> array",
+  "Convolution with 1, 2 or 3 spatial axes, their number taken from the weights: x [N, C, spatial...], " ..
+  "w [O, C / groups, k...] -> [N, O, spatial'...]. The options are conv2d's (stride, padding, " ..
+  "dilation, groups, bias), each per-axis value given once per spatial axis. conv1d, conv2d and " ..
+  "conv3d are this with the rank checked.",
+  [[local y = hl.nn.conv(hl.ones({1, 2, 8}), hl.ones({4, 2, 3}), {stride = 2, padding = "same"})
+print(y.shape)]])
+E("nn.conv1d", "hl.nn.conv1d(x, w [, opts]) -> array",
+  "1-D convolution of x [N, C, W] with w [O, C / groups, kw] -> [N, O, W']; options as conv2d, per-axis " ..
+  "values a number or {w}, and padding also {lo, hi}.",
+  [[print(hl.nn.conv1d(hl.arange(6):astype("float32"):reshape({1, 1, 6}), hl.ones({1, 1, 2}), {dilation = 2}))]])
+E("nn.conv3d", "hl.nn.conv3d(x, w [, opts]) -> array",
+  "3-D convolution of volumes x [N, C, D, H, W] with w [O, C / groups, kd, kh, kw] -> [N, O, D', H', W']; " ..
+  "options as conv2d, per-axis values a number or {d, h, w}.",
+  [[print(hl.nn.conv3d(hl.ones({1, 1, 4, 4, 4}), hl.ones({2, 1, 2, 2, 2}), {stride = 2}).shape)]])
+E("nn.conv_transpose", "hl.nn.conv_transpose(x, w [, opts]) -> array",
+  "Transposed convolution as PyTorch's ConvTranspose1d/2d/3d define it (the gradient of a " ..
+  "convolution with respect to its input), spatial axes from the weights: x [N, C, spatial...], " ..
+  "w [C, O / groups, k...] -> [N, O, spatial'...], each output extent (L - 1) * stride - 2 * padding + " ..
+  "dilation * (k - 1) + output_padding + 1. opts: stride, padding, output_padding (each smaller than " ..
+  "the stride or the dilation), dilation (numbers or one per axis), groups, bias [O].",
+  [[local y = hl.nn.conv_transpose(hl.ones({1, 1, 3}), hl.ones({1, 1, 2}), {stride = 2})
+print(y)]])
+E("nn.conv_transpose1d", "hl.nn.conv_transpose1d(x, w [, opts]) -> array",
+  "hl.nn.conv_transpose with one spatial axis: x [N, C, W], w [C, O / groups, kw].",
+  [[print(hl.nn.conv_transpose1d(hl.ones({1, 2, 4}), hl.ones({2, 3, 3}), {stride = 2, padding = 1, output_padding = 1}).shape)]])
+E("nn.conv_transpose2d", "hl.nn.conv_transpose2d(x, w [, opts]) -> array",
+  "hl.nn.conv_transpose with two spatial axes: x [N, C, H, W], w [C, O / groups, kh, kw]; upsamples " ..
+  "by the stride.",
+  [[print(hl.nn.conv_transpose2d(hl.ones({1, 4, 5, 5}), hl.ones({4, 2, 4, 4}), {stride = 2, padding = 1}).shape)]])
+E("nn.conv_transpose3d", "hl.nn.conv_transpose3d(x, w [, opts]) -> array",
+  "hl.nn.conv_transpose with three spatial axes: x [N, C, D, H, W], w [C, O / groups, kd, kh, kw].",
+  [[print(hl.nn.conv_transpose3d(hl.ones({1, 1, 2, 2, 2}), hl.ones({1, 1, 2, 2, 2}), {stride = 2}).shape)]])
 E("nn.max_pool2d", "hl.nn.max_pool2d(x, size [, opts]) -> array",
   "The maximum over windows of size (a number or {h, w}) of images x [N, C, H, W]. opts.stride " ..
   "defaults to the window size; opts.padding (a number or {h, w}) pads with -inf.",
@@ -754,6 +790,59 @@ E("nn.avg_pool2d", "hl.nn.avg_pool2d(x, size [, opts]) -> array",
   "defaults to the window size; with opts.padding the padding zeros count in the average " ..
   "(PyTorch's default).",
   [[print(hl.nn.avg_pool2d(hl.ones({1, 1, 4, 4}), 2))]])
+E("nn.layer_norm", "hl.nn.layer_norm(x [, gamma [, beta]] [, opts]) -> array",
+  "(x - mean) / sqrt(var + eps) * gamma + beta, the mean and (biased) variance over opts.axis (a " ..
+  "number or a list, default -1: the features), as PyTorch's LayerNorm and Flax's. gamma and beta " ..
+  "have the normalised axes' shape (or broadcast to x); either may be nil. opts.eps defaults to 1e-5.",
+  [[print(hl.nn.layer_norm(hl.array({{1, 2, 3}, {2, 4, 9}}), hl.ones(3), hl.zeros(3)))]])
+E("nn.rms_norm", "hl.nn.rms_norm(x [, gamma] [, opts]) -> array",
+  "x / sqrt(mean(x^2) + eps) * gamma over opts.axis (default -1); gamma of the normalised axes' shape " ..
+  "or nil; opts.eps defaults to 1e-6 (Flax's RMSNorm).",
+  [[print(hl.nn.rms_norm(hl.array({{3, 4}, {1, 1}})))]])
+E("nn.batch_norm", "hl.nn.batch_norm(x, gamma, beta, state [, opts]) -> y, new_state",
+  "Batch normalisation over every axis but the feature axis opts.axis (default 2, the channels of " ..
+  "[N, C, ...] as PyTorch's BatchNorm1d/2d/3d; -1 for features last as Flax). state = {mean =, var =} " ..
+  "holds the running statistics, one value per feature (nil: zeros and ones); gamma and beta may be " ..
+  "nil. With opts.train (default true) x is normalised by the batch's mean and biased variance and " ..
+  "new_state = (1 - momentum) * state + momentum * batch statistics (the variance unbiased; momentum " ..
+  "0.1; PyTorch's conventions, no gradient through the statistics kept); with train = false x is " ..
+  "normalised by state, returned unchanged. opts.eps defaults to 1e-5. A pure function: carry the " ..
+  "state through the training step like the optimizer's.",
+  [[local x = hl.array({{1, 10}, {3, 30}})
+local y, st = hl.nn.batch_norm(x, nil, nil, nil)
+print(y, st.mean)
+print((hl.nn.batch_norm(x, nil, nil, st, {train = false})))]])
+E("nn.embedding", "hl.nn.embedding(table, ids) -> array",
+  "The rows of table [vocab, dim] at the 1-based integer ids (any shape), giving ids' shape + [dim]. " ..
+  "One gather: the gradient with respect to the table is a scatter-add of the cotangents into the " ..
+  "rows that were read. Concrete ids outside 1..vocab are an error.",
+  [[print(hl.nn.embedding(hl.array({{0, 0}, {1, 1}, {2, 2}}), hl.array({3, 1}, "int32")))]])
+E("nn.dot_product_attention", "hl.nn.dot_product_attention(q, k, v [, opts]) -> array",
+  "softmax(q k^T * scale + bias) v per head, as jax.nn.dot_product_attention: q [batch..., T, N, H], " ..
+  "k and v [batch..., S, K, H] (the same batch axes, or none) -> [batch..., T, N, H]; N a multiple of K " ..
+  "(grouped-query attention: each key/value head serves N / K query heads). opts.scale (default " ..
+  "1 / sqrt(H)); opts.bias added to the logits and opts.mask (bool, true = attend), each broadcast " ..
+  "to [batch..., N, T, S]; opts.causal (or is_causal) lets query t attend to keys 1..t. A query whose " ..
+  "keys are all masked gets uniform weights (as JAX), not NaN.",
+  [[local q = hl.random.normal(hl.random.key(0), {1, 4, 2, 8})
+print(hl.nn.dot_product_attention(q, q, q, {causal = true}).shape)]])
+E("nn.lstm_cell", "hl.nn.lstm_cell(params, carry, x) -> new_carry, h",
+  "One step of PyTorch's LSTMCell: gates i, f, g, o = split(x w_ih^T + b_ih + h w_hh^T + b_hh), " ..
+  "c' = sigmoid(f) c + sigmoid(i) tanh(g), h' = sigmoid(o) tanh(c'). params {w_ih [4H, I], " ..
+  "w_hh [4H, H], b_ih [4H], b_hh [4H]} (hl.nn.init.lstm); carry {h =, c =} each [B, H] for x [B, I] " ..
+  "(or [H] for x [I]). Returns the new carry and h', the form hl.scan(f, init, xs) runs over a sequence.",
+  [[local p = hl.nn.init.lstm(hl.random.key(0), 3, 4)
+local c0 = {h = hl.zeros({2, 4}), c = hl.zeros({2, 4})}
+local last, hs = hl.scan(function(c, x) return hl.nn.lstm_cell(p, c, x) end, c0, hl.ones({5, 2, 3}))
+print(hs.shape, last.c.shape)]])
+E("nn.gru_cell", "hl.nn.gru_cell(params, h, x) -> new_h, new_h",
+  "One step of PyTorch's GRUCell: r = sigmoid(x w_ir + b_ir + h w_hr + b_hr), z likewise, " ..
+  "n = tanh(x w_in + b_in + r (h w_hn + b_hn)), h' = (1 - z) n + z h, the gates stacked r, z, n in " ..
+  "params {w_ih [3H, I], w_hh [3H, H], b_ih [3H], b_hh [3H]} (hl.nn.init.gru). Returns h' twice, " ..
+  "the carry and the output of an hl.scan step.",
+  [[local p = hl.nn.init.gru(hl.random.key(0), 3, 4)
+local h, hs = hl.scan(function(h, x) return hl.nn.gru_cell(p, h, x) end, hl.zeros(4), hl.ones({6, 3}))
+print(h)]])
 E("nn.dropout", "hl.nn.dropout(key, x, rate) -> array",
   "x with each element zeroed with probability rate (in [0, 1)) and the others scaled by " ..
   "1 / (1 - rate), so the expectation is unchanged; drawn from the random key. rate 0 returns x.",
@@ -779,6 +868,14 @@ E("nn.init.normal", "hl.nn.init.normal(key, shape [, stddev] [, dtype]) -> array
   "Initial weights drawn from a normal distribution with mean 0 and standard deviation stddev " ..
   "(default 0.01). dtype defaults to float32.",
   [[print(hl.nn.init.normal(hl.random.key(0), {2, 2}, 0.1))]])
+E("nn.init.lstm", "hl.nn.init.lstm(key, input, hidden [, dtype]) -> params",
+  "Parameters for hl.nn.lstm_cell, initialised as PyTorch's LSTMCell: {w_ih [4 hidden, input], " ..
+  "w_hh [4 hidden, hidden], b_ih, b_hh [4 hidden]}, each uniform on +-1/sqrt(hidden).",
+  [[print(hl.nn.init.lstm(hl.random.key(0), 3, 2).w_ih.shape)]])
+E("nn.init.gru", "hl.nn.init.gru(key, input, hidden [, dtype]) -> params",
+  "Parameters for hl.nn.gru_cell, initialised as PyTorch's GRUCell: {w_ih [3 hidden, input], " ..
+  "w_hh [3 hidden, hidden], b_ih, b_hh [3 hidden]}, each uniform on +-1/sqrt(hidden).",
+  [[print(hl.nn.init.gru(hl.random.key(0), 3, 2).w_hh.shape)]])
 
 G "Optimizers (hl.optim)"
 E("optim.sgd", "hl.optim.sgd(lr [, momentum] [, opts]) -> opt   (opt.init, opt.update)",

@@ -573,6 +573,8 @@ require("halua.jac")(hl, core, ad_internals)
 require("halua.control")(hl, core, {ad = ad_internals, batch_replay = vmap_internals.batch_replay,
                                     with_batch = vmap_internals.with_batch})
 require("halua.nn")(hl, core, {as_array = as_array, named = named, methods = methods})
+require("halua.nn_conv")(hl, core, {as_array = as_array, named = named})
+require("halua.nn_layers")(hl, core, {as_array = as_array, named = named})
 hl.optim = require("halua.optim")(hl, core, {named = named})
 require("halua.dist")(hl, core, {as_array = as_array})
 require("halua.help")(hl)
