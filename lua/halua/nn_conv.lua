@@ -261,6 +261,11 @@ return function(hl, core, shared)
         fail("%s: output_padding %d must be smaller than the stride or the dilation (%d, %d)", op, outpad[d], strides[d], dils[d])
       end
       local e = dils[d] * (ws[d + 2] - 1)
+      local size = (xs[d + 2] - 1) * strides[d] - 2 * pads[d] + e + outpad[d] + 1
+      if size < 1 then
+        fail("%s: padding %d leaves spatial axis %d of the output %d long (input %s, weights %s); use less padding",
+             op, pads[d], d, size, shape_str(xs), shape_str(ws))
+      end
       lo[d], hi[d], ones[d], flip[d] = e - pads[d], e - pads[d] + outpad[d], 1, d + 2
     end
     -- (C, Og, k...) -> (G, Cg, Og, k...) -> (G, Og, Cg, k...) -> (O, Cg, k...), flipped

@@ -148,6 +148,7 @@ suite("nn.conv_transpose1d / 2d / 3d against PyTorch's definition in NumPy", fun
     {x = {2, 4, 3, 4}, w = {4, 1, 2, 3}, stride = {2, 1}, padding = {0, 1}, dilation = {1, 2}, groups = 4},
     {x = {1, 2, 3, 3}, w = {2, 2, 3, 3}, stride = 2, padding = 2, output_padding = 1},
     {x = {1, 2, 3, 2, 3}, w = {2, 3, 2, 2, 2}, stride = 2, padding = {0, 1, 0}, bias = true},
+    {x = {1, 2, 5}, w = {2, 2, 2}, stride = 3, padding = 2},             -- padding past dilation * (k - 1)
   }
   for _, c in ipairs(configs) do
     local n = #c.x - 2
@@ -276,6 +277,8 @@ describe("nn convolutions: errors", function()
     fails({"conv_transpose1d:", "4 channels", "expect 2", "(in, out, kw)"}, function() hl.nn.conv_transpose1d(x1, hl.ones({2, 4, 3})) end)
     fails({"conv_transpose1d:", "output_padding 2 must be smaller"}, function() hl.nn.conv_transpose1d(x1, hl.ones({4, 1, 3}), {stride = 2, output_padding = 2}) end)
     fails({"conv_transpose2d:", "unknown option", "output_padding"}, function() hl.nn.conv_transpose2d(hl.ones({1, 1, 3, 3}), hl.ones({1, 1, 2, 2}), {outpad = 1}) end)
+    fails({"conv_transpose1d:", "padding 3 leaves spatial axis 1 of the output -4 long", "less padding"},
+          function() hl.nn.conv_transpose1d(hl.ones({1, 2, 1}), hl.ones({2, 2, 2}), {padding = 3}) end)
     fails({"conv_transpose1d:", "bias must have shape [2]"}, function() hl.nn.conv_transpose1d(x1, hl.ones({4, 1, 3}), {groups = 2, bias = hl.ones(3)}) end)
   end)
   it("conv2d keeps its dilation option strict (it used to be ignored)", function()
