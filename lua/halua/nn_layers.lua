@@ -131,9 +131,8 @@ return function(hl, core, shared)
   function nn.batch_norm(x, gamma, beta, state, opts)
     x = floating(as_array(x, "batch_norm", 1))
     opts = opts_of("batch_norm", opts, {"train", "momentum", "eps", "axis"})
-    if x.ndim < 1 then fail("batch_norm: input must have a feature axis, got a 0-d array") end
+    if x.ndim < 2 then fail("batch_norm: input must have a batch axis and a feature axis ([N, C, ...]), got shape %s", shape_str(x.shape)) end
     local axis = opts.axis or 2
-    if x.ndim == 1 and opts.axis == nil then axis = 1 end
     local fa = norm_axes("batch_norm", axis, x.ndim)
     if type(axis) == "table" and #fa ~= 1 then fail("batch_norm: axis must be one feature axis") end
     fa = fa[1]
@@ -290,7 +289,8 @@ return function(hl, core, shared)
     if keep then
       -- a large finite value, not -inf: a row with every key masked gets uniform weights, not NaN
       -- (as JAX)
-      logits = hl.where(keep, logits, -0.7 * (logits.dtype == "float64" and 1.7976931348623157e308 or 3.4028234663852886e38))
+      local big = ({float64 = 1.7976931348623157e308, float16 = 65504})[logits.dtype] or 3.4028234663852886e38
+      logits = hl.where(keep, logits, -0.7 * big)
     end
     -- the softmax over rows of a 2-D view: the engine schedules a last-axis reduction of a 2-D
     -- array several times faster than the same reduction of the 4-D logits

@@ -383,6 +383,7 @@ describe("nn norms: gradients, vmap and errors", function()
     fails({"batch_norm:", "state.var must have shape [3]"}, function() hl.nn.batch_norm(x, nil, nil, {mean = hl.zeros(3), var = hl.ones(2)}) end)
     fails({"batch_norm:", "unknown option 'use_running_average'", "train"}, function() hl.nn.batch_norm(x, nil, nil, nil, {use_running_average = true}) end)
     fails({"batch_norm:", "momentum must be a number in [0, 1]"}, function() hl.nn.batch_norm(x, nil, nil, nil, {momentum = 2}) end)
+    fails({"batch_norm:", "batch axis and a feature axis", "[3]"}, function() hl.nn.batch_norm(hl.ones(3), nil, nil, nil) end)
     fails({"batch_norm:", "more than one value per feature"}, function() hl.nn.batch_norm(hl.ones({1, 3}), nil, nil, nil) end)
   end)
 end)
@@ -461,6 +462,10 @@ suite("nn.dot_product_attention against NumPy (jax.nn.dot_product_attention's de
          py("attn", "a, b, b, causal=True"), {q3, k3}, tol)
   end
   local q = np.rand({1, 3, 1, 2}, -1, 1)
+  local q16 = np.rand({1, 3, 1, 2}, -1, 1, "float16")
+  case("a fully masked row gets uniform weights in float16 too", function()
+    return hl.nn.dot_product_attention(q16, q16, q16, {mask = hl.zeros({1, 1, 3, 3}, "bool")}) end,
+    "np.broadcast_to(a.astype(np.float32).mean(1, keepdims=True), a.shape).astype(np.float16)", {q16}, {rtol = 2e-3, atol = 1e-3})
   case("a fully masked row gets uniform weights, not NaN", function()
     return hl.nn.dot_product_attention(q, q, q, {mask = hl.zeros({1, 1, 3, 3}, "bool")}) end,
     "np.broadcast_to(a.mean(1, keepdims=True), a.shape)", {q}, {rtol = 1e-5, atol = 1e-6})
