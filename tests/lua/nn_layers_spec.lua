@@ -595,3 +595,25 @@ describe("nn.lstm_cell and gru_cell: PyTorch's LSTMCell and GRUCell", function()
     fails({"nn.init.gru:", "positive integers"}, function() hl.nn.init.gru(key, 0, 3) end)
   end)
 end)
+
+describe("nn layers under forward mode", function()
+  it("jvp agrees with the gradient: <grad f(x), t> = jvp(f, x, t) for conv, conv_transpose, norms and attention", function()
+    local cases = {
+      {"conv2d", function(x) return hl.nn.conv2d(x, hl.ones({4, 1, 2, 2}, "float64"), {groups = 2, dilation = 2, padding = "same"}) end, {1, 2, 5, 5}},
+      {"conv_transpose1d", function(x) return hl.nn.conv_transpose1d(x, hl.ones({2, 3, 3}, "float64"), {stride = 2, output_padding = 1}) end, {2, 2, 4}},
+      {"layer_norm", function(x) return hl.nn.layer_norm(x) end, {3, 5}},
+      {"batch_norm", function(x) return (hl.nn.batch_norm(x, nil, nil, nil)) end, {4, 3}},
+      {"dot_product_attention", function(x) return hl.nn.dot_product_attention(x, x, x, {causal = true}) end, {1, 4, 2, 3}},
+    }
+    for _, c in ipairs(cases) do
+      local x, t = np.rand(c[3], -1, 1, "float64"), np.rand(c[3], -1, 1, "float64")
+      local y = c[2](x)
+      local w = hl.array(np.rand(y.shape, -1, 1, "float64"))
+      local scalar = function(z) return hl.sum(c[2](z) * w) end
+      local _, tangent = hl.jvp(c[2], {x}, {t})
+      local lhs = hl.sum(hl.grad(scalar)(x) * t):item()
+      local rhs = hl.sum(tangent * w):item()
+      assert(math.abs(lhs - rhs) < 1e-10 * math.max(1, math.abs(lhs)), c[1] .. ": " .. lhs .. " vs " .. rhs)
+    end
+  end)
+end)
