@@ -439,9 +439,13 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
         int rvec = L.helpers[i].defined() ? t.natural_vector_size(red.output_types()[0]) : vec;
         int64_t reads = hl_shape_size(src.type.ndim, src.type.shape);
         bool big = !g->dynamic && reads >= kParallelMinElems;
-        schedule_root(red, n, g->dynamic, inner_reduced ? 1 : rvec, !inner_reduced, L.outputs[0], reads);
+        /* rfactor first: Halide 14's rfactor of an update whose pure loops were already fused
+         * (the parallel loop of a rank >= 3 result) kept the original loops around the fused
+         * one, so every result was summed once per outer iteration (a jitted sum over the last
+         * axis of [8,8,256,256] gave 64 x the sum); loops scheduled after it are its own */
         if (inner_reduced && !g->dynamic && hl_dtype_is_float(src.type.dtype))
           schedule_inner_reduction(L, i, red, n.type.ndim, rvec, big);
+        schedule_root(red, n, g->dynamic, inner_reduced ? 1 : rvec, !inner_reduced, L.outputs[0], reads);
         /* the conversion back is inlined into its consumers, except into an extern stage
          * (sort, LAPACK, a loop), which reads a buffer: there it gets one */
         if (red.name() != L.funcs[i].name() && extern_input[i])
