@@ -75,7 +75,7 @@ return function(hl, core, shared)
     for _, r in ipairs(rest) do
       if adjacent and r.axis < adv[1] then at_b = at_b + 1 end
     end
-    for i, r in ipairs(rest) do sel[#sel + 1 + (i >= at_b and #B or 0)] = r.count end
+    for i, r in ipairs(rest) do sel[i < at_b and i or i + #B] = r.count end
     for k, e in ipairs(B) do sel[at_b + k - 1] = e end
     -- the updates: x's dtype (as JAX casts them), broadcast to the selection, B brought first
     if type(v) == "number" or type(v) == "boolean" then
