@@ -38,9 +38,9 @@ return function(hl, core, shared)
 
   -- Per NumPy (and JAX): the index arrays (and the plain numbers beside them) broadcast to one
   -- shape B; the selection's shape is B in place of the indexed axes when they are adjacent, else
-  -- B first, then the ranged axes. The indexed axes are moved to the front and flattened into one
-  -- axis addressed by a linear index (-1 where any part is out of range), the ranged axes sliced,
-  -- and one scatter combines the updates in.
+  -- B first, then the ranged axes. The indexed axes are flattened into one axis addressed by a
+  -- linear index (-1 where any part is out of range), the ranged axes sliced, and one scatter
+  -- combines the updates in.
   local function at_arrays(x, key, v, mode)
     local op = "at(...):" .. mode
     local shape, nd = x.shape, x.ndim
@@ -49,7 +49,7 @@ return function(hl, core, shared)
     if x.dtype == "bool" and (mode == "add" or mode == "mul") then
       fail("%s: cannot %s bool values; use set, min (logical and) or max (logical or), or convert x first", op, mode)
     end
-    local adv, idxs, rest = {}, {}, {}
+    local adv, idxs, rest, ranged = {}, {}, {}, {}
     local B = {}
     for d = 1, nd do
       local s = specs[d] or {}
@@ -67,6 +67,7 @@ return function(hl, core, shared)
         local start, step, count = axis_spec(s, shape[d], d, shape)
         if count == 0 then start = 0 end
         rest[#rest + 1] = {axis = d, start = start, step = step, count = count}
+        ranged[d] = rest[#rest]
       end
     end
     local adjacent = adv[#adv] - adv[1] + 1 == #adv
@@ -89,19 +90,19 @@ return function(hl, core, shared)
     else
       fail("%s: the update value must be a number, boolean or array, got %s", op, type(v))
     end
-    if at_b > 1 then
-      local p = {}
-      for k = 1, #B do p[#p + 1] = at_b + k - 1 end
-      for k = 1, at_b - 1 do p[#p + 1] = k end
-      for k = at_b + #B, #sel do p[#p + 1] = k end
-      v = hl.transpose(v, p)
+    -- x in a frame where the indexed axes are one block at the selection's B: x itself when they
+    -- are adjacent (the common case: no transposes, and no reshape for one array), else those
+    -- axes moved to the front. The updates are then already laid out as the scatter wants them
+    -- (the axes before the block, B, the axes after it).
+    local perm, first = {}, adjacent and adv[1] or 1
+    if adjacent then
+      for d = 1, nd do perm[d] = d end
+    else
+      for _, d in ipairs(adv) do perm[#perm + 1] = d end
+      for _, r in ipairs(rest) do perm[#perm + 1] = r.axis end
     end
-    -- x with the indexed axes first; their positions as one linear index over them
-    local perm, moved = {}, false
-    for _, d in ipairs(adv) do perm[#perm + 1] = d end
-    for _, r in ipairs(rest) do perm[#perm + 1] = r.axis end
-    for k, d in ipairs(perm) do moved = moved or d ~= k end
-    local xt = moved and hl.transpose(x, perm) or x
+    local xt = adjacent and x or hl.transpose(x, perm)
+    -- the indexed positions as one linear index over the block, -1 where any part is outside
     local rows, lin, valid = 1, nil, nil
     for k = #adv, 1, -1 do
       local n, i = shape[adv[k]], idxs[k]
@@ -116,23 +117,24 @@ return function(hl, core, shared)
     end
     if rows >= 2 ^ 31 and lin.dtype ~= "int64" then fail("%s: %d indexed positions need int64 index arrays", op, rows) end
     lin = hl.broadcast_to(hl.where(valid, lin, -1), B)
-    -- the ranged axes sliced (when they select less than the whole axis)
-    local starts, steps, counts, whole = {}, {}, {}, true
-    for k = 1, #adv do starts[k], steps[k], counts[k] = 0, 1, shape[adv[k]] end
-    for _, r in ipairs(rest) do
-      starts[#starts + 1], steps[#steps + 1], counts[#counts + 1] = r.start, r.step, r.count
-      whole = whole and r.start == 0 and r.step == 1 and r.count == shape[r.axis]
+    -- the ranged axes sliced (when they select less than the whole axis); the block merged
+    local starts, steps, counts, flat, whole = {}, {}, {}, {}, true
+    for k, d in ipairs(perm) do
+      local r = ranged[d]
+      starts[k], steps[k], counts[k] = r and r.start or 0, r and r.step or 1, r and r.count or shape[d]
+      whole = whole and counts[k] == shape[d] and starts[k] == 0 and steps[k] == 1
+      if k < first or k >= first + #adv then flat[#flat + 1] = counts[k] elseif k == first then flat[#flat + 1] = rows end
     end
     local sub = whole and xt or core.slice(xt, starts, steps, counts)
-    local flat = {rows}
-    for _, r in ipairs(rest) do flat[#flat + 1] = r.count end
-    local res = core.reshape(core.scatter(core.reshape(sub, flat), v, lin, 0, mode), counts)
+    local merged = #adv > 1
+    local res = core.scatter(merged and core.reshape(sub, flat) or sub, v, lin, first - 1, mode)
+    if merged then res = core.reshape(res, counts) end
     if not whole then
       local placed = hl.rules.unslice(res, xt.shape, starts, steps)
       local mask = hl.rules.unslice(hl.fill_like(x, true, counts, "bool"), xt.shape, starts, steps)
       res = hl.where(mask, placed, xt)
     end
-    if not moved then return res end
+    if adjacent then return res end
     local inv = {}
     for k, d in ipairs(perm) do inv[d] = k end
     return hl.transpose(res, inv)
