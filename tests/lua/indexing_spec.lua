@@ -376,3 +376,56 @@ describe("dynamic slices", function()
       "halua: dynamic_update_slice: update float32[2] must have x's rank (x is float32[4,3])")
   end)
 end)
+
+describe("the scatter primitive (core.scatter)", function()
+  local core = hl.core
+  local function err_of(f, ...)
+    local ok, e = pcall(f, ...)
+    assert.is_false(ok)
+    return tostring(e)
+  end
+  it("combines in index order from the operand, along any axis, dropping outside indices", function()
+    local x = hl.array({{1, 2, 3}, {4, 5, 6}})
+    local u = hl.array({{10, 20, 30}, {40, 50, 60}})
+    local i = hl.array({3, -1, 1}, "int32")   -- 0-based: 3 and -1 are outside an axis of 3
+    assert.same({{1, 2, 3}, {4, 5, 6}}, core.scatter(x, u:reshape({2, 3}), hl.array({2, 5}, "int32"), 0, "add"):totable())
+    assert.same({{1, 30, 3}, {4, 60, 6}}, core.scatter(x, u, i, 1, "set"):totable())
+    assert.same({{1, 2, 3}, {4, 5, 6}}, core.scatter(x, hl.zeros({2, 0}), hl.zeros({0}, "int32"), 1, "mul"):totable())
+    assert.same({{1, 2, -1}, {4, 5, 6}}, core.scatter(x, hl.array({{-1}, {9}}), hl.array({2}, "int64"), 1, "min"):totable())
+    assert.same({{1, 2, 3}, {40, 50, 60}}, core.scatter(x, u, hl.array({1, 1}, "int32"), 0, "max"):totable())
+    assert.same({{1, 2, 3}, {1600, 5000, 10800}}, core.scatter(x, u, hl.array({1, 1}, "int32"), 0, "mul"):totable())
+  end)
+  it("prints its axis, extent and mode in the IR", function()
+    local text = tostring(hl.trace(function(a, b) return core.scatter(a, b, hl.array({0}, "int32"), 1, "mul") end,
+                                   hl.ones({2, 3}), hl.ones({2, 1})))
+    assert.truthy(text:find("scatter %0 %1 %2 axis=2 n=3 mode=mul", 1, true), text)
+  end)
+  it("checks its operands and says what is wrong", function()
+    local x = hl.ones({2, 3})
+    assert.truthy(err_of(core.scatter, x, hl.ones({2, 2}), hl.array({0}, "int32"), 1, "add"):find(
+      "halua: scatter: updates [2,2] do not match operand [2,3] with indices [1] at axis 2", 1, true))
+    assert.truthy(err_of(core.scatter, x, hl.ones({2, 1}), hl.array({0.5}), 1, "add"):find(
+      "halua: scatter: indices must be integers, got float32", 1, true))
+    assert.truthy(err_of(core.scatter, x, hl.ones({2, 1}, "float64"), hl.array({0}, "int32"), 1, "add"):find(
+      "halua: scatter: updates of dtype float64 for an operand of dtype float32", 1, true))
+    assert.truthy(err_of(core.scatter, x, hl.ones({2, 1}), hl.array({0}, "int32"), 1, "avg"):find(
+      "halua: scatter: unknown mode 'avg' (add, set, mul, min or max)", 1, true))
+    assert.truthy(err_of(core.scatter, x, hl.ones({2, 1}), hl.array({0}, "int32"), 2, "set"):find(
+      "halua: scatter: axis 3 and indices [1] do not fit operand [2,3] and updates [2,1]", 1, true))
+    assert.truthy(err_of(core.scatter, hl.array({true}), hl.array({true}), hl.array({0}, "int32"), 0, "mul"):find(
+      "halua: scatter: cannot mul bool values", 1, true))
+  end)
+end)
+
+describe("x:at(index arrays) with 2-byte floats", function()
+  it("combines in float32 and rounds once, as the other ops of those dtypes do", function()
+    for _, dt in ipairs {"float16", "bfloat16"} do
+      local x = hl.array({1.5, 2.25, 3}, dt)
+      local i = hl.array({1, 1, 3}, "int32")
+      assert.same({1.5 * 9, 2.25, 9}, x:at(i):mul(3):totable())
+      assert.same({7, 2.25, 7}, x:at(i):set(7):totable())
+      assert.same({2.5, 2.25, 3}, x:at(i):max(2.5):totable())
+      assert.equal(dt, x:at(i):add(1).dtype)
+    end
+  end)
+end)
