@@ -178,6 +178,21 @@ describe("x:at(index arrays) derivatives", function()
     assert.same({1 / 3, 1}, g[1]:totable())
     assert.same({1 / 3, 1 / 3, 0}, g[2]:totable())
   end)
+  it("second derivatives: the hessian matches differences of the gradient in every mode", function()
+    local idx = hl.array({1, 2, 2}, "int32")
+    for _, mode in ipairs(modes) do
+      local f = function(x)
+        local t = x:at(idx)
+        return hl.sum(t[mode](t, hl.array({0.5, 2, 3}, "float64") * x[1]) ^ 3)
+      end
+      local x = hl.array({1.5, -0.7, 0.3}, "float64")
+      local h, g, e = hl.hessian(f)(x), hl.grad(f), 1e-6
+      for k = 1, 3 do
+        local d = hl.zeros({3}, "float64"):at({k}):set(e)
+        close(h[{{}, k}], flat((g(x + d) - g(x - d)) / (2 * e)), 1e-5, mode .. " column " .. k)
+      end
+    end
+  end)
   it("forward mode agrees with reverse mode", function()
     local x, u = np.rand({4, 3}, -2, 2, "float64"), np.rand({5, 3}, -2, 2, "float64")
     local tx, tu = np.rand({4, 3}, -1, 1, "float64"), np.rand({5, 3}, -1, 1, "float64")
