@@ -109,14 +109,18 @@ return function(hl, core, shared)
       if type(i) == "number" then
         if i ~= 0 then lin = lin and lin + i * rows or i * rows end
       else
-        local ok = hl.logical_and(hl.ge(i, 0), hl.lt(i, n))
-        valid = valid and hl.logical_and(valid, ok) or ok
+        if #adv > 1 then
+          local ok = hl.logical_and(hl.ge(i, 0), hl.lt(i, n))
+          valid = valid and hl.logical_and(valid, ok) or ok
+        end
         lin = lin and lin + i * rows or (rows == 1 and i or i * rows)
       end
       rows = rows * n
     end
     if rows >= 2 ^ 31 and lin.dtype ~= "int64" then fail("%s: %d indexed positions need int64 index arrays", op, rows) end
-    lin = hl.broadcast_to(hl.where(valid, lin, -1), B)
+    -- (one array alone needs no test: the scatter drops what falls outside its axis)
+    if #adv > 1 then lin = hl.where(valid, lin, -1) end
+    lin = hl.broadcast_to(lin, B)
     -- the ranged axes sliced (when they select less than the whole axis); the block merged
     local starts, steps, counts, flat, whole = {}, {}, {}, {}, true
     for k, d in ipairs(perm) do
