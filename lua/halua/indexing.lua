@@ -78,11 +78,12 @@ return function(hl, core, shared)
     end
     for i, r in ipairs(rest) do sel[i < at_b and i or i + #B] = r.count end
     for k, e in ipairs(B) do sel[at_b + k - 1] = e end
-    -- the updates: x's dtype (as JAX casts them), broadcast to the selection, B brought first
+    -- the updates: x's dtype (as JAX casts them), broadcast to the selection
     if type(v) == "number" or type(v) == "boolean" then
       v = hl.fill_like(x, v, sel, x.dtype)
     elseif is_array(v) then
-      if not broadcast(v.shape, sel) or #v.shape > #sel then
+      local b = broadcast(v.shape, sel)
+      if not b or #b ~= #sel or shape_str(b) ~= shape_str(sel) then
         fail("%s: the update value of shape %s does not broadcast to the selection's shape %s", op, shape_str(v.shape),
              shape_str(sel))
       end

@@ -135,6 +135,10 @@ describe("x:at(index arrays) errors", function()
     assert.has_error(function() x:at(hl.array({1, 2}, "int32")):add(hl.ones({2, 2})) end,
       "halua: at(...):add: the update value of shape [2,2] does not broadcast to the selection's shape [2,3]")
   end)
+  it("refuses an update that would broadcast the selection to a larger shape", function()
+    assert.has_error(function() x:at({hl.array({1}, "int32"), {}}):add(hl.ones({3, 1})) end,
+      "halua: at(...):add: the update value of shape [3,1] does not broadcast to the selection's shape [1,3]")
+  end)
   it("names index arrays that do not broadcast together", function()
     assert.has_error(function() x:at({hl.array({1, 2}, "int32"), hl.array({1, 2, 3}, "int32")}):set(0) end,
       "halua: at(...):set: index arrays of shapes [2] and [3] do not broadcast together")
