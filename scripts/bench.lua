@@ -284,6 +284,17 @@ res.solve256_ms = best_of(function() return hl.linalg.solve(sa, sb) end, 5, 10) 
 local ba, bb = wellcond({64, 32, 32}), hl.ones({64, 32}, "float64")
 res.solve_batched_ms = best_of(function() return hl.linalg.solve(ba, bb) end, 5, 10) * 1e3
 
+-- x:at(idx):add(u): 10^6 float32 updates into 2^16 bins, one scatter in a jitted pipeline (the
+-- updates walk their indices in order), against NumPy's np.add.at
+local sc_idx = hl.reshape(hl.array((function()
+  local t = {}
+  for i = 1, 1000000 do t[i] = (i * 7919) % 65536 + 1 end
+  return t
+end)(), "int32"), {1000000})
+local sc_u, sc_x = hl.full({1000000}, 0.5), hl.zeros({65536})
+local scatter_add = hl.jit(function(x, i, u) return x:at(i):add(u) end)
+res.scatter_add_ms = best_of(function() return scatter_add(sc_x, sc_idx, sc_u) end, 3, 3) * 1e3
+
 -- samples/heat.lua: a jitted fori_loop compiles its body once, so its compile time is flat in the
 -- number of steps; the run against the same loop written in NumPy
 package.path = root .. "/samples/?.lua;" .. package.path
@@ -353,6 +364,7 @@ print_table({
   {"attention_grad_ms", "its gradient by q, k and v, jit(grad) (ms)", "lower"},
   {"solve256_ms", "linalg.solve 256x256 float64, one right-hand side (ms)", "lower"},
   {"solve_batched_ms", "linalg.solve 64 x (32x32) float64, batched (ms)", "lower"},
+  {"scatter_add_ms", "x:at(idx):add(u), 10^6 float32 updates into 2^16 bins, jit (ms)", "lower"},
   {"heat_compile_100_ms", "heat sample: compile, fori_loop of 100 steps (ms)", "lower"},
   {"heat_compile_10000_ms", "heat sample: compile, fori_loop of 10,000 steps (ms)", "lower"},
   {"heat_compile_warm_ms", "heat sample: compile, 10,000 steps, warm: persistent cache (ms)", "lower"},

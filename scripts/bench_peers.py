@@ -105,8 +105,18 @@ def section_numpy():
         put("solve256_ms", "numpy", best_of(lambda: np.linalg.solve(sa, sb), 5, 10) * 1e3)
         ba = rng.random((64, 32, 32)) - 0.5 + 32 * np.eye(32); bb = np.ones((64, 32, 1))
         put("solve_batched_ms", "numpy", best_of(lambda: np.linalg.solve(ba, bb), 5, 10) * 1e3)
+    def scatter_add():
+        # scripts/bench's scatter_add_ms: 10^6 float32 updates into 2^16 bins (its indices, 0-based)
+        idx = (np.arange(1, 1000001, dtype=np.int64) * 7919) % 65536
+        u = np.full(1000000, 0.5, np.float32); x = np.zeros(65536, np.float32)
+        def run():
+            y = x.copy()
+            np.add.at(y, idx, u)
+            return y
+        put("scatter_add_ms", "numpy", best_of(run, 3, 3) * 1e3)
     for name, f in [("small", small), ("streams", streams), ("matmuls", matmuls),
-                    ("reductions", reductions), ("heat", heat), ("solve", solve)]:
+                    ("reductions", reductions), ("heat", heat), ("solve", solve),
+                    ("scatter_add", scatter_add)]:
         attempt("numpy " + name, f)
 
 def section_torch():

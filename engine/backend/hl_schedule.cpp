@@ -171,7 +171,7 @@ void schedule_matmul(hl_lowered &L, int i, int vec, Func sized, Func out) {
   }
 }
 
-/* scatter_add: zeros in parallel and vectorised like any buffer; the update walks the indices in
+/* scatter_add and scatter: zeros (or the operand) in parallel and vectorised like any buffer; the update walks the indices in
  * order (their targets may repeat), vectorised along the innermost result axis when that axis is
  * not the scattered one */
 void schedule_scatter(hl_lowered &L, int i, int vec, Func sized) {
@@ -353,7 +353,7 @@ static std::vector<char> materialised(const hl_lowered &L) {
     hl_prim_kind kind = hl_prims[n.prim].kind;
     bool extern_stage = hl_prims[n.prim].stage == HL_S_EXTERN;   /* loops, LAPACK, sorting */
     bool tiled = g->device == 0 || L.funcs[i].is_extern();
-    if (kind == HL_K_REDUCE || kind == HL_K_MATMUL || extern_stage || n.prim == HL_P_SCATTER_ADD) root[i] = 1;
+    if (kind == HL_K_REDUCE || kind == HL_K_MATMUL || extern_stage || hl_is_scatter(n.prim)) root[i] = 1;
     if (kind == HL_K_ELEMWISE && L.consumers[i] > 1 && expensive(n.prim)) root[i] = 1;
     /* extern stages read buffers; so do the CPU kernel's tiles and cuBLAS (an empty node reads
      * nothing: it is a constant) */
@@ -416,7 +416,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     }
     switch (hl_prims[n.prim].kind) {
     case HL_K_INDEXED:
-      if (n.prim == HL_P_SCATTER_ADD) schedule_scatter(L, i, vec, L.outputs[0]);
+      if (hl_is_scatter(n.prim)) schedule_scatter(L, i, vec, L.outputs[0]);
       else schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i));
       break;
     case HL_K_MATMUL:
@@ -619,7 +619,7 @@ void hl_schedule_cuda(hl_lowered &L, const Target &t) {
     switch (hl_prims[n.prim].kind) {
     case HL_K_INDEXED:
       L.funcs[i].compute_root();
-      if (n.prim == HL_P_SCATTER_ADD) {
+      if (hl_is_scatter(n.prim)) {
         gpu_pointwise(L.funcs[i], n.type.ndim);
         gpu_scatter(L, i);
       } else {

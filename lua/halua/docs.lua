@@ -94,9 +94,18 @@ E("x:at", "x:at(index):set(v) / :add(v) / :mul(v) / :min(v) / :max(v) -> array",
   "inclusive ranges {a, b}, {} for a whole axis), where v replaces, is added to, multiplies, or " ..
   "takes the minimum or maximum with the selected values. v is a number or an array broadcasting " ..
   "to the selection. x itself never changes (assigning x[i] = v is an error); updates trace and " ..
-  "differentiate like other ops.",
+  "differentiate like other ops. Index arrays: an axis may take an integer array of 1-based " ..
+  "indices (negatives from the end), as JAX's x.at[idx]; the arrays (and numbers beside them) " ..
+  "broadcast to one shape B, and the selection is B in place of those axes when they are " ..
+  "adjacent, else B first, then the ranged axes (NumPy's rule). Repeated indices accumulate for " ..
+  "add, mul, min and max; for set the last write in index order wins. Indices outside the axis " ..
+  "(0, or past either end) are dropped, as JAX's default scatter mode does. v is cast to x's " ..
+  "dtype. One scatter primitive per update: it runs in the pipeline, differentiates as JAX does " ..
+  "(min/max through the winners, ties sharing) and batches under vmap.",
   [[local x = hl.zeros({2, 3})
-print(x:at({1, 2}):set(5), x:at({{}, 3}):add(1), x)]])
+print(x:at({1, 2}):set(5), x:at({{}, 3}):add(1), x)
+local i = hl.array({1, 3, 3, -1}, "int32")
+print(hl.zeros(3):at(i):add(1), x:at({{}, i}):max(hl.array({1, 2, 3, 4})))]])
 alias("x:set", "x:at")
 E("x:to", "x:to(device) -> array",
   "x copied to device (\"cpu\" or \"cuda\"); the method form of hl.device_put.",
@@ -351,6 +360,39 @@ E("one_hot", "hl.one_hot(idx, n [, dtype]) -> array",
   "idx's shape plus a last axis of n: 1 where the 1-based integer index points, 0 elsewhere " ..
   "(indices outside 1..n give all zeros). dtype defaults to float32.",
   [[print(hl.one_hot(hl.array({1, 3}, "int32"), 3))]])
+E("segment_sum", "hl.segment_sum(data, segment_ids [, num_segments]) -> array   (also hl.ops.segment_sum)",
+  "Sums of data's rows (axis 1) by segment, as jax.ops.segment_sum: row k goes to segment " ..
+  "segment_ids[k] (1-based, an integer array with one id per row); the result has num_segments " ..
+  "rows. Ids outside 1..num_segments are dropped; an empty segment is 0. num_segments is " ..
+  "required under jit and inferred eagerly (the largest id) when omitted. One scatter: it runs in " ..
+  "the pipeline, differentiates and batches under vmap.",
+  [[print(hl.segment_sum(hl.array({1, 2, 3, 4}), hl.array({1, 3, 1, 3}, "int32"), 3))]])
+E("segment_max", "hl.segment_max(data, segment_ids [, num_segments]) -> array   (also hl.ops.segment_max)",
+  "The elementwise maximum of data's rows by segment, as jax.ops.segment_max (see segment_sum " ..
+  "for the ids): an empty segment holds -inf for floats and the dtype's lowest value for integers. " ..
+  "The gradient goes to the rows that won, ties sharing evenly.",
+  [[print(hl.segment_max(hl.array({1, 5, 3, 4}), hl.array({1, 1, 3, 3}, "int32"), 3))]])
+E("segment_min", "hl.segment_min(data, segment_ids [, num_segments]) -> array   (also hl.ops.segment_min)",
+  "The elementwise minimum of data's rows by segment, as jax.ops.segment_min (see segment_sum " ..
+  "for the ids): an empty segment holds inf for floats and the dtype's highest value for integers.",
+  [[print(hl.segment_min(hl.array({{1, 5}, {3, 4}}), hl.array({2, 2}, "int32"), 2))]])
+alias("ops.segment_sum", "segment_sum")
+alias("ops.segment_max", "segment_max")
+alias("ops.segment_min", "segment_min")
+E("dynamic_slice", "hl.dynamic_slice(x, starts, sizes) -> array",
+  "The block of x of static shape sizes (a table, one size per axis) at starts, as " ..
+  "jax.lax.dynamic_slice: starts is a table of numbers or 0-d integer arrays (traced ones " ..
+  "included), or a 1-d integer array, one per axis, 1-based, negatives from the end. Each start " ..
+  "is clamped so the block stays inside x (jax.lax's rule). Differentiable in x; batches under " ..
+  "vmap with mapped starts.",
+  [[local x = hl.arange(12):reshape({3, 4})
+print(hl.dynamic_slice(x, {2, hl.array(2, "int32")}, {2, 2}), hl.dynamic_slice(x, {3, 4}, {2, 2}))]])
+E("dynamic_update_slice", "hl.dynamic_update_slice(x, update, starts) -> array",
+  "x with the block update (x's rank, each extent at most x's) written at starts, as " ..
+  "jax.lax.dynamic_update_slice: starts as for dynamic_slice (1-based, traced or numbers), " ..
+  "clamped so the block stays inside x. update is cast to x's dtype. Differentiable in x and " ..
+  "update; batches under vmap with mapped starts.",
+  [[print(hl.dynamic_update_slice(hl.zeros({3, 3}), hl.ones({2, 2}), {hl.array(3, "int32"), 1}))]])
 E("sort", "hl.sort(x [, axis]) -> array   (also x:sort(axis))",
   "x sorted in ascending order along axis (1-based, default -1, the last, as NumPy's), stably, " ..
   "with NaN after everything else. Differentiable: the cotangent goes back through the inverse " ..
