@@ -415,10 +415,14 @@ int hl_graph_prune(const hl_graph *g, hl_graph *out) {
     if (n->prim == HL_P_PARAM) out->nparams++;
   }
   if (!rc) {
-    int outs[256];
-    int no = g->noutputs < 256 ? g->noutputs : 256;
-    for (int k = 0; k < no; k++) outs[k] = remap[same[g->outputs[k]]];
-    rc = hl_graph_set_outputs(out, no, outs);
+    int *outs = malloc(sizeof(int) * (size_t)(g->noutputs ? g->noutputs : 1));
+    if (!outs) {
+      rc = hl_error("out of memory");
+    } else {
+      for (int k = 0; k < g->noutputs; k++) outs[k] = remap[same[g->outputs[k]]];
+      rc = hl_graph_set_outputs(out, g->noutputs, outs);
+      free(outs);
+    }
   }
   free(live);
   free(remap);
