@@ -28,6 +28,7 @@ static void single_threaded_blas(void) {
   if (set_threads) set_threads(1);
 }
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+void hl_linalg_single_threaded(void) { pthread_once(&blas_once, single_threaded_blas); }
 
 enum { SOLVE, CHOLESKY };
 
@@ -189,7 +190,7 @@ static int run(job *j, const char *op) {
   j->oom = 0;
   /* an empty result of non-empty matrices still factors them: a singular one is an error */
   if (j->nbatch == 0 || n == 0) return 0;
-  pthread_once(&blas_once, single_threaded_blas);
+  hl_linalg_single_threaded();
   /* batches of small matrices spread over the engine's threads */
   double work = (double)j->nbatch * (double)n * (double)n * (double)(n + k);
   int threads = hl_pool_threads();

@@ -309,6 +309,22 @@ done:
   return rc;
 }
 
+int hl_op_linalg_decomp(int prim, const hl_array *a, int mode, hl_array *out) {
+  const char *op = hl_prims[prim].name;
+  if (prim != HL_P_QR && prim != HL_P_SVD && square_stack(op, a)) return -1;
+  if (a->ndim < 2) return hl_error("%s: a must be a matrix or a stack of them ([..., m, n]), got shape %s", op, SHAPE(a));
+  hl_attrs at = {0};
+  at.i[0] = mode;
+  hl_dtype t = linalg_dtype(a->dtype);
+  if (a->dtype == t) return hl_apply(prim, 1, &a, &at, out);
+  hl_array c;
+  if (hl_op_cast(a, t, &c)) return -1;
+  const hl_array *in[1] = {&c};
+  int rc = hl_apply(prim, 1, in, &at, out);
+  hl_array_release(&c);
+  return rc;
+}
+
 int hl_op_cholesky(const hl_array *a, hl_array *out) {
   if (square_stack("linalg.cholesky", a)) return -1;
   hl_dtype t = linalg_dtype(a->dtype);

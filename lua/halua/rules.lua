@@ -228,6 +228,182 @@ return function(hl, core)
     end,
   }
 
+  -- The decompositions (linalg.qr, linalg.svd, linalg.eigh, linalg.slogdet) give each matrix's
+  -- factors packed in one vector (linalg_layout.lua): their rules unpack the cotangent, and pack
+  -- the tangent, the same way. The formulas are JAX's (jax/_src/lax/linalg.py).
+  local layout = require "halua.linalg_layout"
+  local function dims(x) return x.shape[x.ndim - 1], x.shape[x.ndim] end
+  local function batch_shape(x, drop)
+    local s = {}
+    for i = 1, x.ndim - drop do s[i] = x.shape[i] end
+    return s
+  end
+  local function unpack_of(n, z, a, mode)
+    local m, k = dims(a)
+    return layout.unpack(core, n.op, mode or n.mode, z, m, k)
+  end
+  local function pack_of(n, a, mode, ...)
+    local m, k = dims(a)
+    return layout.pack(hl, n.op, mode or n.mode, m, k, batch_shape(a, 2), ...)
+  end
+  -- the full factors of a when the node has only some (svd's s alone, qr's r alone, eigh's values)
+  local function factors(n, a, mode) return layout.unpack(core, n.op, mode, core.linalg_decomp(n.op, a, mode), dims(a)) end
+  local function diag_of(x, like)   -- [..., k, k] -> [..., k]
+    local _, diag = triangle_masks(like, x.shape[x.ndim])
+    return hl.sum(hl.where(diag, x, 0), -1)
+  end
+  local function diag_matrix(v, like)   -- [..., k] -> [..., k, k]
+    local _, diag = triangle_masks(like, v.shape[v.ndim])
+    return hl.where(diag, hl.expand_dims(v, -2), 0)
+  end
+  local function row(v) return hl.expand_dims(v, -2) end   -- v_j along a row
+  local function col(v) return hl.expand_dims(v, -1) end   -- v_i down a column
+  -- F[i, j] = 1 / d[i, j] off the diagonal, 0 on it
+  local function off_inverse(d, like)
+    local _, diag = triangle_masks(like, d.shape[d.ndim])
+    return hl.where(diag, 0, 1 / hl.where(diag, 1, d))
+  end
+  -- the symmetric matrix eigh reads from a (one triangle, by the node's mode), and the transpose
+  -- of that map for cotangents (as cholesky's rule does)
+  local function tri_masks(n, like)
+    local lower, diag = triangle_masks(like, like.shape[like.ndim])
+    if n.mode % 2 == 1 then lower = swap_last(lower) end
+    return lower, diag
+  end
+  local function fold(t, n)
+    local tri, diag = tri_masks(n, t)
+    local low = hl.where(tri, t, 0)
+    return low + swap_last(low) + hl.where(diag, t, 0)
+  end
+  local function unfold(s, n)
+    local tri, diag = tri_masks(n, s)
+    return hl.where(tri, s + swap_last(s), hl.where(diag, s, 0))
+  end
+
+  -- eigh: with P = v^T ds v, dw = diag(P) and dv = v (F o P), F[i, j] = 1 / (w_j - w_i)
+  R["linalg.eigh"] = {
+    jvp = function(t, n, x, z)
+      local w, v = unpack_of(n, z, x[1])
+      if not v then w, v = factors(n, x[1], n.mode % 2) end
+      local p = hl.matmul(swap_last(v), hl.matmul(fold(t[1], n), v))
+      local dw = diag_of(p, p)
+      if n.mode >= 2 then return pack_of(n, x[1], nil, dw) end
+      local f = off_inverse(row(w) - col(w), p)
+      return pack_of(n, x[1], nil, dw, hl.matmul(v, f * p))
+    end,
+    vjp = function(g, n, x, z)
+      local gw, gv = unpack_of(n, g, x[1])
+      local w, v = unpack_of(n, z, x[1])
+      if not v then w, v = factors(n, x[1], n.mode % 2) end
+      local inner = diag_matrix(gw, v)
+      if gv then inner = inner + off_inverse(row(w) - col(w), v) * hl.matmul(swap_last(v), gv) end
+      return {unfold(hl.matmul(v, hl.matmul(inner, swap_last(v))), n)}
+    end,
+  }
+
+  -- svd (reduced; full factors only for square matrices, where they are the reduced ones, as
+  -- JAX): dS = u^T da v, ds = diag(dS), F[i, j] = 1 / (s_j^2 - s_i^2), du = u (F o (dS S + S
+  -- dS^T)) (+ (I - u u^T) da v S^-1 when m > n), dv likewise with da^T and u
+  local function svd_factors(n, a, z)
+    local m, k = dims(a)
+    if n.mode == 1 and m ~= k then
+      error(string.format("halua: linalg.svd: no derivative of the full u and vh of a %dx%d matrix (they are not unique); pass full_matrices = false", m, k), 0)
+    end
+    if n.mode == 2 then return factors(n, a, 0) end
+    return unpack_of(n, z, a)
+  end
+  R["linalg.svd"] = {
+    jvp = function(t, n, x, z)
+      local a, da = x[1], t[1]
+      local u, s, vh = svd_factors(n, a, z)
+      local v = swap_last(vh)
+      local ds_mat = hl.matmul(swap_last(u), hl.matmul(da, v))
+      local ds = diag_of(ds_mat, ds_mat)
+      if n.mode == 2 then return pack_of(n, a, nil, ds) end
+      local f = off_inverse((row(s) + col(s)) * (row(s) - col(s)), ds_mat)
+      local dss, sds = ds_mat * row(s), col(s) * ds_mat
+      local du = hl.matmul(u, f * (dss + swap_last(dss)))
+      local dv = hl.matmul(v, f * (sds + swap_last(sds)))
+      local m, k = dims(a)
+      if m > k then
+        local dav = hl.matmul(da, v)
+        du = du + (dav - hl.matmul(u, hl.matmul(swap_last(u), dav))) / row(s)
+      elseif k > m then
+        local dau = hl.matmul(swap_last(da), u)
+        dv = dv + (dau - hl.matmul(v, hl.matmul(vh, dau))) / row(s)
+      end
+      return pack_of(n, a, nil, du, ds, swap_last(dv))
+    end,
+    vjp = function(g, n, x, z)
+      local a = x[1]
+      local u, s, vh = svd_factors(n, a, z)
+      local gu, gs, gvh = unpack_of(n, g, a)
+      if n.mode == 2 then return {hl.matmul(u * row(gs), vh)} end
+      local v, gv = swap_last(vh), swap_last(gvh)
+      local f = off_inverse((row(s) + col(s)) * (row(s) - col(s)), vh)
+      local y = f * hl.matmul(swap_last(u), gu)
+      local w = f * hl.matmul(vh, gv)
+      local inner = diag_matrix(gs, vh) + (y + swap_last(y)) * row(s) + col(s) * (w + swap_last(w))
+      local ga = hl.matmul(u, hl.matmul(inner, vh))
+      local m, k = dims(a)
+      if m > k then
+        ga = ga + hl.matmul((gu - hl.matmul(u, hl.matmul(swap_last(u), gu))) / row(s), vh)
+      elseif k > m then
+        ga = ga + hl.matmul(u, swap_last((gv - hl.matmul(v, hl.matmul(vh, gv))) / row(s)))
+      end
+      return {ga}
+    end,
+  }
+
+  -- qr (m >= n; complete only when square, as JAX): B = da r^-1, C = q^T B, O = tril(C, -1) -
+  -- its transpose; dq = q (O - C) + B, dr = (C - O) r
+  local function qr_factors(n, a, z)
+    local m, k = dims(a)
+    if m < k or (n.mode == 1 and m ~= k) then
+      error(string.format("halua: linalg.qr: no derivative for a %dx%d matrix in mode %s (JAX's neither): it needs m >= n, and a square matrix for mode \"complete\"",
+        m, k, n.mode == 1 and "\"complete\"" or n.mode == 2 and "\"r\"" or "\"reduced\""), 0)
+    end
+    if n.mode == 2 then return factors(n, a, 0) end
+    return unpack_of(n, z, a)
+  end
+  local function right_solve(x, r) return swap_last(hl.linalg.solve(swap_last(r), swap_last(x))) end   -- x r^-1
+  R["linalg.qr"] = {
+    jvp = function(t, n, x, z)
+      local q, r = qr_factors(n, x[1], z)
+      local b = right_solve(t[1], r)
+      local c = hl.matmul(swap_last(q), b)
+      local lower = triangle_masks(c, c.shape[c.ndim])
+      local low = hl.where(lower, c, 0)
+      local o = low - swap_last(low)
+      local dr = hl.matmul(c - o, r)
+      if n.mode == 2 then return pack_of(n, x[1], nil, nil, dr) end
+      return pack_of(n, x[1], nil, hl.matmul(q, o - c) + b, dr)
+    end,
+    vjp = function(g, n, x, z)
+      local q, r = qr_factors(n, x[1], z)
+      local gq, gr = unpack_of(n, g, x[1])
+      local mm = -hl.matmul(gr, swap_last(r))
+      if gq then mm = mm + hl.matmul(swap_last(q), gq) end
+      local lower = triangle_masks(mm, mm.shape[mm.ndim])
+      local gc = hl.where(lower, mm - swap_last(mm), 0) - mm
+      local gb = hl.matmul(q, gc)
+      if gq then gb = gb + gq end
+      return {swap_last(hl.linalg.solve(r, swap_last(gb)))}   -- gb r^-T
+    end,
+  }
+
+  -- slogdet: the sign's derivative is 0, log|det|'s is tr(a^-1 da); its cotangent a^-T g
+  R["linalg.slogdet"] = {
+    jvp = function(t, n, x)
+      local dl = diag_of(hl.linalg.solve(x[1], t[1]), x[1])
+      return hl.stack({hl.zeros_like(dl), dl}, -1)
+    end,
+    vjp = function(g, n, x)
+      local gl = hl.squeeze(hl.split(g, 2, -1)[2], -1)
+      return {hl.expand_dims(hl.expand_dims(gl, -1), -1) * hl.linalg.inv(swap_last(x[1]))}
+    end,
+  }
+
   ---------------------------------------------------------------- sorting
   -- sort permutes each lane: out[j] = x[p[j]] with p = argsort(x). Forward mode permutes the
   -- tangent the same way; reverse mode sends g[j] back to position p[j], which is taking g at the
@@ -549,6 +725,9 @@ return function(hl, core)
     return core.linalg_solve(x[1], x[2]), b[1] or b[2]
   end
   R["linalg.cholesky"].batch = function(_, x, b) return core.linalg_cholesky(x[1]), b[1] end
+  for _, name in ipairs({"linalg.qr", "linalg.svd", "linalg.eigh", "linalg.slogdet"}) do
+    R[name].batch = function(n, x, b) return core.linalg_decomp(name, x[1], n.mode), b[1] end
+  end
   R.sort.batch = function(n, x, b) return core.sort(x[1], n.axis - 1 + (b[1] and 1 or 0), false), b[1] end
   R.argsort.batch = function(n, x, b) return core.sort(x[1], n.axis - 1 + (b[1] and 1 or 0), true), b[1] end
 

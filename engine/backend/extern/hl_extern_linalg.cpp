@@ -62,3 +62,26 @@ extern "C" int hl_stage_linalg_cholesky(halide_buffer_t *A, int n, halide_buffer
   hl_view_of_buffer(L, &sl, &l);
   return hl_linalg_cholesky_into(&a, &l, L->dim[1].min, L->dim[0].min, HL_LINALG_NAN) ? hl_stage_failed(-1, nullptr) : 0;
 }
+
+/* P's dim 0 is the packed axis, its dims 1.. A's batch (A's dims 2..): the whole matrices of the
+ * batch items asked for; the core packs each and keeps P's range of the packed axis */
+extern "C" int hl_stage_linalg_decomp(halide_buffer_t *A, int what, int mode, int m, int n, halide_buffer_t *P) {
+  if (A->is_bounds_query() || P->is_bounds_query()) {
+    if (A->is_bounds_query()) {
+      A->dim[0].min = A->dim[1].min = 0;
+      A->dim[0].extent = n;
+      A->dim[1].extent = m;
+      for (int d = 1; d < P->dimensions; d++) A->dim[d + 1].min = P->dim[d].min, A->dim[d + 1].extent = P->dim[d].extent;
+    }
+    return 0;
+  }
+  if (hl_stage_run_failed()) return -1;   /* (an earlier stage failed) */
+  if (hl_input_on_host(A)) return hl_stage_failed(-2, "linalg: copying the operand from cuda failed");
+  hl_storage sa, sp;
+  hl_array a, p;
+  int min[HL_MAX_DIMS] = {0, 0}, ext[HL_MAX_DIMS] = {n, m};
+  for (int d = 1; d < P->dimensions; d++) min[d + 1] = P->dim[d].min, ext[d + 1] = P->dim[d].extent;
+  hl_view_of_region(A, min, ext, &sa, &a);
+  hl_view_of_buffer(P, &sp, &p);
+  return hl_linalg_decomp_into((hl_decomp)what, mode, &a, &p, P->dim[0].min, HL_LINALG_NAN) ? hl_stage_failed(-1, nullptr) : 0;
+}

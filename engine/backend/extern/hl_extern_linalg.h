@@ -8,4 +8,6 @@
 
 extern "C" int hl_stage_linalg_solve(halide_buffer_t *A, halide_buffer_t *B, int n, halide_buffer_t *X);
 extern "C" int hl_stage_linalg_cholesky(halide_buffer_t *A, int n, halide_buffer_t *L);
+/* the packed factors (engine/core/hl_linalg_layout.h) of each m x n matrix of A; what: hl_decomp */
+extern "C" int hl_stage_linalg_decomp(halide_buffer_t *A, int what, int mode, int m, int n, halide_buffer_t *P);
 #endif
