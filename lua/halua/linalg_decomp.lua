@@ -92,7 +92,8 @@ return function(hl, core, linalg, shared)
     a = operand(a, "linalg.eigh", 1)
     local code = uplo_code("linalg.eigh", UPLO)
     need_matrix("linalg.eigh", a, true)
-    return decomp("linalg.eigh", a, code)
+    local w, v = decomp("linalg.eigh", a, code)
+    return w, v
   end
   function linalg.eigvalsh(a, UPLO)
     a = operand(a, "linalg.eigvalsh", 1)

@@ -5,7 +5,8 @@
 -- factors; rules.lua's derivative rules unpack cotangents and pack tangents the same way.
 local M = {}
 
--- the factors' {rows, cols} (three, false when absent) of `op` in `mode` for m x n matrices
+-- the factors' {rows, cols, vector} (three, false when absent) of `op` in `mode` for m x n
+-- matrices; `vector`: a factor that is a vector (s, w), one row in the layout
 function M.parts(op, mode, m, n)
   local k = math.min(m, n)
   if op == "linalg.qr" then
@@ -13,13 +14,13 @@ function M.parts(op, mode, m, n)
     if mode == 2 then return {false, {k, n}, false} end
     return {{m, k}, {k, n}, false}
   elseif op == "linalg.svd" then
-    if mode == 1 then return {{m, m}, {1, k}, {n, n}} end
-    if mode == 2 then return {false, {1, k}, false} end
-    return {{m, k}, {1, k}, {k, n}}
+    if mode == 1 then return {{m, m}, {1, k, true}, {n, n}} end
+    if mode == 2 then return {false, {1, k, true}, false} end
+    return {{m, k}, {1, k, true}, {k, n}}
   elseif op == "linalg.eigh" then
-    return {{1, n}, mode < 2 and {n, n} or false, false}
+    return {{1, n, true}, mode < 2 and {n, n} or false, false}
   elseif op == "linalg.slogdet" then
-    return {{1, 2}, false, false}
+    return {{1, 2, true}, false, false}
   end
   error("halua: internal: " .. tostring(op) .. " is not a decomposition", 0)
 end
@@ -38,7 +39,7 @@ function M.unpack(core, op, mode, z, m, n)
         starts[d], steps[d], counts[d], shape[d] = 0, 1, z.shape[d], z.shape[d]
       end
       starts[nb + 1], steps[nb + 1], counts[nb + 1] = off, 1, rows * cols
-      if rows == 1 then
+      if parts[p][3] then
         shape[nb + 1] = cols
       else
         shape[nb + 1], shape[nb + 2] = rows, cols

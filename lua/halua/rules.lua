@@ -395,8 +395,11 @@ return function(hl, core)
   -- slogdet: the sign's derivative is 0, log|det|'s is tr(a^-1 da); its cotangent a^-T g
   R["linalg.slogdet"] = {
     jvp = function(t, n, x)
-      local dl = diag_of(hl.linalg.solve(x[1], t[1]), x[1])
-      return hl.stack({hl.zeros_like(dl), dl}, -1)
+      local dl = hl.sum(diag_of(hl.linalg.solve(x[1], t[1]), x[1]), -1)   -- tr(a^-1 da)
+      local one = batch_shape(x[1], 2)
+      one[#one + 1] = 1
+      dl = hl.reshape(dl, one)
+      return hl.concatenate({hl.zeros_like(dl), dl}, #one)
     end,
     vjp = function(g, n, x)
       local gl = hl.squeeze(hl.split(g, 2, -1)[2], -1)
