@@ -313,6 +313,22 @@ describe("linalg decomposition derivatives", function()
       close(hl.jit(hl.grad(f))(x), want, 1e-6, "jit")
     end)
   end
+  it("second derivatives (the rules are written with differentiable ops): grad of grad against central differences", function()
+    local a, s, g = np.rand({4, 3}, -1, 1, F64), sym({3, 3}), wellcond({3, 3})
+    local W = np.rand({4, 3}, -1, 1, F64)
+    local W3 = np.rand({3, 3}, -1, 1, F64)
+    local fs = {
+      {"svd", function(x) return (hl.linalg.svd(x, false, false) ^ 3):sum() end, a, W},
+      {"eigh", function(x) local w, v = hl.linalg.eigh(x); return (w * w):sum() + (v * v * W3):sum() end, s, W3},
+      {"qr", function(x) local q, r = hl.linalg.qr(x); return (q * W):sum() + (r * r):sum() end, a, W},
+      {"slogdet", function(x) return select(2, hl.linalg.slogdet(x)) end, g, W3},
+    }
+    for _, c in ipairs(fs) do
+      local name, f, x, w = c[1], c[2], c[3], c[4]
+      local h = function(y) return (hl.grad(f)(y) * w):sum() end
+      close(hl.grad(h)(x), numeric(h, x, 1e-5), 1e-5, name)
+    end
+  end)
   it("jvp of svd, eigh, qr and slogdet against central differences", function()
     local e = 1e-6
     local a, t = np.rand({2, 4, 3}, -1, 1, F64), np.rand({2, 4, 3}, -1, 1, F64)
