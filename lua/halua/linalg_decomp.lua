@@ -42,17 +42,6 @@ return function(hl, core, linalg, shared)
     return hl.gt(r, c), hl.eq(r, c), hl.lt(r, c)
   end
   local function eps(dtype) return dtype == "float64" and 2.220446049250313e-16 or 1.1920928955078125e-07 end
-  local function with(shape, ...)
-    local s = {}
-    for i, e in ipairs(shape) do s[i] = e end
-    for _, e in ipairs({...}) do s[#s + 1] = e end
-    return s
-  end
-  local function batch_of(a, drop)
-    local s = {}
-    for i = 1, a.ndim - drop do s[i] = a.shape[i] end
-    return s
-  end
 
   local qr_modes = {reduced = 0, complete = 1, r = 2}
   function linalg.qr(a, mode)
@@ -261,7 +250,7 @@ return function(hl, core, linalg, shared)
     if type(n) ~= "number" or n % 1 ~= 0 then fail("%s: n must be an integer, got %s", op, tostring(n)) end
     local size = need_matrix(op, a, true)
     if n == 0 then
-      local lower, diag = masks(a, size)
+      local _, diag = masks(a, size)
       return hl.broadcast_to(hl.astype(diag, a.dtype), a.shape)
     end
     if n < 0 then
@@ -291,7 +280,7 @@ return function(hl, core, linalg, shared)
     local t = trans_codes[o.trans == nil and 0 or o.trans]
     if t == nil then fail("%s: trans must be 0, 1, 2, \"N\", \"T\" or \"C\", got %s", op, tostring(o.trans)) end
     local n = need_matrix(op, a, true)
-    local lower, diag, upper = masks(a, n)
+    local lower, diag, upper = masks(a, n)   -- (strict triangles)
     local tri = hl.where(o.lower and lower or upper, a, 0)
     tri = hl.where(diag, o.unit_diagonal and 1 or a, tri)
     if t == 1 then tri = swap_last(tri) end

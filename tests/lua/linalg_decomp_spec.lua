@@ -69,6 +69,19 @@ suite("singular values, eigenvalues and determinants against numpy.linalg", func
   local big = wellcond({3, 50, 50})
   case("slogdet of [3,50,50] (det beyond float range is not needed)", function() return select(2, hl.linalg.slogdet(big * 10)) end,
        "np.linalg.slogdet(a * 10)[1]", {big}, tol.float64)
+  -- batches large enough to spread over the engine's threads
+  local many, msym = np.rand({64, 16, 12}, -1, 1, F64), sym({64, 16, 16})
+  case("svd of [64,16,12] (batch items on several threads)", function() return hl.linalg.svd(many, false, false) end,
+       "np.linalg.svd(a, compute_uv=False)", {many}, tol.float64)
+  case("eigvalsh of [64,16,16] (batch items on several threads)", function() return hl.linalg.eigvalsh(msym) end,
+       "np.linalg.eigvalsh(a)", {msym}, tol.float64)
+  case("slogdet of [64,16,16] (batch items on several threads)", function() return select(2, hl.linalg.slogdet(msym)) end,
+       "np.linalg.slogdet(a)[1]", {msym}, tol.float64)
+  case("qr's r of [64,16,12], up to the signs of its rows", function() local _, r = hl.linalg.qr(many); return hl.abs(r) end,
+       "np.abs(np.linalg.qr(a)[1])", {many}, tol.float64)
+  local one = sym({5, 5})
+  case("eigvalsh of a broadcast_to batch (stride 0)", function() return hl.linalg.eigvalsh(hl.broadcast_to(one, {3, 5, 5})) end,
+       "np.linalg.eigvalsh(np.broadcast_to(a, (3, 5, 5)))", {one}, tol.float64)
   local t = np.rand({6, 5}, -1, 1, F64)
   case("svd of a transposed view", function() return hl.linalg.svd(t.T, false, false) end, "np.linalg.svd(a.T, compute_uv=False)", {t}, tol.float64)
 end)
