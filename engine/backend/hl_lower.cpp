@@ -622,8 +622,10 @@ struct Lowerer {
     Expr order((int)n.type.shape[n.type.ndim - 2]);
     std::vector<ExternFuncArgument> args;
     for (int k = 0; k < n.nin; k++) args.push_back(host_operand(input(n, k)));
+    if (n.prim == HL_P_SOLVE_TRIANGULAR) args.push_back(Expr((int)n.attrs.i[0]));
     args.push_back(order);
-    const char *fn = n.prim == HL_P_SOLVE ? "hl_stage_linalg_solve" : "hl_stage_linalg_cholesky";
+    const char *fn = n.prim == HL_P_SOLVE ? "hl_stage_linalg_solve"
+                     : n.prim == HL_P_SOLVE_TRIANGULAR ? "hl_stage_linalg_solve_triangular" : "hl_stage_linalg_cholesky";
     L.funcs[i].define_extern(fn, args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, DeviceAPI::Host);
   }
 

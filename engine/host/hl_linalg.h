@@ -17,6 +17,10 @@ typedef enum { HL_LINALG_RAISE, HL_LINALG_NAN } hl_linalg_fail;
  * all three of one dtype. -1 + hl_error on failure. */
 int hl_linalg_solve_into(const hl_array *a, const hl_array *b, hl_array *out, int64_t row0, hl_linalg_fail fail);
 
+/* As solve, with one triangle of a (LAPACK trtrs): mode bits 1 lower (else upper), 2 solve
+ * with its transpose, 4 its diagonal taken as ones. A zero on the diagonal is singular. */
+int hl_linalg_solve_triangular_into(const hl_array *a, const hl_array *b, int mode, hl_array *out, int64_t row0, hl_linalg_fail fail);
+
 /* a [..., n, n], out [..., m, p]: out receives rows row0.., columns col0.. of the lower Cholesky
  * factor L of each matrix (a = L L^T; only a's lower triangle is read, as in NumPy). */
 int hl_linalg_cholesky_into(const hl_array *a, hl_array *out, int64_t row0, int64_t col0, hl_linalg_fail fail);

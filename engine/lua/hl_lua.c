@@ -325,6 +325,15 @@ static int l_linalg_solve(lua_State *L) {
   return 1;
 }
 
+/* linalg_solve_triangular(a, b, mode): mode's bits as hl_linalg.h says */
+static int l_linalg_solve_triangular(lua_State *L) {
+  hl_array *a = check_array(L, 1, "linalg.solve_triangular"), *b = check_array(L, 2, "linalg.solve_triangular");
+  hl_array r;
+  if (hl_op_solve_triangular(a, b, (int)luaL_checkinteger(L, 3), &r)) return raise(L);
+  push_result(L, &r, 1, 2);
+  return 1;
+}
+
 static int l_linalg_cholesky(lua_State *L) {
   hl_array *a = check_array(L, 1, "linalg.cholesky");
   hl_array r;
@@ -1135,6 +1144,7 @@ static const luaL_Reg core_funcs[] = {
     {"matmul", l_matmul},
     {"linalg_solve", l_linalg_solve},
     {"linalg_cholesky", l_linalg_cholesky},
+    {"linalg_solve_triangular", l_linalg_solve_triangular},
     {"linalg_decomp", l_linalg_decomp},
     {"sort", l_sort},
     {"dist", l_dist},

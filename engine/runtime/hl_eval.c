@@ -463,6 +463,7 @@ static int eager_host(int prim, int nin, const hl_array *const *in, const hl_att
   int rc;
   switch (prim) {
   case HL_P_SOLVE: rc = hl_linalg_solve_into(in[0], in[1], out, 0, HL_LINALG_RAISE); break;
+  case HL_P_SOLVE_TRIANGULAR: rc = hl_linalg_solve_triangular_into(in[0], in[1], (int)at->i[0], out, 0, HL_LINALG_RAISE); break;
   case HL_P_CHOLESKY: rc = hl_linalg_cholesky_into(in[0], out, 0, 0, HL_LINALG_RAISE); break;
   case HL_P_QR: rc = hl_linalg_decomp_into(HL_DECOMP_QR, (int)at->i[0], in[0], out, 0, HL_LINALG_RAISE); break;
   case HL_P_SVD: rc = hl_linalg_decomp_into(HL_DECOMP_SVD, (int)at->i[0], in[0], out, 0, HL_LINALG_RAISE); break;

@@ -798,7 +798,8 @@ E("linalg.solve_triangular", "hl.linalg.solve_triangular(a, b [, {lower =, trans
   "x with a x = b (trans 0 or \"N\", the default) or a^T x = b (1, 2, \"T\" or \"C\"), reading only " ..
   "one triangle of the square matrices a [..., n, n]: the upper (lower = false, the default, as " ..
   "scipy.linalg.solve_triangular) or the lower; unit_diagonal = true takes its diagonal as ones. b " ..
-  "as for hl.linalg.solve. A zero on the diagonal is an error eagerly and NaN inside hl.jit.",
+  "as for hl.linalg.solve; batched over leading axes (LAPACK trtrs, by substitution). A zero on the " ..
+  "diagonal (not a unit one) is an error eagerly and NaN inside hl.jit.",
   [[local a = hl.array({{2, 0}, {1, 4}})
 print(hl.linalg.solve_triangular(a, hl.array({2, 9}), {lower = true}))]])
 

@@ -1,10 +1,10 @@
 -- hl.linalg: solve, inv, cholesky, qr, svd, eigh, eigvalsh, det, slogdet, lstsq, norm, pinv,
 -- matrix_power, solve_triangular (NumPy's numpy.linalg semantics, batched over leading axes).
--- solve, cholesky and the decompositions (qr, svd, eigh, slogdet) are primitives
--- (engine/host/hl_linalg*.c: LAPACK on the host, an extern stage inside jit pipelines; a
--- decomposition's factors come packed in one array, linalg_layout.lua); the rest are composed of
--- them, so their derivatives are those of what they are made of. inv is solve against the
--- identity, so its derivative is solve's.
+-- solve, solve_triangular, cholesky and the decompositions (qr, svd, eigh, slogdet) are
+-- primitives (engine/host/hl_linalg*.c: LAPACK on the host, an extern stage inside jit pipelines;
+-- a decomposition's factors come packed in one array, linalg_layout.lua); the rest are composed
+-- of them (linalg_decomp.lua), so their derivatives are those of what they are made of. inv is
+-- solve against the identity, so its derivative is solve's.
 -- A singular (or, for cholesky, not positive definite) matrix is an error when the op runs
 -- eagerly, and gives NaN for that matrix of the batch inside hl.jit, where a pipeline cannot
 -- stop part way (JAX gives NaN too).

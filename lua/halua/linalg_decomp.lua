@@ -1,6 +1,7 @@
 -- hl.linalg's decompositions and what is composed of them: qr, svd, eigh, eigvalsh, slogdet, det
--- (primitives, their factors unpacked from one packed array: linalg_layout.lua), and pinv,
--- lstsq, norm, matrix_power, solve_triangular composed of them and of solve. Semantics and
+-- (primitives, their factors unpacked from one packed array: linalg_layout.lua); pinv, lstsq,
+-- norm and matrix_power composed of them and of solve; solve_triangular (a primitive, LAPACK
+-- trtrs). Semantics and
 -- argument names are NumPy's (scipy's for solve_triangular); where NumPy takes keywords these
 -- take positional arguments or an options table.
 return function(hl, core, linalg, shared)
@@ -267,8 +268,9 @@ return function(hl, core, linalg, shared)
     return result
   end
 
-  -- scipy.linalg.solve_triangular(a, b, trans, lower, unit_diagonal) as an options table: only
-  -- a's triangle (lower or upper) is read, its diagonal taken as ones where unit_diagonal
+  -- scipy.linalg.solve_triangular(a, b, trans, lower, unit_diagonal) as an options table: a
+  -- primitive (LAPACK trtrs) reading only a's triangle (lower or upper), its diagonal taken as
+  -- ones where unit_diagonal
   local trans_codes = {[0] = 0, [1] = 1, [2] = 1, N = 0, T = 1, C = 1}
   function linalg.solve_triangular(a, b, opts)
     local op = "linalg.solve_triangular"
@@ -279,11 +281,6 @@ return function(hl, core, linalg, shared)
     end
     local t = trans_codes[o.trans == nil and 0 or o.trans]
     if t == nil then fail("%s: trans must be 0, 1, 2, \"N\", \"T\" or \"C\", got %s", op, tostring(o.trans)) end
-    local n = need_matrix(op, a, true)
-    local lower, diag, upper = masks(a, n)   -- (strict triangles)
-    local tri = hl.where(o.lower and lower or upper, a, 0)
-    tri = hl.where(diag, o.unit_diagonal and 1 or a, tri)
-    if t == 1 then tri = swap_last(tri) end
-    return shared.renamed(op, linalg.solve, tri, b)
+    return core.linalg_solve_triangular(a, b, (o.lower and 1 or 0) + 2 * t + (o.unit_diagonal and 4 or 0))
   end
 end

@@ -192,6 +192,7 @@ return function(hl, core)
       return hl.linalg.solve(x[1], rhs)
     end,
   }
+  -- (linalg.solve_triangular's rules follow triangle_masks, below)
   -- masks of the strictly lower triangle and the diagonal of n x n matrices, where `like` lives:
   -- values of its trace under jit (a host constant there would meet the tangents and cotangents
   -- that are concrete arrays, captured by the jitted function, on their device: a jvp with a
@@ -225,6 +226,33 @@ return function(hl, core)
       local w = hl.linalg.solve(z, ds)                          -- L^-1 dS
       local m = swap_last(hl.linalg.solve(z, swap_last(w)))     -- L^-1 dS L^-T
       return hl.matmul(z, hl.where(lower, m, hl.where(diag, 0.5 * m, 0)))
+    end,
+  }
+
+  -- x = solve_triangular(a, b): solve's rules with m, the matrix the solve uses (a's triangle,
+  -- its diagonal ones where unit, transposed where the mode says): dm is da's part in that
+  -- triangle, and a's cotangent is the part of m's (-gb x^T) in it. Mode bits: 1 lower, 2
+  -- transposed, 4 unit diagonal.
+  local function tri_part(x, mode)
+    local lower, diag = triangle_masks(x, x.shape[x.ndim])
+    local tri = mode % 2 == 1 and lower or swap_last(lower)
+    return hl.where(math.floor(mode / 4) % 2 == 1 and tri or hl.logical_or(tri, diag), x, 0)
+  end
+  local function transposed(mode) return math.floor(mode / 2) % 2 == 1 end
+  R["linalg.solve_triangular"] = {
+    vjp = function(g, n, x, z)
+      local gb = core.linalg_solve_triangular(x[1], g, transposed(n.mode) and n.mode - 2 or n.mode + 2)
+      local gm = -hl.matmul(gb, swap_last(z))
+      return {tri_part(transposed(n.mode) and swap_last(gm) or gm, n.mode), gb}
+    end,
+    jvp = function(t, n, x, z)
+      local rhs = t[2]
+      if t[1] then
+        local dm = tri_part(t[1], n.mode)
+        local d = hl.matmul(transposed(n.mode) and swap_last(dm) or dm, z)
+        rhs = rhs and rhs - d or -d
+      end
+      return core.linalg_solve_triangular(x[1], rhs, n.mode)
     end,
   }
 
@@ -728,6 +756,10 @@ return function(hl, core)
     return core.linalg_solve(x[1], x[2]), b[1] or b[2]
   end
   R["linalg.cholesky"].batch = function(_, x, b) return core.linalg_cholesky(x[1]), b[1] end
+  R["linalg.solve_triangular"].batch = function(n, x, b, size)
+    if b[1] ~= b[2] then x = {lift(x[1], b[1], size), lift(x[2], b[2], size)} end
+    return core.linalg_solve_triangular(x[1], x[2], n.mode), b[1] or b[2]
+  end
   for _, name in ipairs({"linalg.qr", "linalg.svd", "linalg.eigh", "linalg.slogdet"}) do
     R[name].batch = function(n, x, b) return core.linalg_decomp(name, x[1], n.mode), b[1] end
   end

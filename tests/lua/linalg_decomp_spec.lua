@@ -365,6 +365,57 @@ describe("linalg decomposition derivatives", function()
   end)
 end)
 
+describe("solve_triangular (LAPACK trtrs)", function()
+  math.randomseed(56)
+  local function close_to(got, want, t) assert.is_true(max_abs(got - want) <= t, "differs by " .. max_abs(got - want)) end
+  local a, b = wellcond({3, 5, 5}), np.rand({3, 5, 2}, -1, 1, F64)
+  local low = hl.gt(hl.reshape(hl.arange(5), {5, 1}), hl.reshape(hl.arange(5), {1, 5}))
+  local diag = hl.eq(hl.reshape(hl.arange(5), {5, 1}), hl.reshape(hl.arange(5), {1, 5}))
+  it("reads only its triangle; unit_diagonal ignores the diagonal; the same under jit and for a block", function()
+    for _, lower in ipairs {true, false} do
+      for _, unit in ipairs {false, true} do
+        for _, trans in ipairs {"N", "T"} do
+          local keep = lower and low or swap(low)
+          local t = hl.where(keep, a, hl.where(diag, unit and 1 or a, 0))
+          if trans == "T" then t = swap(t) end
+          local want = hl.linalg.solve(t, b)
+          local junk = hl.where(keep, a, hl.where(diag, unit and 0 or a, 1e3))   -- the other triangle (and a unit diagonal) unread
+          local opts = {lower = lower, unit_diagonal = unit, trans = trans}
+          close_to(hl.linalg.solve_triangular(junk, b, opts), want, 1e-12)
+          close_to(hl.jit(function(p, q) return hl.linalg.solve_triangular(p, q, opts) end)(junk, b), want, 1e-12)
+          close_to(hl.jit(function(p, q) return hl.linalg.solve_triangular(p, q, opts)[{{2, 3}, {2, 4}, {2}}] end)(junk, b),
+                   want[{{2, 3}, {2, 4}, {2}}], 1e-12)
+        end
+      end
+    end
+  end)
+  it("a zero on the diagonal: an eager error naming the batch item, NaN for that item inside jit", function()
+    local z = a:at({2, 3, 3}):set(0)
+    local ok, err = pcall(hl.linalg.solve_triangular, z, b, {lower = true})
+    assert.is_false(ok)
+    assert.is_truthy(err:find("^halua: linalg%.solve_triangular: singular matrix: a zero on the diagonal at batch index %[2%] of a float64%[3,5,5%]"), err)
+    local x = hl.jit(function(p, q) return hl.linalg.solve_triangular(p, q, {lower = true}) end)(z, b)
+    local v = x:totable()
+    assert.is_true(v[2][1][1] ~= v[2][1][1] and v[1][1][1] == v[1][1][1] and v[3][5][2] == v[3][5][2])
+    -- a unit diagonal is not read: no error
+    close_to(hl.linalg.solve_triangular(z, b, {lower = true, unit_diagonal = true}),
+             hl.linalg.solve_triangular(a, b, {lower = true, unit_diagonal = true}), 0)
+  end)
+  it("jvp against central differences, eager and jit", function()
+    local e = 1e-6
+    local ta, tb = np.rand({3, 5, 5}, -1, 1, F64), np.rand({3, 5, 2}, -1, 1, F64)
+    for _, opts in ipairs {{lower = true}, {trans = "T"}, {lower = true, trans = 1, unit_diagonal = true}} do
+      local f = function(p, q) return hl.linalg.solve_triangular(p, q, opts) end
+      for _, jit in ipairs {false, true} do
+        local wrap = jit and hl.jit or function(h) return h end
+        local _, got = wrap(function(p, q) return hl.jvp(f, {p, q}, {ta, tb}) end)(a, b)
+        local want = (f(a + e * ta, b + e * tb) - f(a - e * ta, b - e * tb)) / (2 * e)
+        diff_check.close(got, diff_check.flat(want), 1e-6, "jvp")
+      end
+    end
+  end)
+end)
+
 describe("linalg decompositions under vmap", function()
   math.randomseed(55)
   local function same(got, want, t)
