@@ -334,10 +334,6 @@ print(hl["repeat"](x, 2), hl["repeat"](x, 2, 1))]])
 E("flip", "hl.flip(x [, axes]) -> array   (also x:flip(axes))",
   "x reversed along the given axis or axes (1-based), or along all axes when nil.",
   [[print(hl.flip(hl.arange(4)), hl.flip(hl.array({{1, 2}, {3, 4}}), 2))]])
-E("pad", "hl.pad(x, width [, value]) -> array   (also x:pad(width, value))",
-  "x with constant padding (value, default 0): width is a number (that many on every side of " ..
-  "every axis), {before, after} (for every axis) or one {before, after} pair per axis.",
-  [[print(hl.pad(hl.ones(2), 1), hl.pad(hl.ones({1, 2}), {{0, 1}, {1, 0}}, 9))]])
 E("take", "hl.take(x, idx [, axis]) -> array   (also x:take(idx, axis))",
   "The elements of x at the 1-based integer indices idx along axis (the flattened x when nil): " ..
   "x's shape with that axis replaced by idx's shape. Indices outside 1..n are an error on " ..
@@ -367,6 +363,154 @@ E("argsort", "hl.argsort(x [, axis]) -> int64 array   (also x:argsort(axis))",
 print(hl.argsort(x), hl.take_along_axis(x, hl.argsort(x), 1))]])
 
 ---------------------------------------------------------------- transformations
+
+G "NumPy functions"
+E("nansum", "hl.nansum(x [, axis or {axes}] [, keepdims]) -> array   (also x:nansum(...))",
+  "The sum with NaNs counted as zero (as NumPy's nansum); integer arrays sum as hl.sum.",
+  [[print(hl.nansum(hl.array({1, 0 / 0, 2})), hl.nansum(hl.array({{1, 0 / 0}, {3, 4}}), 2))]])
+E("nanmean", "hl.nanmean(x [, axis or {axes}] [, keepdims]) -> array   (also x:nanmean(...))",
+  "The mean of the non-NaN elements. A slice of only NaNs gives NaN (NumPy also warns; halua does " ..
+  "not). Integers give float32, as hl.mean.",
+  [[print(hl.nanmean(hl.array({1, 0 / 0, 2})), hl.nanmean(hl.array({{0 / 0, 0 / 0}, {3, 4}}), 2))]])
+E("nanmax", "hl.nanmax(x [, axis or {axes}] [, keepdims]) -> array   (also x:nanmax(...))",
+  "The maximum ignoring NaNs; an all-NaN slice gives NaN (NumPy warns too; halua does not warn).",
+  [[print(hl.nanmax(hl.array({{1, 0 / 0}, {0 / 0, 0 / 0}}), 2))]])
+E("nanmin", "hl.nanmin(x [, axis or {axes}] [, keepdims]) -> array   (also x:nanmin(...))",
+  "The minimum ignoring NaNs; an all-NaN slice gives NaN (NumPy warns too; halua does not warn).",
+  [[print(hl.nanmin(hl.array({3, 0 / 0, 2})))]])
+E("nanvar", "hl.nanvar(x [, axis or {axes}] [, keepdims] [, ddof]) -> array   (also x:nanvar(...))",
+  "The variance of the non-NaN elements: the sum of squared deviations from their mean divided by " ..
+  "count - ddof (ddof default 0); NaN where count - ddof is not positive, as NumPy (without its warning).",
+  [[local x = hl.array({{1, 2, 0 / 0, 4}})
+print(hl.nanvar(x), hl.nanvar(x, 2, false, 1), hl.nanvar(x, 2, true))]])
+E("nanstd", "hl.nanstd(x [, axis or {axes}] [, keepdims] [, ddof]) -> array   (also x:nanstd(...))",
+  "The square root of hl.nanvar with the same arguments.",
+  [[print(hl.nanstd(hl.array({1, 2, 0 / 0, 4}), 1, false, 1))]])
+E("median", "hl.median(x [, axis or {axes}] [, keepdims]) -> array   (also x:median(...))",
+  "The middle value along the axes (all when nil), or the mean of the two middle values for an " ..
+  "even count; a slice holding a NaN gives NaN, as NumPy. Differentiable (the gradient reaches " ..
+  "the middle elements).",
+  [[local x = hl.array({{3, 1, 2}, {4, 6, 5}})
+print(hl.median(x), hl.median(x, 2), hl.median(x, 1, true))]])
+E("quantile", "hl.quantile(x, q [, axis or {axes}] [, keepdims] [, method]) -> array   (also x:quantile(...))",
+  "The q-th quantiles (q in [0, 1], a number or an array) of x over the axes (all when nil); q's " ..
+  "axes come first in the result, as NumPy. method is \"linear\" (default), \"lower\", \"higher\", " ..
+  "\"nearest\" (ties to even) or \"midpoint\"; the options may also be a table {axis =, keepdims =, " ..
+  "method =}. A slice holding a NaN gives NaN. Integers give float32.",
+  [[local x = hl.array({1, 2, 3, 4, 10})
+print(hl.quantile(x, 0.5), hl.quantile(x, hl.array({0.1, 0.9})), hl.quantile(x, 0.3, {method = "lower"}))]])
+E("percentile", "hl.percentile(x, q [, axis or {axes}] [, keepdims] [, method]) -> array   (also x:percentile(...))",
+  "hl.quantile with q in percent (0 to 100).",
+  [[print(hl.percentile(hl.array({1, 2, 3, 4}), {25, 50, 75}))]])
+E("diff", "hl.diff(x [, n] [, axis] [, {prepend =, append =}]) -> array   (also x:diff(...))",
+  "The n-th (default 1st) forward difference x[i+1] - x[i] along axis (1-based, default the last). " ..
+  "prepend and append (numbers or arrays) are joined to x along the axis first. Bool arrays give " ..
+  "x[i+1] ~= x[i], as NumPy.",
+  [[local x = hl.array({1, 2, 4, 7})
+print(hl.diff(x), hl.diff(x, 2), hl.diff(x, {prepend = 0}))]])
+E("trapezoid", "hl.trapezoid(y [, x] [, dx] [, axis]) -> array",
+  "The integral of y along axis (default the last) by the trapezoidal rule, with sample " ..
+  "coordinates x (1-D along the axis, or y's shape) or a spacing dx (default 1); also " ..
+  "trapezoid(y, {x =, dx =, axis =}). NumPy's trapezoid (trapz before NumPy 2).",
+  [[local y = hl.array({1, 2, 3})
+print(hl.trapezoid(y), hl.trapezoid(y, 0.5), hl.trapezoid(y, hl.array({0, 1, 3})))]])
+E("select", "hl.select(condlist, choicelist [, default]) -> array",
+  "Per element, the value of the choice whose condition (a bool array) is the first true one, " ..
+  "else default (0); conditions and choices broadcast together, as NumPy's select.",
+  [[local x = hl.arange(6)
+print(hl.select({hl.lt(x, 2), hl.gt(x, 3)}, {x, x * 10}, -1))]])
+E("searchsorted", "hl.searchsorted(a, v [, side]) -> int64 array   (also a:searchsorted(v, side))",
+  "For each element of v, the 1-based position where it would be inserted into the sorted 1-D " ..
+  "array a to keep it sorted: 1 + the number of a's elements before it (NumPy's index plus one, " ..
+  "so the result can index or split a directly). side \"left\" (default) puts v before equal " ..
+  "elements, \"right\" after them; NaN sorts last. A binary search: it traces and batches.",
+  [[local a = hl.array({1, 2, 2, 3})
+print(hl.searchsorted(a, 2), hl.searchsorted(a, 2, "right"), hl.searchsorted(a, hl.array({0, 5})))]])
+E("interp", "hl.interp(x, xp, fp [, left] [, right]) -> array",
+  "Piecewise-linear interpolation at x of the points (xp, fp), xp increasing, as NumPy's interp; " ..
+  "left and right (default fp's first and last values) outside xp's range. The result has the " ..
+  "inputs' float dtype (float32 stays float32, where NumPy gives float64). Differentiable in x, xp and fp.",
+  [[print(hl.interp(hl.array({0.5, 1.5, 5}), hl.array({0, 1, 2}), hl.array({0, 10, 20}), nil, -1))]])
+E("histogram", "hl.histogram(x [, bins] [, range] [, opts]) -> counts, edges",
+  "Counts the elements of x (flattened) in bins: bins is a count (default 10) of equal bins over " ..
+  "range {lo, hi} (default x's min and max) or a list of increasing edges. Each bin holds " ..
+  "lo <= v < hi, the last one also v == hi; values outside are not counted. counts is int64 (the " ..
+  "weights' dtype with opts.weights, a density with opts.density = true); edges has bins + 1 " ..
+  "elements. opts: {bins =, range =, weights =, density =}. Without a range, NaN or inf data is an error.",
+  [[local counts, edges = hl.histogram(hl.array({1, 2, 2, 3, 5}), 4)
+print(counts, edges)
+print((hl.histogram(hl.array({0.5, 1.5, 9}), {0, 1, 2})))]])
+E("bincount", "hl.bincount(x [, weights] [, minlength | {minlength =, length =}]) -> array",
+  "How often each value 0, 1, 2, ... occurs in the 1-D non-negative integer array x: the count of " ..
+  "value v is at (1-based) position v + 1, as NumPy's index v. With weights, their sums instead " ..
+  "(float weights keep their dtype; NumPy uses float64). The length is max(x) + 1, at least " ..
+  "minlength. Under jit or vmap the length must be static: give {length = n} (values from n on are " ..
+  "dropped, as JAX's length).",
+  [[print(hl.bincount(hl.array({0, 1, 1, 3}, "int32")), hl.bincount(hl.array({2}, "int32"), {minlength = 4}))
+print(hl.jit(function(x) return hl.bincount(x, {length = 3}) end)(hl.array({0, 2, 2}, "int32")))]])
+E("unique", "hl.unique(x [, opts]) -> values [, index] [, inverse] [, counts]",
+  "The sorted distinct values of the flattened x (NaNs count as one, last). opts: return_index " ..
+  "(the 1-based position in x of each value's first occurrence), return_inverse (for each element " ..
+  "of x, the 1-based position of its value in the result: values:take(inverse) rebuilds x), " ..
+  "return_counts; they follow the values in that order. Under jit or vmap the number of values must be " ..
+  "static, as JAX: {size = n} pads with fill_value (default the smallest value), indices and counts with 0.",
+  [[local v, idx, inv, n = hl.unique(hl.array({3, 1, 3, 2}), {return_index = true, return_inverse = true, return_counts = true})
+print(v, idx, inv, n)
+print(hl.jit(function(x) return hl.unique(x, {size = 4, fill_value = 0}) end)(hl.array({5, 5, 7})))]])
+E("pad", "hl.pad(x, width [, value | mode | {mode =, value =}]) -> array   (also x:pad(...))",
+  "x padded along every axis: width is a number (that many on every side of every axis), " ..
+  "{before, after} (for every axis) or one {before, after} pair per axis. mode is NumPy's: " ..
+  "\"constant\" (default, value default 0), \"edge\" (the end values repeated), \"reflect\" " ..
+  "(mirrored without the end value), \"symmetric\" (mirrored with it), \"wrap\" (the other end's " ..
+  "values); widths longer than the axis repeat the pattern.",
+  [[print(hl.pad(hl.ones(2), 1), hl.pad(hl.ones({1, 2}), {{0, 1}, {1, 0}}, 9))
+print(hl.pad(hl.array({1, 2, 3}), 2, "reflect"), hl.pad(hl.array({1, 2, 3}), {1, 2}, {mode = "wrap"}))]])
+E("roll", "hl.roll(x, shift [, axis]) -> array   (also x:roll(shift, axis))",
+  "x's elements moved shift places along axis (1-based), those leaving one end entering at the " ..
+  "other; shift and axis may be lists. Without an axis the flattened x is rolled and reshaped back.",
+  [[local x = hl.array({{1, 2, 3}, {4, 5, 6}})
+print(hl.roll(x, 1), hl.roll(x, -1, 2), hl.roll(x, {1, 1}, {1, 2}))]])
+E("rot90", "hl.rot90(x [, k] [, axes]) -> array   (also x:rot90(k, axes))",
+  "x rotated by k (default 1) quarter turns in the plane of axes (default {1, 2}), from the first " ..
+  "axis towards the second, as NumPy's rot90.",
+  [[local x = hl.array({{1, 2}, {3, 4}})
+print(hl.rot90(x), hl.rot90(x, 2), hl.rot90(x, -1))]])
+E("meshgrid", "hl.meshgrid(x1, x2, ... [, {indexing = \"xy\" | \"ij\"}]) -> arrays",
+  "Coordinate arrays from 1-D ones (also given as one list {x1, x2, ...}), one result per input: with \"xy\" (default, as NumPy) the " ..
+  "results have shape {#x2, #x1, ...}, with \"ij\" {#x1, #x2, ...}.",
+  [[local X, Y = hl.meshgrid(hl.array({1, 2, 3}), hl.array({10, 20}))
+print(X, Y)
+print(hl.meshgrid(hl.array({1, 2}), hl.array({5, 6, 7}), {indexing = "ij"}))]])
+E("tril", "hl.tril(x [, k]) -> array   (also x:tril(k))",
+  "x with the elements above diagonal k (0 the main one, positive above, negative below) zeroed, " ..
+  "over the last two axes; a 1-D x becomes a square first, as NumPy.",
+  [[local x = hl.ones({3, 3})
+print(hl.tril(x), hl.tril(x, -1))]])
+E("triu", "hl.triu(x [, k]) -> array   (also x:triu(k))",
+  "x with the elements below diagonal k (0 the main one, positive above, negative below) zeroed, " ..
+  "over the last two axes.",
+  [[print(hl.triu(hl.ones({3, 3})), hl.triu(hl.ones({2, 3}), 1))]])
+E("tensordot", "hl.tensordot(a, b [, axes]) -> array",
+  "Sums products over pairs of axes: axes a count N (a's last N axes with b's first N, default 2) " ..
+  "or a pair of lists {{a's axes}, {b's axes}} (1-based). The result has a's remaining axes then b's.",
+  [[local a, b = hl.ones({2, 3, 4}), hl.ones({3, 4, 5})
+print(hl.tensordot(a, b).shape[2], hl.tensordot(a, b, {{2}, {1}}).shape[3], hl.tensordot(hl.array({1, 2}), hl.array({3, 4}), 1))]])
+E("kron", "hl.kron(a, b) -> array",
+  "The Kronecker product: blocks a[i, j] * b laid out in a's pattern (shapes padded with leading " ..
+  "1s to one rank).",
+  [[print(hl.kron(hl.eye(2), hl.array({{1, 2}, {3, 4}})))]])
+E("cross", "hl.cross(a, b [, axis]) -> array",
+  "The cross product of 3-vectors along axis (default the last; the other axes broadcast). A " ..
+  "2-vector is taken with z = 0; two 2-vectors give only the z component, as NumPy.",
+  [[print(hl.cross(hl.array({1, 0, 0}), hl.array({0, 1, 0})), hl.cross(hl.array({1, 2}), hl.array({3, 4})))]])
+E("convolve", "hl.convolve(a, v [, mode]) -> array",
+  "The discrete linear convolution of two 1-D arrays: mode \"full\" (default, length n + m - 1), " ..
+  "\"same\" (length max(n, m), centred as NumPy) or \"valid\" (where they overlap fully).",
+  [[print(hl.convolve(hl.array({1, 2, 3}), hl.array({0, 1, 0.5})), hl.convolve(hl.array({1, 2, 3}), hl.array({1, 1}), "valid"))]])
+E("correlate", "hl.correlate(a, v [, mode]) -> array",
+  "The cross-correlation of two 1-D arrays, c[k] = sum over n of a[n + k] * v[n], as NumPy's: " ..
+  "mode \"valid\" (default), \"same\" or \"full\".",
+  [[print(hl.correlate(hl.array({1, 2, 3}), hl.array({0, 1, 0.5})), hl.correlate(hl.array({1, 2, 3}), hl.array({1, 1}), "full"))]])
 
 G "Transformations"
 E("jit", "hl.jit(f [, opts]) -> jitted function",
