@@ -325,11 +325,34 @@ static int l_linalg_solve(lua_State *L) {
   return 1;
 }
 
+/* linalg_solve_triangular(a, b, mode): mode's bits as hl_linalg.h says */
+static int l_linalg_solve_triangular(lua_State *L) {
+  hl_array *a = check_array(L, 1, "linalg.solve_triangular"), *b = check_array(L, 2, "linalg.solve_triangular");
+  hl_array r;
+  if (hl_op_solve_triangular(a, b, (int)luaL_checkinteger(L, 3), &r)) return raise(L);
+  push_result(L, &r, 1, 2);
+  return 1;
+}
+
 static int l_linalg_cholesky(lua_State *L) {
   hl_array *a = check_array(L, 1, "linalg.cholesky");
   hl_array r;
   if (hl_op_cholesky(a, &r)) return raise(L);
   push_result(L, &r, 1, 1);
+  return 1;
+}
+
+/* linalg_decomp(name, a, mode): a decomposition primitive's packed factors (lua/halua/linalg.lua
+ * unpacks them) */
+static int l_linalg_decomp(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  int prim = hl_prim_from_name(name);
+  if (prim != HL_P_QR && prim != HL_P_SVD && prim != HL_P_EIGH && prim != HL_P_SLOGDET)
+    return luaL_error(L, "halua: linalg: %s is not a decomposition", name);
+  hl_array *a = check_array(L, 2, name);
+  hl_array r;
+  if (hl_op_linalg_decomp(prim, a, (int)luaL_checkinteger(L, 3), &r)) return raise(L);
+  push_result(L, &r, 2, 2);
   return 1;
 }
 
@@ -871,6 +894,10 @@ static int l_graph_nodes(lua_State *L) {
       lua_setfield(L, -2, "size");
       break;
     }
+    case HL_A_MODE:
+      lua_pushinteger(L, (lua_Integer)a->i[0]);
+      lua_setfield(L, -2, "mode");
+      break;
     case HL_A_NONE:
     case HL_A_PARAM:
       break;
@@ -1144,6 +1171,8 @@ static const luaL_Reg core_funcs[] = {
     {"matmul", l_matmul},
     {"linalg_solve", l_linalg_solve},
     {"linalg_cholesky", l_linalg_cholesky},
+    {"linalg_solve_triangular", l_linalg_solve_triangular},
+    {"linalg_decomp", l_linalg_decomp},
     {"sort", l_sort},
     {"dist", l_dist},
     {"dist_set_transport", l_dist_set_transport},

@@ -458,7 +458,12 @@ static int eager_host(int prim, int nin, const hl_array *const *in, const hl_att
   int rc;
   switch (prim) {
   case HL_P_SOLVE: rc = hl_linalg_solve_into(in[0], in[1], out, 0, HL_LINALG_RAISE); break;
+  case HL_P_SOLVE_TRIANGULAR: rc = hl_linalg_solve_triangular_into(in[0], in[1], (int)at->i[0], out, 0, HL_LINALG_RAISE); break;
   case HL_P_CHOLESKY: rc = hl_linalg_cholesky_into(in[0], out, 0, 0, HL_LINALG_RAISE); break;
+  case HL_P_QR: rc = hl_linalg_decomp_into(HL_DECOMP_QR, (int)at->i[0], in[0], out, 0, HL_LINALG_RAISE); break;
+  case HL_P_SVD: rc = hl_linalg_decomp_into(HL_DECOMP_SVD, (int)at->i[0], in[0], out, 0, HL_LINALG_RAISE); break;
+  case HL_P_EIGH: rc = hl_linalg_decomp_into(HL_DECOMP_EIGH, (int)at->i[0], in[0], out, 0, HL_LINALG_RAISE); break;
+  case HL_P_SLOGDET: rc = hl_linalg_decomp_into(HL_DECOMP_SLOGDET, (int)at->i[0], in[0], out, 0, HL_LINALG_RAISE); break;
   case HL_P_SORT:
   case HL_P_ARGSORT: rc = hl_sort_into(in[0], (int)at->i[0], prim == HL_P_ARGSORT, out, 0); break;
   default: rc = hl_dist_into(prim, in[0], at->i, out); break;

@@ -1008,6 +1008,83 @@ E("linalg.cholesky", "hl.linalg.cholesky(a) -> array",
   "The lower-triangular L with matmul(L, L.T) = a, for symmetric positive-definite a [..., n, n]; " ..
   "one that is not is an error eagerly and gives NaN inside hl.jit.",
   [[print(hl.linalg.cholesky(hl.array({{4, 2}, {2, 3}})))]])
+E("linalg.qr", "hl.linalg.qr(a [, mode]) -> q, r (mode \"r\": r)",
+  "The QR decomposition of matrices a [..., m, n] (LAPACK geqrf/orgqr), as numpy.linalg.qr: mode " ..
+  "\"reduced\" (default: q [..., m, k], r [..., k, n], k = min(m, n)), \"complete\" (q [..., m, m], " ..
+  "r [..., m, n]) or \"r\" (r alone). q has orthonormal columns, r is upper triangular, q r = a. " ..
+  "Gradients as JAX defines them: for m >= n (\"complete\" only for square a).",
+  [[local q, r = hl.linalg.qr(hl.array({{3, 1}, {4, 2}}))
+print(q, r)
+print(hl.matmul(q, r))]])
+E("linalg.svd", "hl.linalg.svd(a [, full_matrices [, compute_uv]]) -> u, s, vh (or s)",
+  "The singular value decomposition of matrices a [..., m, n] (LAPACK gesdd), as numpy.linalg.svd: " ..
+  "u diag(s) vh = a with s descending. full_matrices (default true) gives u [..., m, m] and vh " ..
+  "[..., n, n], false the reduced [..., m, k] and [..., k, n]; compute_uv = false returns s alone. " ..
+  "The options also come as a table {full_matrices =, compute_uv =}. NaN or infinite values do not " ..
+  "converge: an error eagerly, NaN inside hl.jit. Gradients as JAX's: of s always, of u and vh " ..
+  "with full_matrices = false (or a square a); they need distinct singular values.",
+  [[local u, s, vh = hl.linalg.svd(hl.array({{3, 0}, {4, 5}}), false)
+print(s)
+print(hl.matmul(u * s, vh))
+print(hl.linalg.svd(hl.array({{3, 0}, {4, 5}}), {compute_uv = false}))]])
+E("linalg.eigh", "hl.linalg.eigh(a [, UPLO]) -> w, v",
+  "Eigenvalues (ascending) and eigenvectors (the columns of v) of symmetric matrices a [..., n, n] " ..
+  "(LAPACK syevd), as numpy.linalg.eigh: matmul(a, v) = v * w. Only one triangle of a is read: " ..
+  "UPLO \"L\" (default) the lower, \"U\" the upper; gradients fold onto that triangle. They " ..
+  "need distinct eigenvalues.",
+  [[local w, v = hl.linalg.eigh(hl.array({{2, 1}, {1, 2}}))
+print(w, v)]])
+E("linalg.eigvalsh", "hl.linalg.eigvalsh(a [, UPLO]) -> w",
+  "The eigenvalues (ascending) of symmetric matrices a [..., n, n], as numpy.linalg.eigvalsh; " ..
+  "UPLO as for hl.linalg.eigh.",
+  [[print(hl.linalg.eigvalsh(hl.array({{2, 1}, {1, 2}})))]])
+E("linalg.slogdet", "hl.linalg.slogdet(a) -> sign, logabsdet",
+  "The sign (1, -1, or 0 for a singular matrix) and the natural log of the absolute value of the " ..
+  "determinant of square matrices a [..., n, n] (LU, LAPACK getrf), as numpy.linalg.slogdet: " ..
+  "det = sign * exp(logabsdet), without overflow. A singular a gives 0 and -inf (not an error).",
+  [[local sign, logdet = hl.linalg.slogdet(hl.array({{1, 2}, {3, 4}}))
+print(sign, logdet)]])
+E("linalg.det", "hl.linalg.det(a) -> array",
+  "The determinant of square matrices a [..., n, n], as numpy.linalg.det (sign * exp(logabsdet) " ..
+  "of hl.linalg.slogdet); its gradient is det(a) inv(a)^T.",
+  [[print(hl.linalg.det(hl.array({{1, 2}, {3, 4}})))]])
+E("linalg.pinv", "hl.linalg.pinv(a [, rcond]) -> array",
+  "The Moore-Penrose pseudo-inverse [..., n, m] of matrices a [..., m, n] through the SVD, as " ..
+  "numpy.linalg.pinv: singular values at most rcond (default 1e-15) times the largest count as zero.",
+  [[print(hl.linalg.pinv(hl.array({{1, 2}, {2, 4}, {3, 6}})))]])
+E("linalg.lstsq", "hl.linalg.lstsq(a, b [, rcond]) -> x, residuals, rank, s",
+  "The least-squares solution x of a x = b for a matrix a [m, n] and b [m] or [m, k], as " ..
+  "numpy.linalg.lstsq with rcond = nil (singular values at most eps * max(m, n) times the largest " ..
+  "count as zero): x minimises |b - a x| with the least norm; residuals the squared norms of b - a x " ..
+  "per column, empty when m <= n or the rank is below n (under hl.jit the rank is not known when " ..
+  "tracing: only m <= n empties them); rank (int64) and the singular values s of a.",
+  [[local x, res, rank, s = hl.linalg.lstsq(hl.array({{1, 0}, {1, 1}, {1, 2}}), hl.array({1, 2, 2}))
+print(x, res, rank, s)]])
+E("linalg.norm", "hl.linalg.norm(x [, ord [, axis [, keepdims]]]) -> array",
+  "Vector and matrix norms, as numpy.linalg.norm; the arguments also come as a table {ord =, axis =, " ..
+  "keepdims =}. axis nil: the 2-norm of all elements when ord is nil, else x must be 1-D (a vector " ..
+  "norm) or 2-D (a matrix norm). An axis (1-based, negative from the end) gives vector norms: ord " ..
+  "nil or 2, 1, math.huge, -math.huge, 0 (the count of non-zeros) or any p (sum |x|^p)^(1/p). Two " ..
+  "axes {r, c} give matrix norms: nil or \"fro\", \"nuc\" (sum of singular values), 2 and -2 " ..
+  "(largest and smallest singular value), 1 and -1 (max and min column sum of |x|), math.huge and " ..
+  "-math.huge (row sums). Ints are taken as float32.",
+  [[local x = hl.array({{3, 4}, {0, 1}})
+print(hl.linalg.norm(x), hl.linalg.norm(x, 2), hl.linalg.norm(x, 1, 2))
+print(hl.linalg.norm(x, {ord = math.huge, axis = 1, keepdims = true}))]])
+E("linalg.matrix_power", "hl.linalg.matrix_power(a, n) -> array",
+  "a multiplied by itself n times for square matrices a [..., n, n] and any integer n, as " ..
+  "numpy.linalg.matrix_power: repeated squaring; n = 0 gives the identity (of a's dtype), a " ..
+  "negative n the power of hl.linalg.inv(a).",
+  [[print(hl.linalg.matrix_power(hl.array({{1, 1}, {1, 0}}, "int32"), 10))
+print(hl.linalg.matrix_power(hl.array({{2, 0}, {0, 4}}), -1))]])
+E("linalg.solve_triangular", "hl.linalg.solve_triangular(a, b [, {lower =, trans =, unit_diagonal =}]) -> array",
+  "x with a x = b (trans 0 or \"N\", the default) or a^T x = b (1, 2, \"T\" or \"C\"), reading only " ..
+  "one triangle of the square matrices a [..., n, n]: the upper (lower = false, the default, as " ..
+  "scipy.linalg.solve_triangular) or the lower; unit_diagonal = true takes its diagonal as ones. b " ..
+  "as for hl.linalg.solve; batched over leading axes (LAPACK trtrs, by substitution). A zero on the " ..
+  "diagonal (not a unit one) is an error eagerly and NaN inside hl.jit.",
+  [[local a = hl.array({{2, 0}, {1, 4}})
+print(hl.linalg.solve_triangular(a, hl.array({2, 9}), {lower = true}))]])
 
 G "Many processes over MPI (hl.dist)"
 E("dist.init", "hl.dist.init() -> rank, size",
