@@ -568,6 +568,8 @@ local vmap_internals = require("halua.vmap")(hl, core)
 require("halua.jac")(hl, core, ad_internals)
 require("halua.control")(hl, core, {ad = ad_internals, batch_replay = vmap_internals.batch_replay,
                                     with_batch = vmap_internals.with_batch})
+require("halua.checkpoint")(hl, core, ad_internals)
+require("halua.lax")(hl, core, {methods = methods})
 require("halua.nn")(hl, core, {as_array = as_array, named = named, methods = methods})
 hl.optim = require("halua.optim")(hl, core, {named = named})
 require("halua.dist")(hl, core, {as_array = as_array})

@@ -1,0 +1,112 @@
+-- hl.checkpoint(f) (also hl.remat, hl.lax.checkpoint): rematerialisation. Under a derivative the
+-- wrapped function's intermediates are not kept for the backward pass: its forward run computes
+-- only the outputs, and the backward pass runs f again (as hl.vjp(f, ...)) to get them. It is
+-- built on autodiff's custom groups (ad.lua), as custom_vjp is: the outputs become fresh nodes
+-- whose reverse rule is that second run, and whose forward rule is hl.jvp of f.
+--   On autodiff's tape (hl.grad outside jit) the forward run takes the arguments' bare data, so
+--   nothing it computes is recorded or held. Inside hl.jit it is traced on stop_gradient of the
+--   arguments; the backward pass traces f once more, so the compiled pipeline computes the
+--   intermediates where the backward pass needs them instead of storing them.
+--   Values f closes over are not differentiated through it: pass what it depends on as arguments
+--   (on the tape a closure over a recorded value is an error).
+return function(hl, core, ad)
+  local util = require "halua.util"
+  local tree = require "halua.tree"
+  local tracing = require "halua.trace"
+  local fail = util.fail
+  local is_array = core.is_array
+  local unpack = unpack or table.unpack
+
+  local function flat_args(args)
+    local flat, defs = {}, {}
+    for i = 1, args.n do
+      local leaves, def = tree.flatten(args[i])
+      defs[i] = def
+      for _, l in ipairs(leaves) do flat[#flat + 1] = l end
+    end
+    return flat, defs
+  end
+
+  function hl.checkpoint(f, opts)
+    if not util.is_callable(f) then fail("checkpoint: expected a function, got %s", type(f)) end
+    util.options("checkpoint", opts, {}, "(no options)")
+    return function(...)
+      local args = util.pack(...)
+      local flat, defs = flat_args(args)
+      local trace
+      for _, l in ipairs(flat) do
+        if is_array(l) then
+          trace = core.trace_of(l)
+          if trace then break end
+        end
+      end
+      -- nothing is being differentiated: f itself
+      if not trace or (tracing.differentiating == 0 and tracing.forward_mode == 0) then return f(...) end
+      local on_tape = rawequal(trace, tracing.tape)
+      local fwd_args = {}
+      for i = 1, args.n do
+        fwd_args[i] = tree.map(function(l)
+          if not is_array(l) then return l end
+          if on_tape then return core.trace_of(l) and core.strip(l) or l end
+          return hl.stop_gradient(l)
+        end, args[i])
+      end
+      local out
+      if on_tape then
+        -- the tape stays closed while f runs on bare data: nothing of it is recorded
+        local saved = tracing.tape
+        tracing.tape = nil
+        local ok, res = pcall(f, unpack(fwd_args, 1, args.n))
+        tracing.tape = saved
+        if not ok then error(res, 0) end
+        out = res
+      else
+        out = f(unpack(fwd_args, 1, args.n))
+      end
+      local leaves, def = tree.flatten(out)
+      for j, l in ipairs(leaves) do
+        if type(l) == "number" then
+          leaves[j] = hl.array(l)
+        elseif not is_array(l) then
+          fail("checkpoint: the function must return arrays or tables of them, got a %s", type(l))
+        elseif on_tape and core.trace_of(l) then
+          fail("checkpoint: the function uses a value being differentiated that it did not get as an argument " ..
+               "(a closure); pass that value as an argument of the checkpointed function")
+        end
+      end
+      local ins = {}
+      for k, l in ipairs(flat) do ins[k] = is_array(l) and ad.node_in(trace, l) or -1 end
+      -- the reverse rule: run f again, under vjp, with the cotangents the outputs received
+      local function bwd(cts)
+        local _, vjp_fn = hl.vjp(f, unpack(args, 1, args.n))
+        local ct = {}
+        for j, l in ipairs(leaves) do ct[j] = cts[j] or hl.zeros_like(l) end
+        local per_arg = util.pack(vjp_fn(tree.unflatten(def, ct)))
+        local r = {}
+        for i = 1, args.n do
+          for _, c in ipairs(tree.flatten(per_arg[i])) do r[#r + 1] = c end
+        end
+        return r
+      end
+      -- the forward rule: hl.jvp of f with the arguments' tangents (zeros where none)
+      local function jvp(ts)
+        local tangents, k = {}, 0
+        for i = 1, args.n do
+          local ls = tree.flatten(args[i])
+          local t = {}
+          for j, l in ipairs(ls) do
+            k = k + 1
+            local base = is_array(l) and l or hl.array(l)
+            t[j] = ts[k] or hl.zeros_like(base)
+          end
+          tangents[i] = tree.unflatten(defs[i], t)
+        end
+        local _, tout = hl.jvp(f, {unpack(args, 1, args.n)}, tangents)
+        return (tree.flatten(tout))
+      end
+      local outs = ad.group(trace, ins, leaves, bwd, jvp)
+      return tree.unflatten(def, outs)
+    end
+  end
+  hl.remat = hl.checkpoint
+end
