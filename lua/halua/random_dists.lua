@@ -59,12 +59,16 @@ return function(hl, core, R, priv)
     return r
   end
 
-  -- the first round (axis 1) in which accept holds, as an index for take_along_axis; and whether any did
-  local function first_accepted(accept)
-    local ai = hl.astype(accept, "int32")
-    return hl.argmax(ai, 1, true), hl.any(accept, 1)
+  -- x (rounds along axis 1) at the first round in which accept holds, and whether any did. The
+  -- round is picked by a one-hot mask and a sum over the rounds, not by a gather: a gather makes
+  -- Halide evaluate the whole sampler per picked element, and compile for minutes in float32.
+  local function first_accepted(k, accept, x)
+    local idx = hl.argmax(hl.astype(accept, "int32"), 1, true)
+    local ones = {ROUNDS}
+    for i = 2, accept.ndim do ones[i] = 1 end
+    local mask = hl.eq(hl.reshape(on(k, hl.arange(1, ROUNDS + 1, "int64")), ones), idx)
+    return hl.sum(hl.where(mask, x, 0), 1), hl.any(accept, 1)
   end
-  local function pick(x, idx) return hl.squeeze(hl.take_along_axis(x, idx, 1), 1) end
 
   ---------------------------------------------------------------- gamma, beta, dirichlet
 
@@ -85,8 +89,8 @@ return function(hl, core, R, priv)
     local pos = hl.gt(v, 0)
     local vs = hl.where(pos, v, 1)
     local accept = hl.logical_and(pos, hl.lt(hl.log(u), 0.5 * z * z + d - d * vs + d * hl.log(vs)))
-    local idx, any = first_accepted(accept)
-    local lv = hl.where(any, pick(hl.log(vs), idx), 0)
+    local picked, any = first_accepted(R.check_key("gamma", key), accept, hl.log(vs))
+    local lv = hl.where(any, picked, 0)
     local lx = hl.log(d) + lv
     local ub = 1 - R.uniform(k[3], s, dtype)                  -- in (0, 1]
     return hl.where(boost, lx + hl.log(ub) / alpha, lx)
@@ -245,8 +249,8 @@ return function(hl, core, R, priv)
     local k0 = hl.maximum(kk, 0)
     local full = hl.le(hl.log(V) + hl.log(inv_alpha) - hl.log(a / (uss * uss) + b), -L + k0 * loglam - log_factorial(k0, k))
     local accept = hl.logical_or(quick, hl.logical_and(hl.logical_not(reject), full))
-    local idx, any = first_accepted(accept)
-    local n_big = hl.where(any, pick(k0, idx), hl.floor(L))
+    local picked, any = first_accepted(k, accept, k0)
+    local n_big = hl.where(any, picked, hl.floor(L))
     return hl.where(big, n_big, n_small):astype(dtype)
   end
 
