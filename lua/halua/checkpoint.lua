@@ -8,7 +8,7 @@
 --   arguments; the backward pass traces f once more, so the compiled pipeline computes the
 --   intermediates where the backward pass needs them instead of storing them.
 --   Values f closes over are not differentiated through it: pass what it depends on as arguments
---   (on the tape a closure over a recorded value is an error).
+--   (a closure over a value that may be differentiated is an error, on the tape and in jit).
 return function(hl, core, ad)
   local util = require "halua.util"
   local tree = require "halua.tree"
@@ -16,6 +16,7 @@ return function(hl, core, ad)
   local fail = util.fail
   local is_array = core.is_array
   local unpack = unpack or table.unpack
+  local check_closures
 
   local function flat_args(args)
     local flat, defs = {}, {}
@@ -25,6 +26,48 @@ return function(hl, core, ad)
       for _, l in ipairs(leaves) do flat[#flat + 1] = l end
     end
     return flat, defs
+  end
+
+  local CLOSURE = "checkpoint: the function uses a value being differentiated that it did not get as an argument " ..
+                  "(a closure); pass that value as an argument of the checkpointed function"
+  -- Inside a jit trace f ran on stop_gradient of its arguments, so its nodes come after theirs.
+  -- A node of f that reads an earlier float node other than a parameter or constant reads a
+  -- value f closed over, which may depend on a differentiated variable: its gradient would be
+  -- lost without a word, so it is an error (stop_gradient of it inside f is allowed).
+  local safe = {param = true, const = true, iota = true, stop_gradient = true}
+  check_closures = function(trace, fwd_args, nargs, outs)
+    local lo, hi, mine = math.huge, -1, {}
+    for i = 1, nargs do
+      for _, l in ipairs(tree.flatten(fwd_args[i])) do
+        local id = is_array(l) and ad.node_in(trace, l)
+        if id then mine[id], lo = true, math.min(lo, id) end
+      end
+    end
+    local todo = {}
+    for _, l in ipairs(outs) do
+      local id = is_array(l) and ad.node_in(trace, l)
+      if id then todo[#todo + 1], hi = id, math.max(hi, id) end
+    end
+    if hi < lo then return end
+    local nodes = core.graph_nodes(trace, lo, hi)
+    local seen = {}
+    while #todo > 0 do
+      local id = table.remove(todo)
+      if not seen[id] and not mine[id] and id >= lo then
+        seen[id] = true
+        local n = nodes[id]
+        if n.op ~= "stop_gradient" then
+          for _, i in ipairs(n.ins) do
+            if i >= lo then
+              todo[#todo + 1] = i
+            else
+              local m = core.graph_nodes(trace, i, i)[i]
+              if m.dtype:match("float") and not safe[m.op] then fail(CLOSURE) end
+            end
+          end
+        end
+      end
+    end
   end
 
   function hl.checkpoint(f, opts)
@@ -64,14 +107,14 @@ return function(hl, core, ad)
         out = f(unpack(fwd_args, 1, args.n))
       end
       local leaves, def = tree.flatten(out)
+      if not on_tape then check_closures(trace, fwd_args, args.n, leaves) end
       for j, l in ipairs(leaves) do
         if type(l) == "number" then
           leaves[j] = hl.array(l)
         elseif not is_array(l) then
           fail("checkpoint: the function must return arrays or tables of them, got a %s", type(l))
         elseif on_tape and core.trace_of(l) then
-          fail("checkpoint: the function uses a value being differentiated that it did not get as an argument " ..
-               "(a closure); pass that value as an argument of the checkpointed function")
+          fail(CLOSURE)
         end
       end
       local ins = {}

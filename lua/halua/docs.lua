@@ -507,7 +507,7 @@ alias("cummin", "lax.cummin")
 E("lax.reduce_window", "hl.lax.reduce_window(x, init, op, window_dims [, strides] [, padding] [, base_dilation] [, window_dilation]) -> array",
   "Reduces every window of x (extents window_dims, one per axis, moved by strides, default 1) with op: " ..
   "\"sum\", \"max\", \"min\" or a function of two arrays (associative and commutative), starting from " ..
-  "init (a number; nil for sum/max/min gives their identity), which also fills the padding. padding " ..
+  "init (a number; nil for sum, max, min, hl.add, hl.maximum, hl.minimum gives their identity), which also fills the padding. padding " ..
   "is \"VALID\" (default: no padding), \"SAME\" (output extent ceil(n / stride), as JAX pads) or a " ..
   "table of {lo, hi} pairs per axis. window_dilation spaces the window's taps; base_dilation must be 1. " ..
   "As jax.lax.reduce_window: pooling of any rank, with gradients and vmap.",

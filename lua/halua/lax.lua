@@ -173,14 +173,16 @@ return function(hl, core, shared)
       if init == nil then init = known.init(x) end
     elseif util.is_callable(op) then
       fn = op
-      if op == hl.add then fn = named_ops.sum.fn end
+      -- hl.add, hl.maximum and hl.minimum are known: init defaults to their identity
+      local known = op == hl.add and named_ops.sum or op == hl.maximum and named_ops.max or op == hl.minimum and named_ops.min
+      if known and init == nil then init = known.init(x) end
     else
       fail("%s: op must be \"sum\", \"max\", \"min\" or a function of two arrays, got %s", name, type(op))
     end
     if init ~= nil and type(init) ~= "number" and type(init) ~= "boolean" then
       fail("%s: init must be a number (the reduction's identity, also the padding value), got %s", name, type(init))
     end
-    if init == nil then fail("%s: a function op needs an init value (its identity, also used as padding)", name) end
+    if init == nil then fail("%s: a function op other than hl.add, hl.maximum or hl.minimum needs an init value (its identity, also used as padding)", name) end
     pad_value = init
     local nd = x.ndim
     local w = int_list(name, "window_dims", window_dims, nd, nil, 1)

@@ -108,6 +108,8 @@ suite("reduce_window against NumPy's sliding_window_view", function(case)
   local x = np.rand({5, 6}, -2, 2, "float64")
   case("op as a function (hl.maximum) with init -inf", function() return hl.lax.reduce_window(x, -math.huge, hl.maximum, {2, 2}, {1, 1}) end,
        np_window("max", {2, 2}, {1, 1}, {{0, 0}, {0, 0}}, "0"), {x})
+  case("hl.minimum as op: init defaults to its identity", function() return hl.lax.reduce_window(x, nil, hl.minimum, {3, 2}, {1, 2}, "SAME") end,
+       np_window("min", {3, 2}, {1, 2}, {{1, 1}, {0, 0}}, "np.inf"), {x})
   case("init joins every window once (sum from 10)", function() return hl.lax.reduce_window(x, 10, "sum", {2, 3}) end,
        np_window("sum", {2, 3}, {1, 1}, {{0, 0}, {0, 0}}, "0") .. " + 10", {x})
   case("padding with init: max from 1.5 over explicit padding", function()
@@ -270,6 +272,15 @@ describe("hl.checkpoint", function()
     assert.is_false(ok)
     assert.matches("halua: checkpoint: the function uses a value being differentiated that it did not get as an argument", err, 1, true)
     assert.matches("pass that value as an argument", err, 1, true)
+    -- inside jit too, where the values f reads are nodes of the trace
+    ok, err = pcall(hl.jit(hl.grad(function(v) local c = hl.checkpoint(function(u) return u * hl.sin(v) end); return c(v + 1):sum() end)), x)
+    assert.is_false(ok)
+    assert.matches("halua: checkpoint: the function uses a value being differentiated", err, 1, true)
+    -- a jit argument that is not differentiated, and stop_gradient of a closure, are fine
+    local jg = hl.jit(function(v, w)
+      return hl.grad(function(u) return hl.checkpoint(function(z) return z * w + hl.stop_gradient(u) end)(u):sum() end)(v)
+    end)(x, x * 3)
+    diff_check.close(jg, diff_check.flat(x * 3), 1e-14, "closure over a jit argument")
     ok, err = pcall(hl.checkpoint, f, {policy = 1})
     assert.matches("halua: checkpoint: unknown option 'policy'", err, 1, true)
     ok, err = pcall(hl.checkpoint, 3)
@@ -317,7 +328,7 @@ describe("lax errors", function()
     assert.matches("padding must be \"VALID\", \"SAME\" or a table of {lo, hi} pairs, got \"FULL\"",
                    err(hl.lax.reduce_window, x, 0, "sum", {2, 2}, nil, "FULL"), 1, true)
     assert.matches("base_dilation other than 1 is not supported", err(hl.lax.reduce_window, x, 0, "sum", {2, 2}, nil, nil, {2, 1}), 1, true)
-    assert.matches("a function op needs an init value", err(hl.lax.reduce_window, x, nil, hl.maximum, {2, 2}), 1, true)
+    assert.matches("a function op other than hl.add, hl.maximum or hl.minimum needs an init value", err(hl.lax.reduce_window, x, nil, function(a, b) return a * b end, {2, 2}), 1, true)
     assert.matches("strides entry 2 must be an integer >= 1, got 0", err(hl.lax.reduce_window, x, 0, "sum", {2, 2}, {1, 0}), 1, true)
     assert.matches("halua: lax.top_k: k must be an integer in 0..4 (the last axis of float32[3,4]), got 5", err(hl.lax.top_k, x, 5), 1, true)
     assert.matches("halua: lax.top_k: a 0-d array has no last axis", err(hl.lax.top_k, hl.array(2), 1), 1, true)
