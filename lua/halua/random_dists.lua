@@ -103,9 +103,23 @@ return function(hl, core, R, priv)
 
   local function positive(v) return v > 0 end
 
+  -- Gamma samples by rejection have no pathwise derivative in their shape parameters (the
+  -- accepted candidate depends on them), and the implicit one is not built: a parameter that a
+  -- derivative being taken may depend on is an error rather than a silently wrong gradient.
+  local tracing = require "halua.trace"
+  local function no_derivative(op, name, v)
+    if not is_array(v) or (tracing.differentiating == 0 and tracing.forward_mode == 0) then return end
+    local trace, id = core.trace_of(v)
+    if not trace or not v.dtype:match("float") then return end
+    if core.graph_nodes(trace, id, id)[id].op == "stop_gradient" then return end
+    fail("random.%s: the samples are not differentiable with respect to %s, and %s is a traced value under hl.grad or hl.jvp; " ..
+         "pass hl.stop_gradient(%s) if no derivative should flow through it", op, name, name, name)
+  end
+
   function R.gamma(key, a, shape, dtype)
     local k = R.check_key("gamma", key)
     local out, work = float_out("gamma", dtype)
+    no_derivative("gamma", "a", a)
     local s = sample_shape("gamma", shape, a)
     local alpha = param("gamma", "a", a, s, work, k, positive, "positive")
     return hl.exp(log_gamma(key, alpha, s, work)):astype(out)
@@ -114,6 +128,8 @@ return function(hl, core, R, priv)
   function R.beta(key, a, b, shape, dtype)
     local k = R.check_key("beta", key)
     local out, work = float_out("beta", dtype)
+    no_derivative("beta", "a", a)
+    no_derivative("beta", "b", b)
     local s = sample_shape("beta", shape, a, b)
     local aa = param("beta", "a", a, s, work, k, positive, "positive")
     local bb = param("beta", "b", b, s, work, k, positive, "positive")
@@ -131,6 +147,7 @@ return function(hl, core, R, priv)
       fail("random.dirichlet: alpha must be an array with a last axis of concentrations, got %s",
            is_array(alpha) and util.type_str(alpha) or type(alpha))
     end
+    no_derivative("dirichlet", "alpha", alpha)
     local nk = alpha.shape[alpha.ndim]
     local batch = alpha.shape
     batch[#batch] = nil
