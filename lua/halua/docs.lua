@@ -509,7 +509,8 @@ E("lax.reduce_window", "hl.lax.reduce_window(x, init, op, window_dims [, strides
   "\"sum\", \"max\", \"min\" or a function of two arrays (associative and commutative), starting from " ..
   "init (a number; nil for sum, max, min, hl.add, hl.maximum, hl.minimum gives their identity), which also fills the padding. padding " ..
   "is \"VALID\" (default: no padding), \"SAME\" (output extent ceil(n / stride), as JAX pads) or a " ..
-  "table of {lo, hi} pairs per axis. window_dilation spaces the window's taps; base_dilation must be 1. " ..
+  "table of {lo, hi} pairs per axis. window_dilation spaces the window's taps; base_dilation puts " ..
+  "holes of init between the entries of x first (SAME then pads the dilated shape). " ..
   "As jax.lax.reduce_window: pooling of any rank, with gradients and vmap.",
   [[local x = hl.arange(16):reshape({4, 4})
 print(hl.lax.reduce_window(x, 0, "sum", {2, 2}))                      -- sliding 2x2 sums

@@ -161,6 +161,18 @@ return function(hl, core, shared)
     return hl.concatenate(parts, a + 1)
   end
 
+  -- x with d - 1 copies of value between neighbours along axis a (0-based): n -> (n - 1) d + 1
+  local function dilate_axis(x, a, d, value)
+    local n = x.shape[a + 1]
+    if d == 1 or n == 0 then return x end
+    local holes = x.shape
+    table.insert(holes, a + 2, d - 1)
+    local e = hl.concatenate({hl.expand_dims(x, a + 2), hl.fill_like(x, value, holes, x.dtype)}, a + 2)
+    local s = x.shape
+    s[a + 1] = n * d
+    return slice(hl.reshape(e, s), a, 0, 1, (n - 1) * d + 1)
+  end
+
   -- reduce_window(x, init, op, window_dims [, strides] [, padding] [, base_dilation] [, window_dilation])
   function L.reduce_window(x, init, op, window_dims, strides, padding, base_dilation, window_dilation)
     local name = "lax.reduce_window"
@@ -189,9 +201,8 @@ return function(hl, core, shared)
     local st = int_list(name, "strides", strides, nd, 1, 1)
     local bd = int_list(name, "base_dilation", base_dilation, nd, 1, 1)
     local wd = int_list(name, "window_dilation", window_dilation, nd, 1, 1)
-    for i = 1, nd do
-      if bd[i] ~= 1 then fail("%s: base_dilation other than 1 is not supported (axis %d has %d); dilate the operand first", name, i, bd[i]) end
-    end
+    -- base dilation: bd - 1 holes holding init between neighbours, before any padding
+    for i = 1, nd do x = dilate_axis(x, i - 1, bd[i], init) end
     local pads = {}
     padding = padding or "VALID"
     if type(padding) == "string" then
