@@ -119,32 +119,66 @@ return function(hl, core, ad)
       end
       local ins = {}
       for k, l in ipairs(flat) do ins[k] = is_array(l) and ad.node_in(trace, l) or -1 end
-      -- the reverse rule: run f again, under vjp, with the cotangents the outputs received
-      local function bwd(cts)
-        local _, vjp_fn = hl.vjp(f, unpack(args, 1, args.n))
-        local ct = {}
-        for j, l in ipairs(leaves) do ct[j] = cts[j] or hl.zeros_like(l) end
-        local per_arg = util.pack(vjp_fn(tree.unflatten(def, ct)))
-        local r = {}
+      -- the arguments the derivative runs of f take (trees of arrays and numbers); the others
+      -- (strings, booleans, functions, tables of them) are passed to f as they are
+      local dyn, nleaves = {}, {}
+      for i = 1, args.n do
+        local ls = tree.flatten(args[i])
+        local arrays, others = 0, 0
+        for _, l in ipairs(ls) do
+          if is_array(l) or type(l) == "number" then arrays = arrays + 1 else others = others + 1 end
+        end
+        if arrays > 0 and others > 0 then
+          fail("checkpoint: argument %d mixes arrays with other values (%d of them); pass the arrays and the other values as separate arguments",
+               i, others)
+        end
+        if others == 0 then dyn[#dyn + 1] = i end
+        nleaves[i] = #ls
+      end
+      local function g(...)
+        local full = {}
+        for i = 1, args.n do full[i] = args[i] end
+        for j, i in ipairs(dyn) do full[i] = select(j, ...) end
+        return f(unpack(full, 1, args.n))
+      end
+      local dyn_args = {}
+      for j, i in ipairs(dyn) do dyn_args[j] = args[i] end
+      -- per flat leaf of the arguments, from one value per leaf of the dynamic ones
+      local function spread(per_dyn)
+        local r, j = {}, 0
         for i = 1, args.n do
-          for _, c in ipairs(tree.flatten(per_arg[i])) do r[#r + 1] = c end
+          if dyn[j + 1] == i then
+            j = j + 1
+            for _, c in ipairs(tree.flatten(per_dyn[j])) do r[#r + 1] = c end
+          else
+            for _ = 1, nleaves[i] do r[#r + 1] = false end
+          end
         end
         return r
       end
+      -- the reverse rule: run f again, under vjp, with the cotangents the outputs received
+      local function bwd(cts)
+        local _, vjp_fn = hl.vjp(g, unpack(dyn_args, 1, #dyn))
+        local ct = {}
+        for j, l in ipairs(leaves) do ct[j] = cts[j] or hl.zeros_like(l) end
+        return spread(util.pack(vjp_fn(tree.unflatten(def, ct))))
+      end
       -- the forward rule: hl.jvp of f with the arguments' tangents (zeros where none)
       local function jvp(ts)
-        local tangents, k = {}, 0
+        local tangents, k, j = {}, 0, 0
         for i = 1, args.n do
           local ls = tree.flatten(args[i])
-          local t = {}
-          for j, l in ipairs(ls) do
-            k = k + 1
-            local base = is_array(l) and l or hl.array(l)
-            t[j] = ts[k] or hl.zeros_like(base)
+          if dyn[j + 1] == i then
+            j = j + 1
+            local t = {}
+            for q, l in ipairs(ls) do
+              t[q] = ts[k + q] or hl.zeros_like(is_array(l) and l or hl.array(l))
+            end
+            tangents[j] = tree.unflatten(defs[i], t)
           end
-          tangents[i] = tree.unflatten(defs[i], t)
+          k = k + #ls
         end
-        local _, tout = hl.jvp(f, {unpack(args, 1, args.n)}, tangents)
+        local _, tout = hl.jvp(g, dyn_args, tangents)
         return (tree.flatten(tout))
       end
       local outs = ad.group(trace, ins, leaves, bwd, jvp)

@@ -266,6 +266,18 @@ describe("hl.checkpoint", function()
     local bg = hl.vmap(hl.grad(function(u) return loss(p, u) end))(vs)
     for i = 1, 4 do diff_check.close(bg[i], diff_check.flat(hl.grad(ref, 2)(p, vs[i])), 1e-12, "row " .. i) end
   end)
+  it("passes strings, booleans and functions through to f", function()
+    local cs = hl.checkpoint(function(mode, v, n, act) return act(mode == "double" and v * 2 or v) * n end)
+    local loss = function(v) return cs("double", v, 3, hl.sin):sum() end
+    local want = hl.cos(x * 2) * 6
+    diff_check.close(hl.grad(loss)(x), diff_check.flat(want), 1e-14, "grad")
+    diff_check.close(hl.jit(hl.grad(loss))(x), diff_check.flat(want), 1e-12, "jit grad")
+    local _, t = hl.jvp(function(v) return cs("double", v, 3, hl.sin) end, {x}, {hl.ones(4, "float64")})
+    diff_check.close(t, diff_check.flat(want), 1e-14, "jvp")
+    local ok, e = pcall(hl.grad(function(v) return hl.checkpoint(function(o) return o.v end)({v = v, name = "a"}):sum() end), x)
+    assert.is_false(ok)
+    assert.matches("halua: checkpoint: argument 1 mixes arrays with other values (1 of them)", e, 1, true)
+  end)
   it("is the function itself outside differentiation, and has the JAX names", function()
     calls = 0
     diff_check.close(cf(x), diff_check.flat(block(x)), 0, "value")
