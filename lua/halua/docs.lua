@@ -528,7 +528,8 @@ E("checkpoint", "hl.checkpoint(f) -> function   (also hl.remat, hl.lax.checkpoin
   "backward pass (on the tape of hl.grad they are never recorded) but computed again when the " ..
   "backward pass reaches f, trading compute for memory as jax.checkpoint does. Gradients equal " ..
   "those of f, also under jit, vmap, jvp and for higher orders. Differentiate through f's arguments: " ..
-  "a value being differentiated that f only closes over is an error on the tape.",
+  "a value being differentiated that f only closes over is an error (wrap it in hl.stop_gradient or " ..
+  "pass it as an argument); arguments that are not arrays (strings, functions) reach f unchanged.",
   [[local block = hl.checkpoint(function(x) return hl.tanh(hl.sin(x) * 2) end)
 print(hl.grad(function(x) return block(block(x)):sum() end)(hl.array({0.1, 0.2})))]])
 alias("remat", "checkpoint")
