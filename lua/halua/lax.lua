@@ -177,16 +177,16 @@ return function(hl, core, shared)
   function L.reduce_window(x, init, op, window_dims, strides, padding, base_dilation, window_dilation)
     local name = "lax.reduce_window"
     if not core.usable(x, name) then fail("%s: expected an array operand, got %s", name, type(x)) end
-    local fn, pad_value
+    local fn, pad_value, known
     if type(op) == "string" then
-      local known = named_ops[op]
+      known = named_ops[op]
       if not known then fail("%s: op must be \"sum\", \"max\", \"min\" or a function of two arrays, got \"%s\"", name, op) end
       fn = known.fn
       if init == nil then init = known.init(x) end
     elseif util.is_callable(op) then
       fn = op
       -- hl.add, hl.maximum and hl.minimum are known: init defaults to their identity
-      local known = op == hl.add and named_ops.sum or op == hl.maximum and named_ops.max or op == hl.minimum and named_ops.min
+      known = op == hl.add and named_ops.sum or op == hl.maximum and named_ops.max or op == hl.minimum and named_ops.min or nil
       if known and init == nil then init = known.init(x) end
     else
       fail("%s: op must be \"sum\", \"max\", \"min\" or a function of two arrays, got %s", name, type(op))
@@ -262,7 +262,6 @@ return function(hl, core, shared)
     if nd == 0 then acc = xp end
     -- the init value joins every window once (as XLA's reduction starts from it); sum's 0 and
     -- max/min's infinities change nothing, so they are skipped
-    local known = type(op) == "string" and named_ops[op]
     if not (known and init == known.init(x)) then acc = fn(hl.fill_like(acc, init, acc.shape, acc.dtype), acc) end
     return acc
   end
