@@ -162,7 +162,17 @@ return function(hl, core, R, priv)
   ---------------------------------------------------------------- truncated_normal
 
   local SQRT2 = math.sqrt(2)
-  local function Phi(x) return 0.5 * (1 + hl.erf(x / SQRT2)) end
+  -- the standard normal CDF (float64): from erf, except below -3, where 1 + erf loses the
+  -- relative precision of the tail: there phi(x) / t with t Laplace's continued fraction
+  -- |x| + 1 / (|x| + 2 / (|x| + ...)), 40 terms (relative error below 1e-13 from |x| = 3 on)
+  local function Phi(x)
+    local tail = hl.lt(x, -3)
+    local z = -hl.where(tail, x, -3)
+    local t = z
+    for k = 40, 1, -1 do t = z + k / t end
+    local q = hl.exp(-z * z / 2) / (math.sqrt(2 * math.pi) * t)
+    return hl.where(tail, q, 0.5 * (1 + hl.erf(x / SQRT2)))
+  end
   local function poly(x, cs)
     local r = cs[1]
     for i = 2, #cs do r = r * x + cs[i] end
@@ -192,7 +202,7 @@ return function(hl, core, R, priv)
   end
 
   -- by the inverse CDF in float64, over the interval reflected to the left of 0 where Phi keeps
-  -- its relative precision; the result is clipped into [lower, upper]
+  -- its relative precision (also far in the tail); the result is clipped into [lower, upper]
   function R.truncated_normal(key, lower, upper, shape, dtype)
     local k = R.check_key("truncated_normal", key)
     local out = check_float("truncated_normal", dtype)

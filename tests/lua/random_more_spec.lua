@@ -70,6 +70,12 @@ describe("random samplers: Kolmogorov-Smirnov distances to the CDF", function()
     ks(string.format("truncated_normal on [%g, %g]", lo, hi), R.truncated_normal(R.fold_in(k, 40 + i), lo, hi, {n}, "float64"),
        string.format("(%s - %s) / (%s - %s)", string.format(PHI, "a"), Fl, Fh, Fl))
   end
+  -- far in the tails, where 1 + erf has no digits left: the CDF by erfc
+  local Q = "(0.5 * np.vectorize(math.erfc)((%s) / math.sqrt(2)))"
+  ks("truncated_normal on [8, 9]", R.truncated_normal(R.fold_in(k, 48), 8, 9, {n}, "float64"),
+     string.format("(%s - %s) / (%s - %s)", string.format(Q, "8"), string.format(Q, "a"), string.format(Q, "8"), string.format(Q, "9")))
+  ks("truncated_normal on [-30, -29]", R.truncated_normal(R.fold_in(k, 49), -30, -29, {n}, "float64"),
+     string.format("(%s - %s) / (%s - %s)", string.format(Q, "-a"), string.format(Q, "30"), string.format(Q, "29"), string.format(Q, "30")))
   ks("randn is the normal", R.randn(R.fold_in(k, 50), {n}, "float64"), string.format(PHI, "a"))
   ks("rand is the uniform", R.rand(R.fold_in(k, 51), {n}, "float64"), "a")
   setup(function() batch:run() end)
