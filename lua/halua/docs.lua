@@ -635,8 +635,8 @@ E("random.dirichlet", "hl.random.dirichlet(key, alpha [, shape] [, dtype]) -> ar
   [[print(hl.random.dirichlet(hl.random.key(3), hl.array({1, 2, 3}), {2}))]])
 E("random.truncated_normal", "hl.random.truncated_normal(key, lower, upper [, shape] [, dtype]) -> array",
   "Standard normal samples conditioned on lower <= x <= upper (numbers or arrays broadcast to shape; " ..
-  "infinite bounds allowed, also far in a tail), by the inverse CDF computed in float64 on the side of 0 where the CDF is " ..
-  "precise (a continued fraction below -3), then clipped into the bounds.",
+  "infinite bounds allowed, also far in a tail), by the inverse CDF computed in float64 on the side " ..
+  "of 0 where the CDF is precise (a continued fraction below -3), then clipped into the bounds.",
   [[print(hl.random.truncated_normal(hl.random.key(4), -1, 2, {5}))]])
 E("random.poisson", "hl.random.poisson(key, lam [, shape] [, dtype]) -> array",
   "Poisson(lam) counts (int32 by default; int64, float32, float64) with shape (default lam's shape); " ..

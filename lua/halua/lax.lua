@@ -95,7 +95,9 @@ return function(hl, core, shared)
              j, l.shape[aj + 1], n, shape_str(l.shape), shape_str(leaves[1].shape))
       end
       a, n = a or aj, n or l.shape[aj + 1]
-      if aj ~= a then fail("lax.associative_scan: the axis names a different position in leaf %d; give leaves of one rank or a non-negative axis", j) end
+      if aj ~= a then
+        fail("lax.associative_scan: the axis names a different position in leaf %d; give leaves of one rank or a non-negative axis", j)
+      end
       leaves[j] = l
     end
     if opts.reverse then for j, l in ipairs(leaves) do leaves[j] = hl.flip(l, a + 1) end end
@@ -194,7 +196,9 @@ return function(hl, core, shared)
     if init ~= nil and type(init) ~= "number" and type(init) ~= "boolean" then
       fail("%s: init must be a number (the reduction's identity, also the padding value), got %s", name, type(init))
     end
-    if init == nil then fail("%s: a function op other than hl.add, hl.maximum or hl.minimum needs an init value (its identity, also used as padding)", name) end
+    if init == nil then
+      fail("%s: a function op other than hl.add, hl.maximum or hl.minimum needs an init value (its identity, also used as padding)", name)
+    end
     pad_value = init
     local nd = x.ndim
     local w = int_list(name, "window_dims", window_dims, nd, nil, 1)
@@ -207,7 +211,9 @@ return function(hl, core, shared)
     padding = padding or "VALID"
     if type(padding) == "string" then
       local p = padding:upper()
-      if p ~= "VALID" and p ~= "SAME" then fail("%s: padding must be \"VALID\", \"SAME\" or a table of {lo, hi} pairs, got \"%s\"", name, padding) end
+      if p ~= "VALID" and p ~= "SAME" then
+        fail("%s: padding must be \"VALID\", \"SAME\" or a table of {lo, hi} pairs, got \"%s\"", name, padding)
+      end
       for i = 1, nd do
         local n, eff = x.shape[i], (w[i] - 1) * wd[i] + 1
         if p == "VALID" then
