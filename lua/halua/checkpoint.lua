@@ -70,9 +70,21 @@ return function(hl, core, ad)
     end
   end
 
-  function hl.checkpoint(f, opts)
-    if not util.is_callable(f) then fail("checkpoint: expected a function, got %s", type(f)) end
+  function hl.checkpoint(f0, opts)
+    if not util.is_callable(f0) then fail("checkpoint: expected a function, got %s", type(f0)) end
     util.options("checkpoint", opts, {}, "(no options)")
+    -- f0's results as one list (a pytree), so that functions of several results (a scan body's
+    -- carry and output) go through vjp and jvp as one value
+    local nres
+    local function f(...)
+      local r = util.pack(f0(...))
+      for i = 1, r.n do
+        if r[i] == nil then fail("checkpoint: the function's result %d is nil; return arrays or tables of them", i) end
+      end
+      nres = r.n
+      r.n = nil
+      return r
+    end
     return function(...)
       local args = util.pack(...)
       local flat, defs = flat_args(args)
@@ -84,7 +96,7 @@ return function(hl, core, ad)
         end
       end
       -- nothing is being differentiated: f itself
-      if not trace or (tracing.differentiating == 0 and tracing.forward_mode == 0) then return f(...) end
+      if not trace or (tracing.differentiating == 0 and tracing.forward_mode == 0) then return f0(...) end
       local on_tape = rawequal(trace, tracing.tape)
       local fwd_args = {}
       for i = 1, args.n do
@@ -182,7 +194,8 @@ return function(hl, core, ad)
         return (tree.flatten(tout))
       end
       local outs = ad.group(trace, ins, leaves, bwd, jvp)
-      return tree.unflatten(def, outs)
+      local res = tree.unflatten(def, outs)
+      return unpack(res, 1, nres)
     end
   end
   hl.remat = hl.checkpoint

@@ -266,6 +266,23 @@ describe("hl.checkpoint", function()
     local bg = hl.vmap(hl.grad(function(u) return loss(p, u) end))(vs)
     for i = 1, 4 do diff_check.close(bg[i], diff_check.flat(hl.grad(ref, 2)(p, vs[i])), 1e-12, "row " .. i) end
   end)
+  it("keeps several results: a checkpointed scan body, eager and in jit", function()
+    local body = function(c, v) local h = hl.tanh(c * v + 0.1); return h, h * 2 end
+    local loss = function(b) return function(w)
+      local c, ys = hl.scan(b, w, hl.array({0.5, 1.0, 1.5}, "float64"))
+      return ys:sum() + c
+    end end
+    local w = hl.array(0.3, "float64")
+    local want = hl.grad(loss(body))(w):item()
+    local cb = hl.checkpoint(body)
+    local c1, c2 = cb(w, w)
+    assert.are.equal(body(w, w):item(), c1:item())
+    assert.are.equal(select(2, body(w, w)):item(), c2:item())
+    assert.is_true(math.abs(hl.grad(loss(cb))(w):item() - want) < 1e-14)
+    assert.is_true(math.abs(hl.jit(hl.grad(loss(cb)))(w):item() - want) < 1e-12)
+    local num = diff_check.numeric(loss(body), w)[1]
+    assert.is_true(math.abs(want - num) < 1e-6)
+  end)
   it("passes strings, booleans and functions through to f", function()
     local cs = hl.checkpoint(function(mode, v, n, act) return act(mode == "double" and v * 2 or v) * n end)
     local loss = function(v) return cs("double", v, 3, hl.sin):sum() end
