@@ -40,7 +40,7 @@ return function(hl, core, shared)
     local function call(x, y)
       local r = fn(tree.unflatten(def, x), tree.unflatten(def, y))
       local out, rdef = tree.flatten(r)
-      if rdef ~= def then fail("lax.associative_scan: fn must return a tree of the same structure as its arguments") end
+      if rdef ~= def or #out ~= #x then fail("lax.associative_scan: fn must return a tree of the same structure as its arguments, got %s", type(r)) end
       for j, l in ipairs(out) do
         if not is_array(l) or shape_str(l.shape) ~= shape_str(x[j].shape) then
           fail("lax.associative_scan: fn must return arrays of its arguments' shapes (%s), got %s", shape_str(x[j].shape),
@@ -201,6 +201,7 @@ return function(hl, core, shared)
     end
     pad_value = init
     local nd = x.ndim
+    if window_dims == nil then fail("%s: window_dims is missing: give the window's extent per axis, e.g. {2, 2}", name) end
     local w = int_list(name, "window_dims", window_dims, nd, nil, 1)
     local st = int_list(name, "strides", strides, nd, 1, 1)
     local bd = int_list(name, "base_dilation", base_dilation, nd, 1, 1)
@@ -296,6 +297,10 @@ return function(hl, core, shared)
     L[name] = hl[name]
   end
   L.remat = hl.checkpoint
+
+  -- errors of the ops these call carry these functions' names
+  L.top_k, L.reduce_window = shared.named("lax.top_k", L.top_k), shared.named("lax.reduce_window", L.reduce_window)
+  L.cummax, L.cummin = shared.named("cummax", L.cummax), shared.named("cummin", L.cummin)
 
   hl.lax = L
   hl.associative_scan, hl.top_k, hl.reduce_window = L.associative_scan, L.top_k, L.reduce_window

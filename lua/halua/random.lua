@@ -3,7 +3,7 @@
 -- array ops, so they are the same eagerly, under jit and on every device, and `split` and
 -- `fold_in` are pure. The 32-bit words live in int64 arrays: every sum is taken modulo 2^32
 -- with a mask, so no operation depends on integer overflow.
-return function(hl, core)
+return function(hl, core, shared)
   local util = require "halua.util"
   local R = {}
   local fail = util.fail
@@ -238,6 +238,7 @@ return function(hl, core)
   end
 
   -- the samplers built on these (choice, gamma, beta, dirichlet, truncated_normal, poisson)
-  require("halua.random_dists")(hl, core, R, {unit = unit, bits = bits, shape_of = shape_of, check_float = check_float, on = on})
+  require("halua.random_dists")(hl, core, R, {unit = unit, bits = bits, shape_of = shape_of, check_float = check_float, on = on,
+                                             named = shared and shared.named})
   return R
 end

@@ -351,6 +351,13 @@ return function(hl, core, R, priv)
     return hl.reshape(taken, out)
   end
 
+  -- errors of the ops these call carry these functions' names
+  if priv.named then
+    for _, n in ipairs {"choice", "gamma", "beta", "dirichlet", "truncated_normal", "poisson", "categorical", "permutation"} do
+      R[n] = priv.named("random." .. n, R[n])
+    end
+  end
+
   -- the names a Torch user types first, with keys: randn is normal, rand is uniform
   R.randn = R.normal
   R.rand = R.uniform
