@@ -241,6 +241,18 @@ describe("random.choice, categorical with a shape, permutation of arrays", funct
     assert.are.same({2}, R.categorical(k, logits).shape)
     same(R.categorical(k, logits), R.categorical(k, logits, -1, {2}), "the same bits with shape = the batch shape")
   end)
+  it("permutation of 200000 (a sort of the words, not n x n comparisons) holds every number once", function()
+    local p = R.permutation(k, 200000)
+    assert.is_true(hl.all(hl.eq(hl.sort(p), hl.arange(1, 200001, "int64"))):item())
+    -- the order of the words, ties by position: the rank of each word among all of them
+    local w = R.bits(k, {50})
+    local q = R.permutation(k, 50):totable()
+    local wt = w:totable()
+    for r = 2, 50 do
+      local a, b = wt[q[r - 1]], wt[q[r]]
+      assert.is_true(a < b or (a == b and q[r - 1] < q[r]))
+    end
+  end)
   it("permutation of an array shuffles along an axis", function()
     local x = hl.arange(20):reshape({5, 4})
     local p = R.permutation(k, x)
