@@ -259,6 +259,19 @@ res.transpose4096_GBs = 2 * 4 * 4096 ^ 2 / best_of(function() return transpose(b
 mlp_rows(res, "cpu", best_of)
 res.mlp_sgd_compiled_ms = res.mlp_sgd_ms   -- halua's step is always compiled; the row is for torch.compile's
 
+-- hl.nn.dot_product_attention: batch 8, sequence 256, 8 heads of dim 64, float32, no mask; the
+-- forward pass and the gradient by q, k and v, each one jitted function
+do
+  local ks = hl.random.split(hl.random.key(3), 3)
+  local q, k, v = {}, {}, {}
+  for i, t in ipairs {q, k, v} do t[1] = hl.random.uniform(ks[i], {8, 256, 8, 64}) - 0.5 end
+  q, k, v = q[1], k[1], v[1]
+  local fwd = hl.jit(function(a, b, c) return hl.nn.dot_product_attention(a, b, c) end)
+  res.attention_ms = best_of(function() return fwd(q, k, v) end, 5, 3) * 1e3
+  local grad = hl.jit(hl.grad(function(a, b, c) return hl.sum(hl.nn.dot_product_attention(a, b, c)) end, {1, 2, 3}))
+  res.attention_grad_ms = best_of(function() return grad(q, k, v) end, 5, 3) * 1e3
+end
+
 -- hl.linalg.solve: one 256x256 system, and a batch of 64 small ones (LAPACK per matrix)
 local function wellcond(shape)
   local n, t = 1, {}
@@ -336,6 +349,8 @@ print_table({
   {"mlp_sgd_compiled_ms", "the train step compiled: halua's jit, torch.compile (ms)", "lower"},
   {"mlp_auto_sgd_ms", "that train step, schedule = \"auto\" (Mullapudi2016), jit (ms)", "lower"},
   {"mlp_auto_compile_ms", "compile time of the autoscheduled step (ms)", "lower"},
+  {"attention_ms", "dot_product_attention, batch 8, seq 256, 8 heads, dim 64, float32, jit (ms)", "lower"},
+  {"attention_grad_ms", "its gradient by q, k and v, jit(grad) (ms)", "lower"},
   {"solve256_ms", "linalg.solve 256x256 float64, one right-hand side (ms)", "lower"},
   {"solve_batched_ms", "linalg.solve 64 x (32x32) float64, batched (ms)", "lower"},
   {"heat_compile_100_ms", "heat sample: compile, fori_loop of 100 steps (ms)", "lower"},

@@ -1,6 +1,7 @@
 #include "hl_storage.h"
 #include "hl_error.h"
 #include "hl_device.h"
+#include "hl_thread_exit.h"
 #include <pthread.h>
 #include <sys/mman.h>
 #include <stdlib.h>
@@ -89,11 +90,9 @@ enum { SMALL_LISTS = 1 };
 typedef struct {
   void *head[SMALL_MAX / ALIGN + 1];   /* each block's first word links to the next */
   size_t kept;
-  int registered;
 } small_lists;
 static _Thread_local small_lists small_mine;
-static pthread_key_t small_key;
-static pthread_once_t small_once = PTHREAD_ONCE_INIT;
+static _Thread_local hl_thread_exit small_exit;   /* drains the lists when the thread ends */
 
 static void small_drain(void *p) {
   small_lists *l = p;
@@ -104,9 +103,7 @@ static void small_drain(void *p) {
       l->head[c] = next;
     }
   l->kept = 0;
-  l->registered = 0;   /* a block freed by a later destructor registers again, and is freed then */
 }
-static void make_small_key(void) { pthread_key_create(&small_key, small_drain); }
 
 static hl_storage *small_new(size_t padded) {
   small_lists *l = &small_mine;
@@ -125,11 +122,7 @@ static hl_storage *small_new(size_t padded) {
 static void small_free_block(hl_storage *s, size_t padded) {
   small_lists *l = &small_mine;
   if (SMALL_LISTS && l->kept + SMALL_HEADER + padded <= small_keep_bytes) {
-    if (!l->registered) {   /* the thread's first kept block: drained when the thread ends */
-      pthread_once(&small_once, make_small_key);
-      pthread_setspecific(small_key, l);
-      l->registered = 1;
-    }
+    hl_thread_exit_add(&small_exit, small_drain, l);
     *(void **)s = l->head[padded / ALIGN];
     l->head[padded / ALIGN] = s;
     l->kept += SMALL_HEADER + padded;

@@ -1,7 +1,7 @@
 /* Matrix transposes on the host (see hl_transpose.h). */
 #include "hl_transpose.h"
 #include "hl_pool.h"
-#include <pthread.h>
+#include "hl_thread_exit.h"
 #include <stdlib.h>
 #include <string.h>
 #if defined(__x86_64__)
@@ -115,17 +115,16 @@ static void turn(char *out, int64_t ldo, const char *in, int64_t ldi, int64_t ro
  * program linked with the engine, and 272 KiB of it left no room in threads made with small
  * stacks. */
 enum { STAGED_BYTES = MAX_SIDE * (ROW_BYTES + PAD_BYTES) };
-static pthread_key_t staged_key;
-static pthread_once_t staged_once = PTHREAD_ONCE_INIT;
-static void make_staged_key(void) { pthread_key_create(&staged_key, free); }
+static _Thread_local char *staged;
+static _Thread_local hl_thread_exit staged_exit;
+static void free_staged(void *unused) {
+  (void)unused;
+  free(staged);
+  staged = NULL;
+}
 static char *staged_buffer(void) {
-  pthread_once(&staged_once, make_staged_key);
-  char *b = pthread_getspecific(staged_key);
-  if (!b && (b = aligned_alloc(64, STAGED_BYTES)) && pthread_setspecific(staged_key, b)) {
-    free(b);
-    b = NULL;
-  }
-  return b;
+  if (!staged && (staged = aligned_alloc(64, STAGED_BYTES))) hl_thread_exit_add(&staged_exit, free_staged, NULL);
+  return staged;
 }
 
 /* a rows x cols block of the output (at most side x side), from the cols x rows block of in */

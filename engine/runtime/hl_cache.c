@@ -3,6 +3,7 @@
 #include "hl_disk.h"
 #include "hl_error.h"
 #include "hl_notice.h"
+#include "hl_thread_exit.h"
 #include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -39,11 +40,8 @@ static hl_cache_stats stats;
 static unsigned long generation;   /* hl_cache_generation: atomic, moved under `lock` */
 static long memo_hits;             /* hl_cache_count_hit: atomic, added to stats.hits */
 static _Thread_local hl_key scratch;   /* reused: eager ops build a key per call */
-/* freed when its thread ends (hosts may run ops on many short-lived threads) */
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static _Thread_local hl_thread_exit scratch_exit;   /* frees it when its thread ends */
 static void free_scratch(void *k) { hl_key_free(k); }
-static void make_scratch_key(void) { pthread_key_create(&scratch_key, free_scratch); }
 
 static entry *find(uint64_t h, const hl_key *k) {
   for (entry *e = buckets[h % NBUCKETS]; e; e = e->next)
@@ -175,10 +173,7 @@ static struct hl_kernel *compile_or_load(const hl_graph *g, const char *name, in
 
 struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name) {
   pthread_once(&limit_once, read_limit);
-  if (!scratch.bytes) {   /* this thread's first lookup */
-    pthread_once(&scratch_once, make_scratch_key);
-    pthread_setspecific(scratch_key, &scratch);
-  }
+  hl_thread_exit_add(&scratch_exit, free_scratch, &scratch);
   hl_graph_key(g, &scratch);
   struct hl_kernel *k = find_locked(&scratch);
   if (k) return k;

@@ -1,7 +1,7 @@
 #include "hl_eager_memo.h"
 #include "hl_backend.h"
 #include "hl_cache.h"
-#include <pthread.h>
+#include "hl_thread_exit.h"
 #include <string.h>
 
 enum { NSLOTS = 64 };   /* direct-mapped by the signature's hash */
@@ -16,25 +16,19 @@ _Static_assert(sizeof(hl_eager_sig) % sizeof(uint64_t) == 0, "a signature hashes
 typedef struct {
   slot slots[NSLOTS];
   unsigned long generation;   /* the cache's (hl_cache_generation) when the slots were filled */
-  int registered;
 } memo;
 
 static _Thread_local memo mine;
 
 /* A thread's memo lets its kernels go when the thread ends (hosts may run ops on many threads). */
-static pthread_key_t memo_key;
-static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
+static _Thread_local hl_thread_exit memo_exit;
 static void forget(memo *m) {
   for (int s = 0; s < NSLOTS; s++) {
     hl_kernel_release(m->slots[s].kernel);
     m->slots[s].kernel = NULL;
   }
 }
-static void forget_at_exit(void *m) {
-  forget(m);
-  ((memo *)m)->registered = 0;   /* an eager op in a later destructor registers again */
-}
-static void make_memo_key(void) { pthread_key_create(&memo_key, forget_at_exit); }
+static void forget_at_exit(void *m) { forget(m); }
 
 int hl_eager_sig_make(hl_eager_sig *sig, int prim, int nin, const hl_array *const *in, const int *stride,
                       const hl_attrs *attrs, const hl_array *out) {
@@ -85,11 +79,7 @@ struct hl_kernel *hl_eager_memo_find(const hl_eager_sig *sig) {
 }
 
 void hl_eager_memo_put(const hl_eager_sig *sig, struct hl_kernel *k) {
-  if (!mine.registered) {
-    pthread_once(&memo_once, make_memo_key);
-    pthread_setspecific(memo_key, &mine);
-    mine.registered = 1;
-  }
+  hl_thread_exit_add(&memo_exit, forget_at_exit, &mine);
   slot *s = slot_of(sig);
   hl_kernel_retain(k);
   hl_kernel_release(s->kernel);

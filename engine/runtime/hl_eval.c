@@ -8,8 +8,8 @@
 #include "hl_linalg.h"
 #include "hl_sort.h"
 #include "hl_dist.h"
+#include "hl_thread_exit.h"
 #include <stdio.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -209,10 +209,8 @@ static _Thread_local hl_graph eager_graph;
 
 /* A thread's eager graph is freed when the thread ends: a host that runs ops on many short-lived
  * threads would otherwise leave each one's behind (a few kB each). */
-static pthread_key_t eager_graph_key;
-static pthread_once_t eager_graph_once = PTHREAD_ONCE_INIT;
+static _Thread_local hl_thread_exit eager_graph_exit;
 static void free_eager_graph(void *g) { hl_graph_free(g); }
-static void make_eager_graph_key(void) { pthread_key_create(&eager_graph_key, free_eager_graph); }
 
 static int stride_class(const hl_array *a) {
   /* a one-element innermost axis reaches Halide with unit stride (hl_backend.cpp) */
@@ -234,10 +232,7 @@ static int run_single(int prim, int nin, const hl_array *const *in, const hl_att
     return rc;
   }
   hl_graph *g = &eager_graph;
-  if (!g->nodes) {   /* this thread's first eager op */
-    pthread_once(&eager_graph_once, make_eager_graph_key);
-    pthread_setspecific(eager_graph_key, g);
-  }
+  hl_thread_exit_add(&eager_graph_exit, free_eager_graph, g);
   hl_graph_reset(g);
   g->dynamic = 1;
   g->device = hl_array_device(out);

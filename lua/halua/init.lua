@@ -558,6 +558,10 @@ hl.methods = methods
 require("halua.jit")(hl, core, {device_id = device_id})
 require("halua.ops")(hl, core, {as_array = as_array, norm_axis = norm_axis, norm_axes = norm_axes,
                                named = named, methods = methods})
+local numpy_shared = {as_array = as_array, norm_axis = norm_axis, norm_axes = norm_axes, named = named, methods = methods}
+require("halua.numpy")(hl, core, numpy_shared)
+require("halua.numpy_search")(hl, core, numpy_shared)
+require("halua.numpy_shape")(hl, core, numpy_shared)
 require("halua.io")(hl, core, {placed = placed})
 require("halua.linalg")(hl, core, {as_array = as_array})
 require("halua.sorting")(hl, core, {as_array = as_array, norm_axis = norm_axis, methods = methods})
@@ -571,6 +575,8 @@ require("halua.control")(hl, core, {ad = ad_internals, batch_replay = vmap_inter
 require("halua.checkpoint")(hl, core, ad_internals)
 require("halua.lax")(hl, core, {methods = methods, named = named})
 require("halua.nn")(hl, core, {as_array = as_array, named = named, methods = methods})
+require("halua.nn_conv")(hl, core, {as_array = as_array, named = named})
+require("halua.nn_layers")(hl, core, {as_array = as_array, named = named})
 hl.optim = require("halua.optim")(hl, core, {named = named})
 require("halua.dist")(hl, core, {as_array = as_array})
 require("halua.help")(hl)
