@@ -1,4 +1,5 @@
 #include "hl_linalg.h"
+#include "hl_batch.h"
 #include "hl_error.h"
 #include "hl_pool.h"
 #include <dlfcn.h>
@@ -49,15 +50,8 @@ typedef struct {
   int oom;           /* atomic */
 } job;
 
-/* the element offset of batch item `bi` (row-major over out's batch shape) in x */
 static int64_t batch_offset(const job *j, const hl_array *x, int64_t bi) {
-  int64_t off = x->offset;
-  for (int d = j->nb - 1; d >= 0; d--) {
-    int64_t e = j->out->shape[d];
-    off += (bi % e) * x->strides[d];
-    bi /= e;
-  }
-  return off;
+  return hl_batch_offset(x, j->nb, j->out->shape, bi);
 }
 
 /* dst (column-major, leading dimension ld) = the rows x cols matrix of x at element `base`;

@@ -2,6 +2,7 @@
  * eigenproblems (syevd, as NumPy) and log-determinants (getrf), per matrix of a batch, each
  * result packed as engine/core/hl_linalg_layout.h describes. */
 #include "hl_linalg.h"
+#include "hl_batch.h"
 #include "hl_error.h"
 #include "hl_pool.h"
 #include <limits.h>
@@ -42,13 +43,7 @@ typedef struct {
 } job;
 
 static int64_t batch_offset(const job *j, const hl_array *x, int64_t bi) {
-  int64_t off = x->offset;
-  for (int d = j->nb - 1; d >= 0; d--) {
-    int64_t e = j->out->shape[d];
-    off += (bi % e) * x->strides[d];
-    bi /= e;
-  }
-  return off;
+  return hl_batch_offset(x, j->nb, j->out->shape, bi);
 }
 
 /* LAPACK works in double or float; the code below reads and writes through these */
