@@ -103,7 +103,10 @@ void schedule_root(Func f, const hl_node &n, bool dynamic, int vec, bool update_
       } else if (r > 0 && par) {
         /* the reduction runs along the innermost axis: parallelise over the output */
         pointwise(f.update(u), r, 1, true, inner);
-      } else {
+      } else if (!f.update(u).get_schedule().touched()) {
+        /* (a full reduction that schedule_inner_reduction split and rfactored keeps that
+         * schedule: unscheduled() on it failed the compile of every jitted full float
+         * reduction of >= 32K elements) */
         f.update(u).unscheduled();
       }
     }
@@ -205,6 +208,10 @@ void schedule_scatter(hl_lowered &L, int i, int vec, Func sized) {
 bool schedule_inner_reduction(hl_lowered &L, int i, Func red, int r, int vec, bool parallel) {
   RDom rd = L.rdoms[i];
   if (!rd.defined() || red.num_update_definitions() != 1) return false;
+  /* ask before splitting: a split made before rfactor refused would stay on the update, and
+   * schedule_root's unscheduled() then failed the compile (a jitted hl.max of 179K elements) */
+  if (!Internal::prove_associativity(red.name(), red.update_args(0), red.update_values(0).as_vector()).associative())
+    return false;
   const std::vector<Var> &v = hl_vars(r);
   try {
     Stage st = red.update(0);
