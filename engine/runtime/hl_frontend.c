@@ -1,4 +1,5 @@
 #include "hl_frontend.h"
+#include "hl_complex_ops.h"
 #include "hl_error.h"
 #include <string.h>
 
@@ -89,6 +90,7 @@ static int scalar(double v, hl_dtype t, const hl_array *like, hl_array *out) {
 }
 
 static hl_dtype input_rule(int prim, hl_dtype t) {
+  if (hl_dtype_is_complex(t)) return t;   /* (the primitive or the composition says whether it can) */
   switch (hl_prims[prim].in) {
   case HL_IN_FLOAT: return hl_dtype_is_float(t) ? t : HL_FLOAT32;
   case HL_IN_NUM:
@@ -144,7 +146,7 @@ int hl_op_elemwise(int prim, int nin, const hl_operand *ops, const hl_attrs *att
     if (hl_op_broadcast_to(in[k], ndim, shape, &tmp[ntmp])) goto done;
     in[k] = &tmp[ntmp++];
   }
-  rc = hl_apply(prim, nin, in, attrs, out);
+  rc = hl_dtype_is_complex(want) && hl_complex_composed(prim) ? hl_complex_apply(prim, nin, in, out) : hl_apply(prim, nin, in, attrs, out);
 done:
   for (int k = 0; k < ntmp; k++) hl_array_release(&tmp[k]);
   return rc;
