@@ -1,0 +1,150 @@
+-- complex64 and complex128 (docs/complex.md): construction, parts, promotion, printing, .npy,
+-- elementwise arithmetic, exp/log/sqrt, sums, under jit, grad (JAX's convention) and vmap, and
+-- the errors of what is not supported yet.
+local hl = require "halua"
+local np = require "support.numpy"
+local suite = require "support.suite"
+
+math.randomseed(22)
+
+local DT = {"complex64", "complex128"}
+local PART = {complex64 = "float32", complex128 = "float64"}
+
+-- a random complex array of dtype dt, parts in [lo, hi]
+local function crand(shape, dt, lo, hi)
+  lo, hi = lo or -2, hi or 2
+  return hl.complex(np.rand(shape, lo, hi, PART[dt]), np.rand(shape, lo, hi, PART[dt]))
+end
+
+local function err_of(f, ...)
+  local ok, e = pcall(f, ...)
+  assert(not ok, "expected an error")
+  return tostring(e)
+end
+
+local shapes = {{}, {5}, {3, 4}, {2, 3, 2}}
+local function sh(s) return "[" .. table.concat(s, ",") .. "]" end
+
+suite("complex construction and parts", function(case)
+  for _, dt in ipairs(DT) do
+    local p = PART[dt]
+    for _, s in ipairs(shapes) do
+      local re, im = np.rand(s, -3, 3, p), np.rand(s, -3, 3, p)
+      local z = crand(s, dt)
+      case(dt .. " complex(re, im) " .. sh(s), function() return hl.complex(re, im) end, "a + 1j * b", {re, im}, {dtype = dt})
+      case(dt .. " real " .. sh(s), function() return hl.real(z) end, "np.real(a)", {z})
+      case(dt .. " imag " .. sh(s), function() return hl.imag(z) end, "np.imag(a)", {z})
+      case(dt .. " conj " .. sh(s), function() return hl.conj(z) end, "np.conj(a)", {z})
+      case(dt .. " abs " .. sh(s), function() return hl.abs(z) end, "np.abs(a)", {z})
+      case(dt .. " angle " .. sh(s), function() return hl.angle(z) end, "np.angle(a)", {z})
+      case(dt .. " astype from " .. p .. " " .. sh(s), function() return re:astype(dt) end, "a.astype(np." .. dt .. ")", {re})
+      case(dt .. " method z:conj() " .. sh(s), function() return z:conj() end, "np.conj(a)", {z})
+    end
+    local z = crand({3, 4}, dt)
+    case(dt .. " angle on the axes and at 0", function()
+      return hl.angle(hl.complex(hl.array({1, -1, 0, 0, 0, -1}, p), hl.array({0, 0, 1, -1, 0, 0}, p)))
+    end, "np.angle(np.array([1, -1, 1j, -1j, 0, -1+0j], dtype=np." .. dt .. "))", {}, {dtype = p})
+    case(dt .. " real of a real array is itself", function() return hl.real(hl.real(z)) end, "np.real(a)", {z})
+    case(dt .. " imag of a real array is zeros", function() return hl.imag(hl.real(z)) end, "np.zeros(a.shape, a.real.dtype)", {z})
+    case(dt .. " zeros", function() return hl.zeros({2, 3}, dt) end, "np.zeros((2, 3), np." .. dt .. ")", {})
+    case(dt .. " ones", function() return hl.ones({4}, dt) end, "np.ones(4, np." .. dt .. ")", {})
+    case(dt .. " full", function() return hl.full({2, 2}, 2.5, dt) end, "np.full((2, 2), 2.5, np." .. dt .. ")", {})
+    case(dt .. " transpose, reshape and slice keep pairs", function() return z.T:reshape({2, 6})[{{}, {2, 5}}] end,
+         "a.T.reshape(2, 6)[:, 1:5]", {z})
+    case(dt .. " concatenate and stack", function() return hl.stack({hl.concatenate({z, z}, 1), hl.concatenate({z, z}, 1)}, 1) end,
+         "np.stack([np.concatenate([a, a], 0)] * 2, 0)", {z})
+    case(dt .. " broadcast_to", function() return hl.broadcast_to(z[{1}], {3, 4}) end, "np.broadcast_to(a[0], (3, 4))", {z})
+  end
+  local i32 = hl.array({1, -2, 3}, "int32")
+  case("complex of int32 parts is complex64", function() return hl.complex(i32, i32) end, "(a + 1j * a).astype(np.complex64)", {i32},
+       {dtype = "complex64"})
+  case("complex of float64 and float32 is complex128", function() return hl.complex(hl.array({1.5}, "float64"), hl.array({2})) end,
+       "np.array([1.5 + 2j])", {}, {dtype = "complex128"})
+  case("complex of Lua numbers is complex64", function() return hl.complex(1, -2) end, "np.complex64(1 - 2j)", {})
+  case("complex(re) has zero imaginary part", function() return hl.complex(i32) end, "a.astype(np.complex64)", {i32}, {dtype = "complex64"})
+  case("complex broadcasts its parts", function() return hl.complex(hl.array({{1}, {2}}), hl.array({3, 4, 5})) end,
+       "np.array([[1], [2]]) + 1j * np.array([3, 4, 5])", {}, {dtype = "complex64"})
+  case("astype complex64 to complex128", function() return hl.complex(hl.array({1.5}), 2):astype("complex128") end,
+       "np.array([1.5 + 2j])", {}, {dtype = "complex128"})
+  case("astype int32 to complex64", function() return i32:astype("complex64") end, "a.astype(np.complex64)", {i32})
+  case("astype bool to complex128", function() return hl.array({true, false}):astype("complex128") end, "np.array([1, 0], np.complex128)", {})
+end)
+
+suite("complex arithmetic and promotion", function(case)
+  for _, dt in ipairs(DT) do
+    local p = PART[dt]
+    for _, s in ipairs {{}, {7}, {3, 4}} do
+      local a, b = crand(s, dt), crand(s, dt, 0.5, 2)
+      local x = np.rand(s, -2, 2, p)
+      for _, o in ipairs {{"add", "+"}, {"sub", "-"}, {"mul", "*"}, {"div", "/"}} do
+        case(string.format("%s %s %s", dt, o[1], sh(s)), function() return hl[o[1]](a, b) end, "a " .. o[2] .. " b", {a, b})
+        case(string.format("%s %s with %s %s", dt, o[1], p, sh(s)), function() return hl[o[1]](x, b) end, "a " .. o[2] .. " b", {x, b})
+        case(string.format("%s %s a Lua number %s", dt, o[1], sh(s)), function() return hl[o[1]](a, 2.5) end,
+             "a " .. o[2] .. " np." .. dt .. "(2.5)", {a})
+      end
+      case(dt .. " operators " .. sh(s), function() return (a * b - a) / b + (-a) end, "(a * b - a) / b + (-a)", {a, b})
+      case(dt .. " square " .. sh(s), function() return hl.square(a) end, "np.square(a)", {a})
+      case(dt .. " reciprocal " .. sh(s), function() return hl.reciprocal(b) end, "np.reciprocal(b)", {a, b})
+      case(dt .. " exp " .. sh(s), function() return hl.exp(a) end, "np.exp(a)", {a})
+      case(dt .. " log " .. sh(s), function() return hl.log(a) end, "np.log(a)", {a})
+      case(dt .. " sqrt " .. sh(s), function() return hl.sqrt(a) end, "np.sqrt(a)", {a})
+      case(dt .. " eq " .. sh(s), function() return hl.eq(a, hl.where(hl.real(a):gt(0), a, b)) end,
+           "a == np.where(a.real > 0, a, b)", {a, b})
+      case(dt .. " ne " .. sh(s), function() return hl.ne(a, hl.where(hl.real(a):gt(0), a, b)) end,
+           "a != np.where(a.real > 0, a, b)", {a, b})
+      case(dt .. " where " .. sh(s), function() return hl.where(hl.imag(a):lt(0), a, b) end, "np.where(a.imag < 0, a, b)", {a, b})
+    end
+    -- the principal branches, on the cut and at the special points
+    local edge = hl.complex(hl.array({-4, -1, 0, 0, 3, -2, 1e-3, 1e4, -1e4}, p), hl.array({0, 0, 0, 2, -4, -1e-3, 1e4, 1e-3, 1e-3}, p))
+    case(dt .. " sqrt on the negative axis, at 0 and off the diagonal", function() return hl.sqrt(edge) end, "np.sqrt(a)", {edge})
+    case(dt .. " log on the negative axis", function() return hl.log(hl.complex(hl.array({-4, -1, 2}, p), 0)) end,
+         "np.log(np.array([-4, -1, 2], np." .. dt .. "))", {})
+    case(dt .. " exp of pure imaginary", function() return hl.exp(hl.complex(0, hl.array({0, math.pi / 2, math.pi}, p))) end,
+         "np.exp(1j * np.array([0, np.pi / 2, np.pi]))", {}, {dtype = dt, atol = 1e-6})
+  end
+  local c64, c128 = crand({4}, "complex64"), crand({4}, "complex128")
+  local f32, f64, i32 = np.rand({4}, -2, 2), np.rand({4}, -2, 2, "float64"), hl.array({1, 2, -3, 4}, "int32")
+  case("complex64 + float32 is complex64", function() return c64 + f32 end, "a + b", {c64, f32}, {dtype = "complex64"})
+  case("complex64 + float64 is complex128", function() return c64 + f64 end, "a + b", {c64, f64}, {dtype = "complex128"})
+  case("float64 * complex64 is complex128", function() return f64 * c64 end, "a * b", {f64, c64}, {dtype = "complex128"})
+  case("complex64 + int32 is complex64", function() return c64 + i32 end, "a + b", {c64, i32}, {dtype = "complex64", rtol = 1e-6})
+  case("complex64 + complex128 is complex128", function() return c64 + c128 end, "a + b", {c64, c128}, {dtype = "complex128"})
+  case("complex64 * a Lua number stays complex64", function() return c64 * 3 end, "a * np.float32(3)", {c64}, {dtype = "complex64"})
+  case("a Lua number - complex128", function() return 1 - c128 end, "1 - a", {c128})
+end)
+
+suite("complex reductions", function(case)
+  for _, dt in ipairs(DT) do
+    local z = crand({3, 4, 5}, dt)
+    case(dt .. " sum", function() return hl.sum(z) end, "np.sum(a)", {z}, {rtol = 1e-5})
+    case(dt .. " sum axis 2", function() return hl.sum(z, 2) end, "np.sum(a, 1)", {z}, {rtol = 1e-5})
+    case(dt .. " sum axes {1, -1} keepdims", function() return hl.sum(z, {1, -1}, true) end, "np.sum(a, (0, 2), keepdims=True)", {z},
+         {rtol = 1e-5})
+    case(dt .. " mean", function() return hl.mean(z) end, "np.mean(a)", {z}, {rtol = 1e-5})
+    case(dt .. " mean axis -1", function() return hl.mean(z, -1) end, "np.mean(a, -1)", {z}, {rtol = 1e-5})
+    case(dt .. " sum of an empty axis", function() return hl.sum(hl.zeros({0, 3}, dt), 1) end, "np.zeros(3, np." .. dt .. ")", {})
+  end
+end)
+
+suite("complex under jit", function(case)
+  for _, dt in ipairs(DT) do
+    local a, b = crand({3, 4}, dt), crand({3, 4}, dt, 0.5, 2)
+    local x = np.rand({4}, -1, 1, PART[dt])
+    local f = hl.jit(function(u, v, w) return hl.sqrt(u * v + w) / v - hl.exp(hl.conj(u)) end)
+    case(dt .. " one pipeline of mul, add, sqrt, div, exp, conj", function() return f(a, b, x) end,
+         "np.sqrt(a * b + c) / b - np.exp(np.conj(a))", {a, b, x})
+    local g = hl.jit(function(u) return hl.abs(u) + hl.angle(u) + hl.real(u) * hl.imag(u) end)
+    case(dt .. " abs, angle, real and imag in a pipeline", function() return g(a) end,
+         "np.abs(a) + np.angle(a) + a.real * a.imag", {a})
+    local h = hl.jit(function(u) return hl.mean(hl.log(u), 1), hl.sum(u.T[{{2, 3}}]) end)
+    case(dt .. " log, mean, transpose and slices in a pipeline", function() return (h(a)) end, "np.mean(np.log(a), 0)", {a})
+    case(dt .. " a second result", function() return select(2, h(a)) end, "np.sum(a.T[1:3])", {a}, {rtol = 1e-5})
+    local k = hl.jit(function(re, im) return hl.complex(re, im) * 2 end)
+    case(dt .. " complex() in a pipeline", function() return k(x, x + 1) end, "(a + 1j * (a + 1)) * 2", {x}, {dtype = dt})
+    case(dt .. " a complex constant in a pipeline", function()
+      return hl.jit(function(u) return u + hl.ones({4}, dt) end)(a)
+    end, "a + 1", {a})
+    case(dt .. " astype to complex in a pipeline", function() return hl.jit(function(u) return u:astype(dt) end)(x) end,
+         "a.astype(np." .. dt .. ")", {x})
+  end
+end)
