@@ -4,6 +4,7 @@
 local hl = require "halua"
 local np = require "support.numpy"
 local suite = require "support.suite"
+local diff_check = require "support.diff_check"
 
 math.randomseed(22)
 
@@ -147,4 +148,122 @@ suite("complex under jit", function(case)
     case(dt .. " astype to complex in a pipeline", function() return hl.jit(function(u) return u:astype(dt) end)(x) end,
          "a.astype(np." .. dt .. ")", {x})
   end
+end)
+
+-- JAX's convention for f real-valued of complex z = x + iy: grad f = df/dx - i df/dy
+-- (jax.grad(jnp.abs)(3+4j) is 0.6-0.8j). The partials by central differences in complex128.
+local function numeric_grad(f, z)
+  local eps = 1e-6
+  local flat = hl.reshape(z, {z.size}):totable()
+  local function at(k, dre, dim)
+    local v = {}
+    for i, p in ipairs(flat) do v[i] = {p[1], p[2]} end
+    v[k][1], v[k][2] = v[k][1] + dre, v[k][2] + dim
+    local re, im = {}, {}
+    for i, p in ipairs(v) do re[i], im[i] = p[1], p[2] end
+    return f(hl.reshape(hl.complex(hl.array(re, "float64"), hl.array(im, "float64")), z.shape):astype(z.dtype)):item()
+  end
+  local g = {}
+  for k = 1, #flat do
+    local dx = (at(k, eps, 0) - at(k, -eps, 0)) / (2 * eps)
+    local dy = (at(k, 0, eps) - at(k, 0, -eps)) / (2 * eps)
+    g[k] = {dx, -dy}
+  end
+  return g
+end
+
+local function assert_pairs_close(got, want, tol, what)
+  local g = hl.reshape(got, {got.size}):totable()
+  assert(#g == #want, what .. ": sizes differ")
+  for k = 1, #g do
+    for j = 1, 2 do
+      assert(math.abs(g[k][j] - want[k][j]) <= tol * (1 + math.abs(want[k][j])),
+             string.format("%s: element %d is %.10g%+.10gi, expected %.10g%+.10gi", what, k, g[k][1], g[k][2], want[k][1], want[k][2]))
+    end
+  end
+end
+
+describe("complex gradients (JAX's convention)", function()
+  local w = hl.complex(hl.array({0.5, -1.5, 2, 0.25}, "float64"), hl.array({1, 0.5, -0.75, 2}, "float64"))
+  local z = hl.complex(hl.array({1.2, -0.7, 0.3, 2.1}, "float64"), hl.array({-0.4, 1.1, 0.9, -1.6}, "float64"))
+  local fs = {
+    {"real(z * w)", function(u) return hl.sum(hl.real(u * w)) end},
+    {"abs(z)", function(u) return hl.sum(hl.abs(u)) end},
+    {"imag(exp(z))", function(u) return hl.sum(hl.imag(hl.exp(u))) end},
+    {"real(z / w) + imag(w / z)", function(u) return hl.sum(hl.real(u / w) + hl.imag(w / u)) end},
+    {"abs(conj(z) + z * z)", function(u) return hl.sum(hl.abs(hl.conj(u) + u * u)) end},
+    {"real(log(z)) + imag(sqrt(z))", function(u) return hl.sum(hl.real(hl.log(u)) + hl.imag(hl.sqrt(u))) end},
+    {"real(sum(z) * mean(z)) - angle(z)", function(u) return hl.real(hl.sum(u) * hl.mean(u)) - hl.sum(hl.angle(u)) end},
+    {"abs(z - 1)^2 + real(2 / z)", function(u) return hl.sum(hl.square(hl.abs(u - 1)) + hl.real(2 / u)) end},
+  }
+  for _, c in ipairs(fs) do
+    it("grad of sum " .. c[1] .. " matches central differences, eagerly and under jit", function()
+      local want = numeric_grad(c[2], z)
+      assert_pairs_close(hl.grad(c[2])(z), want, 1e-6, c[1])
+      assert_pairs_close(hl.jit(hl.grad(c[2]))(z), want, 1e-6, c[1] .. " (jit)")
+    end)
+  end
+  it("complex64 gradients too", function()
+    local z64 = z:astype("complex64")
+    local g = hl.grad(function(u) return hl.sum(hl.abs(u * u + 1)) end)(z64)
+    assert.are.equal("complex64", g.dtype)
+    assert_pairs_close(g, numeric_grad(function(u) return hl.sum(hl.abs(u * u + 1)) end, z), 1e-4, "complex64")
+  end)
+  it("gives JAX's values for real, imag and abs", function()
+    local one = hl.complex(3, 4):astype("complex128")
+    assert_pairs_close(hl.grad(hl.real)(one), {{1, 0}}, 0, "real")
+    assert_pairs_close(hl.grad(hl.imag)(one), {{0, -1}}, 0, "imag")
+    assert_pairs_close(hl.grad(hl.abs)(one), {{0.6, -0.8}}, 1e-15, "abs")
+  end)
+  it("differentiates real inputs through complex values", function()
+    local x, y = hl.array({0.5, -1, 2}, "float64"), hl.array({1.5, 0.25, -1}, "float64")
+    local gs = hl.grad(function(a, b) return hl.sum(hl.square(hl.abs(hl.complex(a, b)))) end, {1, 2})(x, y)
+    local gx, gy = gs[1], gs[2]
+    diff_check.close(gx, {1, -2, 4}, 1e-12, "d/dx")
+    diff_check.close(gy, {3, 0.5, -2}, 1e-12, "d/dy")
+    -- a real array made complex: its cotangent is the real part (JAX's convert_element_type)
+    local gc = hl.grad(function(a) return hl.sum(hl.real(a:astype("complex128") * w[{{1, 3}}])) end)(x)
+    assert.are.equal("float64", gc.dtype)
+    diff_check.close(gc, {0.5, -1.5, 2}, 1e-15, "d/dx of real(x w)")
+  end)
+  it("forward mode: jvp of a holomorphic function is f'(z) t", function()
+    local t = hl.complex(hl.array({1, 0, -1, 0.5}, "float64"), hl.array({0, 1, 2, -0.5}, "float64"))
+    local y, dy = hl.jvp(function(u) return hl.exp(u) * u end, {z}, {t})
+    local want = (hl.exp(z) * (z + 1) * t)
+    assert_pairs_close(dy, hl.reshape(want, {4}):totable(), 1e-12, "jvp")
+    assert_pairs_close(y, hl.reshape(hl.exp(z) * z, {4}):totable(), 1e-12, "jvp primal")
+  end)
+  it("asks for a real output", function()
+    assert.matches("grad: the function must return a real scalar but returned complex128%[%]; differentiate hl.real%(f%(x%)%) or hl.abs",
+                   err_of(hl.grad(function(u) return hl.sum(u) end), z))
+  end)
+end)
+
+describe("complex under vmap", function()
+  it("maps over a leading axis as a loop would", function()
+    for _, dt in ipairs(DT) do
+      local z, w = crand({4, 3}, dt), crand({3}, dt, 0.5, 1)
+      local f = function(u) return hl.real(hl.sqrt(u) * w), hl.conj(u) / w, hl.sum(hl.exp(u)) end
+      local a, b, c = hl.vmap(f)(z)
+      for i = 1, 4 do
+        local ea, eb, ec = f(z[{i}])
+        assert_pairs_close(hl.complex(a[{i}]), hl.reshape(hl.complex(ea), {3}):totable(), 1e-6, dt .. " vmap real(sqrt)")
+        assert_pairs_close(b[{i}], hl.reshape(eb, {3}):totable(), 1e-6, dt .. " vmap conj / w")
+        assert_pairs_close(hl.reshape(c[{i}], {1}), {ec:item()}, 1e-6, dt .. " vmap sum(exp)")
+      end
+      assert.are.equal(dt, b.dtype)
+    end
+  end)
+  it("maps a gradient", function()
+    local z = crand({3, 2}, "complex128")
+    local f = function(u) return hl.sum(hl.abs(u * u)) end
+    local g = hl.vmap(hl.grad(f))(z)
+    for i = 1, 3 do assert_pairs_close(g[{i}], hl.reshape(hl.grad(f)(z[{i}]), {2}):totable(), 1e-12, "vmap of grad") end
+  end)
+  it("maps with in_axes 2", function()
+    local z = crand({2, 5}, "complex64")
+    local r = hl.vmap(function(u) return u * u end, 2)(z)
+    assert.are.same({5, 2}, r.shape)
+    assert_pairs_close(r, hl.reshape((z * z).T, {10}):totable(), 1e-6, "in_axes 2")
+  end)
 end)
