@@ -289,6 +289,9 @@ static int l_cast(lua_State *L) {
   hl_array *x = check_array(L, 1, "astype");
   if (lua_isnoneornil(L, 2)) return raisef(L, "halua: astype: expected a dtype name such as \"float32\", got nothing");
   hl_dtype t = check_dtype(L, 2, "astype", x->dtype);
+  if (hl_dtype_is_complex(x->dtype) && !hl_dtype_is_complex(t))
+    return raisef(L, "halua: astype: %s to %s would drop the imaginary part; take hl.real(x) or hl.abs(x) first", hl_dtype_name(x->dtype),
+                  hl_dtype_name(t));
   hl_array r;
   if (hl_op_cast(x, t, &r)) return raise(L);
   push_result(L, &r, 1, 1);

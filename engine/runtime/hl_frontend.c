@@ -242,8 +242,9 @@ done:
   return rc;
 }
 
-/* a float dtype for LAPACK: the FLOAT input rule (ints and bool become float32) */
-static hl_dtype linalg_dtype(hl_dtype t) { return hl_dtype_is_float(t) ? t : HL_FLOAT32; }
+/* a float dtype for LAPACK: the FLOAT input rule (ints and bool become float32; complex stays, for
+ * the primitive to say it is not supported yet) */
+static hl_dtype linalg_dtype(hl_dtype t) { return hl_dtype_is_float(t) || hl_dtype_is_complex(t) ? t : HL_FLOAT32; }
 
 static int square_stack(const char *op, const hl_array *a) {
   if (a->ndim < 2 || a->shape[a->ndim - 1] != a->shape[a->ndim - 2])
