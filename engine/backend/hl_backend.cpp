@@ -401,6 +401,9 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
 }
 
 extern "C" int hl_kernel_export(const hl_graph *g, int ncaptures, const hl_array *captures, const char *dir, const char *name) {
+  if (hl_graph_has_complex(g))
+    return hl_error("export: complex values are not supported yet in exported libraries (docs/complex.md); export a function "
+                    "of their hl.real and hl.imag parts");
   std::lock_guard<std::mutex> guard(compiler_lock);
   static QuietReporter reporter;
   set_custom_compile_time_error_reporter(&reporter);

@@ -299,7 +299,7 @@ end
 
 local PREFIX = "hl.array("
 
--- get(i): element i (0-based flat index, row-major) as a Lua number or boolean;
+-- get(i): element i (0-based flat index, row-major) as a Lua number or boolean (a complex one: {re, im});
 -- shape: table of extents (empty for 0-d; extents may be 0); dtype: its name.
 function format.array(get, shape, dtype)
   dtype = dtype or "float32"
