@@ -18,6 +18,13 @@ typedef struct {
   int n;
 } arena;
 
+/* (the compositions below need at most about 30: room is checked before each op) */
+static int full(arena *A, int need) {
+  if (A->n + need <= (int)(sizeof A->v / sizeof A->v[0])) return 0;
+  hl_error("complex: internal: too many temporaries in one composition");
+  return 1;
+}
+
 static const hl_array *keep(arena *A, const hl_array *r) {
   A->v[A->n] = *r;
   return &A->v[A->n++];
@@ -30,7 +37,7 @@ static void drop(arena *A) {
 
 /* real ops; NULL after an error (recorded), which every op passes on */
 static const hl_array *op(arena *A, int prim, const hl_array *a, const hl_array *b) {
-  if (!a || (hl_prims[prim].arity == 2 && !b) || A->n >= 47) return NULL;
+  if (!a || (hl_prims[prim].arity == 2 && !b) || full(A, 1)) return NULL;
   hl_operand ops[2] = {{.array = a}, {.array = b}};
   hl_array r;
   if (hl_op_elemwise(prim, b ? 2 : 1, ops, NULL, &r)) return NULL;
@@ -38,7 +45,7 @@ static const hl_array *op(arena *A, int prim, const hl_array *a, const hl_array 
 }
 
 static const hl_array *opn(arena *A, int prim, const hl_array *a, double v) {
-  if (!a || A->n >= 47) return NULL;
+  if (!a || full(A, 1)) return NULL;
   hl_operand ops[2] = {{.array = a}, {.number = v}};
   hl_array r;
   if (hl_op_elemwise(prim, 2, ops, NULL, &r)) return NULL;
@@ -46,7 +53,7 @@ static const hl_array *opn(arena *A, int prim, const hl_array *a, double v) {
 }
 
 static const hl_array *sel(arena *A, const hl_array *c, const hl_array *a, const hl_array *b) {
-  if (!c || !a || !b || A->n >= 47) return NULL;
+  if (!c || !a || !b || full(A, 1)) return NULL;
   hl_operand ops[3] = {{.array = c}, {.array = a}, {.array = b}};
   hl_array r;
   if (hl_op_elemwise(HL_P_SELECT, 3, ops, NULL, &r)) return NULL;
@@ -55,7 +62,7 @@ static const hl_array *sel(arena *A, const hl_array *c, const hl_array *a, const
 
 /* z's real (k = 0) or imaginary (k = 1) part: a slice of its pairs */
 static const hl_array *part(arena *A, const hl_array *z, int k) {
-  if (!z || A->n >= 45) return NULL;
+  if (!z || full(A, 3)) return NULL;
   hl_array pairs, s, r;
   const hl_array *in[1] = {z};
   if (hl_apply(HL_P_VIEW_REAL, 1, in, NULL, &pairs)) return NULL;
@@ -76,7 +83,7 @@ static const hl_array *part(arena *A, const hl_array *z, int k) {
 
 /* the complex array re + i im (same shape and real dtype) into out */
 static int make(arena *A, const hl_array *re, const hl_array *im, hl_array *out) {
-  if (!re || !im || A->n >= 45) return -1;
+  if (!re || !im || full(A, 3)) return -1;
   int64_t s[HL_MAX_DIMS];
   int nd = re->ndim;
   if (nd >= HL_MAX_DIMS) return hl_error("complex: shape has no room for the (re, im) axis");

@@ -252,6 +252,8 @@ describe("complex under vmap", function()
         assert_pairs_close(hl.reshape(c[{i}], {1}), {ec:item()}, 1e-6, dt .. " vmap sum(exp)")
       end
       assert.are.equal(dt, b.dtype)
+      local _, jb = hl.jit(hl.vmap(f))(z)
+      assert_pairs_close(jb, hl.reshape(b, {12}):totable(), 1e-6, dt .. " jit of vmap")
     end
   end)
   it("maps a gradient", function()
