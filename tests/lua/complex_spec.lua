@@ -123,6 +123,8 @@ suite("complex reductions", function(case)
          {rtol = 1e-5})
     case(dt .. " mean", function() return hl.mean(z) end, "np.mean(a)", {z}, {rtol = 1e-5})
     case(dt .. " mean axis -1", function() return hl.mean(z, -1) end, "np.mean(a, -1)", {z}, {rtol = 1e-5})
+    case(dt .. " var axis 1 (a real result)", function() return hl.var(z, 1) end, "np.var(a, 0)", {z}, {rtol = 1e-5, atol = 1e-6})
+    case(dt .. " std", function() return hl.std(z) end, "np.std(a)", {z}, {rtol = 1e-5})
     case(dt .. " sum of an empty axis", function() return hl.sum(hl.zeros({0, 3}, dt), 1) end, "np.zeros(3, np." .. dt .. ")", {})
   end
 end)
