@@ -175,3 +175,19 @@ int hl_complex_apply(int prim, int nin, const hl_array *const *in, hl_array *out
   drop(&A);
   return rc;
 }
+
+static const hl_array *mm(arena *A, const hl_array *a, const hl_array *b) {
+  if (!a || !b || full(A, 1)) return NULL;
+  const hl_array *in[2] = {a, b};
+  hl_array r;
+  if (hl_apply(HL_P_MATMUL, 2, in, NULL, &r)) return NULL;
+  return keep(A, &r);
+}
+
+int hl_complex_matmul(const hl_array *a, const hl_array *b, hl_array *out) {
+  arena A = {.n = 0};
+  const hl_array *ar = part(&A, a, 0), *ai = part(&A, a, 1), *br = part(&A, b, 0), *bi = part(&A, b, 1);
+  int rc = make(&A, op(&A, HL_P_SUB, mm(&A, ar, br), mm(&A, ai, bi)), op(&A, HL_P_ADD, mm(&A, ar, bi), mm(&A, ai, br)), out);
+  drop(&A);
+  return rc;
+}

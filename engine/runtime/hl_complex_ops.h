@@ -9,4 +9,7 @@
 int hl_complex_composed(int prim);
 /* prim over same-shaped complex operands of one dtype */
 int hl_complex_apply(int prim, int nin, const hl_array *const *in, hl_array *out);
+/* the matmul primitive's work on complex [..., m, k] and [..., k, n] of one dtype and batch shape:
+ * four real products of the parts */
+int hl_complex_matmul(const hl_array *a, const hl_array *b, hl_array *out);
 #endif

@@ -216,7 +216,7 @@ int hl_op_matmul(const hl_array *a, const hl_array *b, hl_array *out) {
     y = &tmp[ntmp++];
     hl_array r;
     const hl_array *in[2] = {x, y};
-    if (hl_apply(HL_P_MATMUL, 2, in, NULL, &r)) goto done;
+    if (hl_dtype_is_complex(t) ? hl_complex_matmul(x, y, &r) : hl_apply(HL_P_MATMUL, 2, in, NULL, &r)) goto done;
     hl_array shaped;
     if (a->ndim == 1 || b->ndim == 1) {
       int64_t os[HL_MAX_DIMS];

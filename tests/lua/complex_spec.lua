@@ -114,6 +114,26 @@ suite("complex arithmetic and promotion", function(case)
   case("a Lua number - complex128", function() return 1 - c128 end, "1 - a", {c128})
 end)
 
+suite("complex matmul", function(case)
+  local shapes = {{{2, 3}, {3, 4}}, {{5}, {5}}, {{5}, {5, 3}}, {{3, 5}, {5}}, {{2, 3, 4}, {2, 4, 5}}, {{1, 3, 4}, {2, 4, 5}},
+                  {{0, 3}, {3, 2}}, {{17, 33}, {33, 9}}}
+  for _, dt in ipairs(DT) do
+    for _, sp in ipairs(shapes) do
+      local a, b = crand(sp[1], dt), crand(sp[2], dt)
+      case(string.format("%s [%s] @ [%s]", dt, table.concat(sp[1], ","), table.concat(sp[2], ",")), function() return hl.matmul(a, b) end,
+           "np.matmul(a, b)", {a, b}, {rtol = 1e-5, atol = 1e-5})
+    end
+    local a, x = crand({3, 4}, dt), np.rand({4, 2}, -1, 1, PART[dt])
+    case(dt .. " @ a real matrix promotes", function() return hl.matmul(a, x) end, "a @ b", {a, x}, {dtype = dt, rtol = 1e-5, atol = 1e-6})
+    case(dt .. " a.T @ conj(a) under jit", function() return hl.jit(function(u) return hl.matmul(u.T, hl.conj(u)) end)(a) end,
+         "a.T @ np.conj(a)", {a}, {rtol = 1e-5, atol = 1e-5})
+    case(dt .. " einsum ij,kj->ik", function() return hl.einsum("ij,kj->ik", a, a) end, "np.einsum('ij,kj->ik', a, a)", {a},
+         {rtol = 1e-5, atol = 1e-5})
+    case(dt .. " dot of vectors does not conjugate", function() return hl.dot(a[1], a[2]) end, "np.dot(a[0], a[1])", {a},
+         {rtol = 1e-5, atol = 1e-6})
+  end
+end)
+
 suite("complex reductions", function(case)
   for _, dt in ipairs(DT) do
     local z = crand({3, 4, 5}, dt)
@@ -197,6 +217,11 @@ describe("complex gradients (JAX's convention)", function()
     {"real(log(z)) + imag(sqrt(z))", function(u) return hl.sum(hl.real(hl.log(u)) + hl.imag(hl.sqrt(u))) end},
     {"real(sum(z) * mean(z)) - angle(z)", function(u) return hl.real(hl.sum(u) * hl.mean(u)) - hl.sum(hl.angle(u)) end},
     {"abs(z - 1)^2 + real(2 / z)", function(u) return hl.sum(hl.square(hl.abs(u - 1)) + hl.real(2 / u)) end},
+    {"abs(M @ z) with M complex", function(u)
+      local M = hl.reshape(hl.complex(hl.array({1, -2, 0.5, 3, 1, 0, -1, 2}, "float64"), 0.5), {2, 4})
+      return hl.sum(hl.abs(hl.matmul(M, u)))
+    end},
+    {"real(dot(z, z w))", function(u) return hl.real(hl.dot(u, u * w)) end},
   }
   for _, c in ipairs(fs) do
     it("grad of sum " .. c[1] .. " matches central differences, eagerly and under jit", function()
@@ -257,6 +282,11 @@ describe("complex under vmap", function()
       local _, jb = hl.jit(hl.vmap(f))(z)
       assert_pairs_close(jb, hl.reshape(b, {12}):totable(), 1e-6, dt .. " jit of vmap")
     end
+  end)
+  it("maps matmul", function()
+    local z = crand({3, 2, 2}, "complex128")
+    local v = hl.vmap(function(u) return hl.matmul(u, hl.conj(u)) end)(z)
+    for i = 1, 3 do assert_pairs_close(v[{i}], hl.reshape(hl.matmul(z[{i}], hl.conj(z[{i}])), {4}):totable(), 1e-12, "vmap matmul") end
   end)
   it("maps a gradient", function()
     local z = crand({3, 2}, "complex128")
@@ -343,7 +373,8 @@ describe("complex: what is not supported yet is an error", function()
     assert.matches("docs/complex.md", e)
   end
   it("names the op and the dtype", function()
-    unsupported("matmul", function() return hl.matmul(m, m) end)
+    unsupported("maximum", function() return hl.maximum(z, z) end)
+    unsupported("linalg.cholesky", function() return hl.linalg.cholesky(m) end)
     unsupported("sin", function() return hl.sin(z) end)
     unsupported("tanh", function() return hl.tanh(z) end)
     unsupported("pow", function() return z ^ 2 end)
