@@ -6,7 +6,8 @@
 int hl_complex_composed(int prim) {
   switch (prim) {
   case HL_P_MUL: case HL_P_DIV: case HL_P_RECIPROCAL: case HL_P_SQUARE: case HL_P_EXP: case HL_P_LOG:
-  case HL_P_SQRT: case HL_P_ABS: case HL_P_EQ: case HL_P_NE:
+  case HL_P_SQRT: case HL_P_ABS: case HL_P_EQ: case HL_P_NE: case HL_P_SIN: case HL_P_COS: case HL_P_TAN:
+  case HL_P_SINH: case HL_P_COSH: case HL_P_TANH: case HL_P_ISNAN: case HL_P_ISINF: case HL_P_ISFINITE:
     return 1;
   default: return 0;
   }
@@ -164,6 +165,46 @@ int hl_complex_apply(int prim, int nin, const hl_array *const *in, hl_array *out
               sel(&A, right, h, sel(&A, opn(&A, HL_P_LT, ai, 0), op(&A, HL_P_NEG, t, NULL), t)), out);
     break;
   }
+  case HL_P_SIN:   /* sin a cosh b + i cos a sinh b */
+    rc = make(&A, op(&A, HL_P_MUL, op(&A, HL_P_SIN, ar, NULL), op(&A, HL_P_COSH, ai, NULL)),
+              op(&A, HL_P_MUL, op(&A, HL_P_COS, ar, NULL), op(&A, HL_P_SINH, ai, NULL)), out);
+    break;
+  case HL_P_COS:   /* cos a cosh b - i sin a sinh b */
+    rc = make(&A, op(&A, HL_P_MUL, op(&A, HL_P_COS, ar, NULL), op(&A, HL_P_COSH, ai, NULL)),
+              op(&A, HL_P_NEG, op(&A, HL_P_MUL, op(&A, HL_P_SIN, ar, NULL), op(&A, HL_P_SINH, ai, NULL)), NULL), out);
+    break;
+  case HL_P_SINH:   /* sinh a cos b + i cosh a sin b */
+    rc = make(&A, op(&A, HL_P_MUL, op(&A, HL_P_SINH, ar, NULL), op(&A, HL_P_COS, ai, NULL)),
+              op(&A, HL_P_MUL, op(&A, HL_P_COSH, ar, NULL), op(&A, HL_P_SIN, ai, NULL)), out);
+    break;
+  case HL_P_COSH:   /* cosh a cos b + i sinh a sin b */
+    rc = make(&A, op(&A, HL_P_MUL, op(&A, HL_P_COSH, ar, NULL), op(&A, HL_P_COS, ai, NULL)),
+              op(&A, HL_P_MUL, op(&A, HL_P_SINH, ar, NULL), op(&A, HL_P_SIN, ai, NULL)), out);
+    break;
+  case HL_P_TANH:
+  case HL_P_TAN: {
+    /* tanh(a + ib) = (sinh 2a + i sin 2b) / (cosh 2a + cos 2b); past |a| = 20 that is sign(a) + 0i
+     * to working precision, where cosh 2a would overflow to inf / inf. tan z = -i tanh(iz). */
+    int t = prim == HL_P_TAN;
+    const hl_array *x = t ? op(&A, HL_P_NEG, ai, NULL) : ar, *y = t ? ar : ai;   /* iz = -b + ia */
+    const hl_array *x2 = opn(&A, HL_P_MUL, x, 2), *y2 = opn(&A, HL_P_MUL, y, 2);
+    const hl_array *d = op(&A, HL_P_ADD, op(&A, HL_P_COSH, x2, NULL), op(&A, HL_P_COS, y2, NULL));
+    const hl_array *far = opn(&A, HL_P_GT, op(&A, HL_P_ABS, x, NULL), 20);
+    const hl_array *re = sel(&A, far, op(&A, HL_P_SIGN, x, NULL), op(&A, HL_P_DIV, op(&A, HL_P_SINH, x2, NULL), d));
+    const hl_array *im = sel(&A, far, opn(&A, HL_P_MUL, y, 0), op(&A, HL_P_DIV, op(&A, HL_P_SIN, y2, NULL), d));
+    /* -i (re + i im) = im - i re */
+    rc = t ? make(&A, im, op(&A, HL_P_NEG, re, NULL), out) : make(&A, re, im, out);
+    break;
+  }
+  case HL_P_ISNAN:
+    rc = done(op(&A, HL_P_LOGICAL_OR, op(&A, HL_P_ISNAN, ar, NULL), op(&A, HL_P_ISNAN, ai, NULL)), out);
+    break;
+  case HL_P_ISINF:
+    rc = done(op(&A, HL_P_LOGICAL_OR, op(&A, HL_P_ISINF, ar, NULL), op(&A, HL_P_ISINF, ai, NULL)), out);
+    break;
+  case HL_P_ISFINITE:
+    rc = done(op(&A, HL_P_LOGICAL_AND, op(&A, HL_P_ISFINITE, ar, NULL), op(&A, HL_P_ISFINITE, ai, NULL)), out);
+    break;
   case HL_P_EQ:
     rc = done(op(&A, HL_P_LOGICAL_AND, op(&A, HL_P_EQ, ar, br), op(&A, HL_P_EQ, ai, bi)), out);
     break;

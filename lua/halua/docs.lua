@@ -855,8 +855,9 @@ E("complex", "hl.complex(re [, im]) -> array",
   "The complex array re + i im (im defaults to 0), the parts broadcast together. float64 parts give " ..
   "complex128; any other real parts (float32, ints, bool, Lua numbers) give complex64. complex64 and " ..
   "complex128 arrays work with + - * / and unary -, eq, ne, where, abs, exp, log, sqrt (NumPy's " ..
-  "principal branches), square, reciprocal, sum, mean, var, std, matmul, shape ops, hl.save/hl.load (.npy '<c8', " ..
-  "'<c16'), jit, grad (JAX's convention: for real-valued f, grad gives df/dx - i df/dy) and vmap; " ..
+  "principal branches), sin, cos, tan, sinh, cosh, tanh, isnan, isinf, isfinite, square, " ..
+  "reciprocal, sum, mean, var, std, matmul, shape ops, hl.save/hl.load (.npy '<c8', '<c16'), jit, " ..
+  "grad (JAX's convention: for real-valued f, grad gives df/dx - i df/dy) and vmap; " ..
   "other ops raise an error saying complex is not supported yet (docs/complex.md). Lua has no " ..
   "complex numbers: x:item() and x:totable() give an element as the pair {re, im}, and print(z) " ..
   "shows hl.complex(re, im). Real arrays with complex ones promote to complex (float64 with " ..

@@ -149,7 +149,9 @@ def main():
                 env[name] = np.array(inp["values"], dtype=np.float32).reshape(inp["shape"])
             elif inp["dtype"] in ("complex64", "complex128"):   # elements arrive as [re, im]
                 v = np.array(inp["values"], dtype=np.float64).reshape(-1, 2)
-                env[name] = (v[:, 0] + 1j * v[:, 1]).astype(inp["dtype"]).reshape(inp["shape"])
+                c = np.empty(len(v), dtype=inp["dtype"])   # (not re + 1j * im: 1j * inf has a NaN real part)
+                c.real, c.imag = v[:, 0], v[:, 1]
+                env[name] = c.reshape(inp["shape"])
             else:
                 env[name] = np.array(inp["values"], dtype=inp["dtype"]).reshape(inp["shape"])
         try:
