@@ -259,6 +259,19 @@ res.transpose4096_GBs = 2 * 4 * 4096 ^ 2 / best_of(function() return transpose(b
 mlp_rows(res, "cpu", best_of)
 res.mlp_sgd_compiled_ms = res.mlp_sgd_ms   -- halua's step is always compiled; the row is for torch.compile's
 
+-- hl.nn.dot_product_attention: batch 8, sequence 256, 8 heads of dim 64, float32, no mask; the
+-- forward pass and the gradient by q, k and v, each one jitted function
+do
+  local ks = hl.random.split(hl.random.key(3), 3)
+  local q, k, v = {}, {}, {}
+  for i, t in ipairs {q, k, v} do t[1] = hl.random.uniform(ks[i], {8, 256, 8, 64}) - 0.5 end
+  q, k, v = q[1], k[1], v[1]
+  local fwd = hl.jit(function(a, b, c) return hl.nn.dot_product_attention(a, b, c) end)
+  res.attention_ms = best_of(function() return fwd(q, k, v) end, 5, 3) * 1e3
+  local grad = hl.jit(hl.grad(function(a, b, c) return hl.sum(hl.nn.dot_product_attention(a, b, c)) end, {1, 2, 3}))
+  res.attention_grad_ms = best_of(function() return grad(q, k, v) end, 5, 3) * 1e3
+end
+
 -- hl.linalg.solve: one 256x256 system, and a batch of 64 small ones (LAPACK per matrix)
 local function wellcond(shape)
   local n, t = 1, {}
@@ -270,6 +283,17 @@ local sa, sb = wellcond({256, 256}), hl.ones({256}, "float64")
 res.solve256_ms = best_of(function() return hl.linalg.solve(sa, sb) end, 5, 10) * 1e3
 local ba, bb = wellcond({64, 32, 32}), hl.ones({64, 32}, "float64")
 res.solve_batched_ms = best_of(function() return hl.linalg.solve(ba, bb) end, 5, 10) * 1e3
+
+-- x:at(idx):add(u): 10^6 float32 updates into 2^16 bins, one scatter in a jitted pipeline (the
+-- updates walk their indices in order), against NumPy's np.add.at
+local sc_idx = hl.reshape(hl.array((function()
+  local t = {}
+  for i = 1, 1000000 do t[i] = (i * 7919) % 65536 + 1 end
+  return t
+end)(), "int32"), {1000000})
+local sc_u, sc_x = hl.full({1000000}, 0.5), hl.zeros({65536})
+local scatter_add = hl.jit(function(x, i, u) return x:at(i):add(u) end)
+res.scatter_add_ms = best_of(function() return scatter_add(sc_x, sc_idx, sc_u) end, 3, 3) * 1e3
 
 -- samples/heat.lua: a jitted fori_loop compiles its body once, so its compile time is flat in the
 -- number of steps; the run against the same loop written in NumPy
@@ -336,8 +360,11 @@ print_table({
   {"mlp_sgd_compiled_ms", "the train step compiled: halua's jit, torch.compile (ms)", "lower"},
   {"mlp_auto_sgd_ms", "that train step, schedule = \"auto\" (Mullapudi2016), jit (ms)", "lower"},
   {"mlp_auto_compile_ms", "compile time of the autoscheduled step (ms)", "lower"},
+  {"attention_ms", "dot_product_attention, batch 8, seq 256, 8 heads, dim 64, float32, jit (ms)", "lower"},
+  {"attention_grad_ms", "its gradient by q, k and v, jit(grad) (ms)", "lower"},
   {"solve256_ms", "linalg.solve 256x256 float64, one right-hand side (ms)", "lower"},
   {"solve_batched_ms", "linalg.solve 64 x (32x32) float64, batched (ms)", "lower"},
+  {"scatter_add_ms", "x:at(idx):add(u), 10^6 float32 updates into 2^16 bins, jit (ms)", "lower"},
   {"heat_compile_100_ms", "heat sample: compile, fori_loop of 100 steps (ms)", "lower"},
   {"heat_compile_10000_ms", "heat sample: compile, fori_loop of 10,000 steps (ms)", "lower"},
   {"heat_compile_warm_ms", "heat sample: compile, 10,000 steps, warm: persistent cache (ms)", "lower"},

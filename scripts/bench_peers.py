@@ -35,6 +35,8 @@ def attempt(name, f):
 # samples/heat.lua's step, on a 128x128 plate: u + 0.2 * interior * laplacian(u), the border fixed
 HN, HC = 128, 128 // 2 - 1   # the plate's size; its centre, 0-based (halua's 64, 1-based)
 # the MLP of scripts/bench.lua: 784 -> 1024 -> 1024 -> 10, batch 256, float32
+# the attention rows: batch 8, sequence 256, 8 heads of dim 64, float32, no mask
+ATT_B, ATT_T, ATT_N, ATT_H = 8, 256, 8, 64
 MLP_SHAPES = [("w1", (784, 1024), 0.1), ("b1", (1024,), 0), ("w2", (1024, 1024), 0.06),
               ("b2", (1024,), 0), ("w3", (1024, 10), 0.1), ("b3", (10,), 0)]
 
@@ -103,8 +105,18 @@ def section_numpy():
         put("solve256_ms", "numpy", best_of(lambda: np.linalg.solve(sa, sb), 5, 10) * 1e3)
         ba = rng.random((64, 32, 32)) - 0.5 + 32 * np.eye(32); bb = np.ones((64, 32, 1))
         put("solve_batched_ms", "numpy", best_of(lambda: np.linalg.solve(ba, bb), 5, 10) * 1e3)
+    def scatter_add():
+        # scripts/bench's scatter_add_ms: 10^6 float32 updates into 2^16 bins (its indices, 0-based)
+        idx = (np.arange(1, 1000001, dtype=np.int64) * 7919) % 65536
+        u = np.full(1000000, 0.5, np.float32); x = np.zeros(65536, np.float32)
+        def run():
+            y = x.copy()
+            np.add.at(y, idx, u)
+            return y
+        put("scatter_add_ms", "numpy", best_of(run, 3, 3) * 1e3)
     for name, f in [("small", small), ("streams", streams), ("matmuls", matmuls),
-                    ("reductions", reductions), ("heat", heat), ("solve", solve)]:
+                    ("reductions", reductions), ("heat", heat), ("solve", solve),
+                    ("scatter_add", scatter_add)]:
         attempt("numpy " + name, f)
 
 def section_torch():
@@ -187,8 +199,17 @@ def section_torch():
         ba = torch.rand(64, 32, 32, dtype=torch.float64) - 0.5 + 32 * torch.eye(32, dtype=torch.float64)
         bb = torch.ones(64, 32, 1, dtype=torch.float64)
         put("solve_batched_ms", "torch", best_of(lambda: torch.linalg.solve(ba, bb), 5, 10) * 1e3)
+    def attention():
+        # scaled_dot_product_attention takes [B, heads, T, dim]; the same data as halua's [B, T, heads, dim]
+        q, k, v = (torch.rand(ATT_B, ATT_N, ATT_T, ATT_H) - 0.5 for _ in range(3))
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        with torch.no_grad():
+            put("attention_ms", "torch", best_of(lambda: sdpa(q, k, v), 5, 3) * 1e3)
+        qg, kg, vg = (t.clone().requires_grad_() for t in (q, k, v))
+        put("attention_grad_ms", "torch", best_of(lambda: torch.autograd.grad(sdpa(qg, kg, vg).sum(), (qg, kg, vg)), 5, 3) * 1e3)
     for name, f in [("small", small), ("streams", streams), ("matmuls", matmuls), ("reductions", reductions),
-                    ("mlp", mlp), ("heat grad", heat_grad), ("heat jvp", heat_jvp), ("solve", solve)]:
+                    ("mlp", mlp), ("heat grad", heat_grad), ("heat jvp", heat_jvp), ("solve", solve),
+                    ("attention", attention)]:
         attempt("torch " + name, f)
 
 # JAX: float32 on the CPU; every timed call ends in block_until_ready() (JAX dispatches
@@ -284,8 +305,15 @@ def section_jax():
         for name, (make, args) in jax_heat(jax, jnp).items():
             run = make(1000)
             put(name + "_run_ms", "jax", best_of(lambda: ready(run(*args)), 3, 1) * 1e3)
+    def attention():
+        key = jax.random.split(jax.random.PRNGKey(0), 3)
+        q, k, v = (jax.random.uniform(kk, (ATT_B, ATT_T, ATT_N, ATT_H), jnp.float32) - 0.5 for kk in key)
+        fwd = jax.jit(jax.nn.dot_product_attention)
+        put("attention_ms", "jax", best_of(lambda: fwd(q, k, v).block_until_ready(), 5, 3) * 1e3)
+        grad = jax.jit(jax.grad(lambda a, b, c: jax.nn.dot_product_attention(a, b, c).sum(), argnums=(0, 1, 2)))
+        put("attention_grad_ms", "jax", best_of(lambda: ready(grad(q, k, v)), 5, 3) * 1e3)
     for name, f in [("small", small), ("streams", streams), ("matmuls", matmuls),
-                    ("reductions", reductions), ("mlp", mlp), ("heat", heat)]:
+                    ("reductions", reductions), ("mlp", mlp), ("heat", heat), ("attention", attention)]:
         attempt("jax " + name, f)
 
 def section_jax_x64():

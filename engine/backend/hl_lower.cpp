@@ -159,7 +159,7 @@ struct Lowerer {
     hl_dtype t = node(i).type.dtype;
     if (!hl_dtype_is_half(t)) return e;
     if (e.type() == UInt(16)) return hl_half_decode(e, t);
-    return node(i).prim == HL_P_SCATTER_ADD ? hl_half_round(e, t) : e;
+    return hl_is_scatter(node(i).prim) ? hl_half_round(e, t) : e;
   }
   /* a result of dtype t, rounded when t is a 2-byte float */
   static Expr fit(Expr e, hl_dtype t) { return hl_dtype_is_half(t) ? hl_half_round(e, t) : e; }
@@ -777,25 +777,31 @@ struct Lowerer {
       L.funcs[i](v) = select(valid, call(src, xargs), make_zero(ty));
       return;
     }
-    /* scatter_add: pure dims of the result except the axis; the RDom spans the index array */
+    /* scatter_add and scatter: pure dims of the result except the axis; the RDom spans the index
+     * array. scatter_add starts from zeros and adds; scatter starts from its operand and
+     * combines by its mode. A dropped index (outside 0..n-1) writes back what its (clamped)
+     * target holds. */
+    bool based = n.prim == HL_P_SCATTER;
+    int mode = based ? (int)n.attrs.i[2] : HL_SCATTER_ADD;
+    if (based) {
+      src = input(n, 1);
+      ids = input(n, 2);
+    }
+    const hl_node &ux = node(src), &jx = node(ids);
+    rx = ux.type.ndim;
+    ri = jx.type.ndim;
+    it = jx.type.dtype == HL_INT64 ? Int(64) : Int(32);
     int64_t extent_n = n.attrs.i[1];
+    Func &f = L.funcs[i];
+    f(v) = based ? call(input(n, 0), args_of(r)) : make_zero(ty);
+    std::vector<Expr> iargs(ri), xargs(rx), oargs = args_of(r);
     Region ranges;   /* index axes, innermost first */
     for (int d = ri - 1; d >= 0; d--) ranges.push_back(Range(0, extent(ids, d)));
-    Func &f = L.funcs[i];
-    f(v) = make_zero(ty);
-    if (ri == 0) {
-      /* one index: a plain update at that position */
-      Expr raw = cast(it, call(ids, {}));
-      Expr valid = raw >= make_zero(it) && raw < cast(it, Expr(extent_n));
-      std::vector<Expr> oargs = args_of(r), xargs(rx);
-      oargs[r - 1 - ax] = cast(Int(32), clamp(raw, make_zero(it), cast(it, Expr(std::max<int64_t>(extent_n - 1, 0)))));
-      for (int d = 0; d < rx; d++) xargs[rx - 1 - d] = out_var(d < ax ? d : d + 1);
-      f(oargs) += select(valid, call(src, xargs), make_zero(ty));
-      return;
+    RDom rd;
+    if (ri > 0) {
+      rd = RDom(ranges, "s" + std::to_string(i));
+      L.rdoms[i] = rd;
     }
-    RDom rd(ranges, "s" + std::to_string(i));
-    L.rdoms[i] = rd;
-    std::vector<Expr> iargs(ri), xargs(rx), oargs = args_of(r);
     for (int d = 0; d < ri; d++) iargs[ri - 1 - d] = rd[ri - 1 - d];
     Expr raw = cast(it, call(ids, iargs));
     Expr valid = raw >= make_zero(it) && raw < cast(it, Expr(extent_n));
@@ -803,7 +809,20 @@ struct Lowerer {
     for (int d = 0; d < ax; d++) xargs[rx - 1 - d] = out_var(d);
     for (int d = 0; d < ri; d++) xargs[rx - 1 - (ax + d)] = rd[ri - 1 - d];
     for (int d = ax + ri; d < rx; d++) xargs[rx - 1 - d] = out_var(d - ri + 1);
-    f(oargs) += select(valid, call(src, xargs), make_zero(ty));
+    Expr u = call(src, xargs);
+    if (mode == HL_SCATTER_ADD) {
+      f(oargs) += select(valid, u, make_zero(ty));
+      return;
+    }
+    Expr old = f(oargs), now;
+    hl_dtype t = n.type.dtype;
+    switch (mode) {
+    case HL_SCATTER_SET: now = u; break;
+    case HL_SCATTER_MUL: now = binary(HL_P_MUL, old, u, t); break;
+    case HL_SCATTER_MIN: now = binary(HL_P_MINIMUM, old, u, t); break;
+    default: now = binary(HL_P_MAXIMUM, old, u, t); break;
+    }
+    f(oargs) = select(valid, fit(now, t), old);
   }
 
   void source(int i) {

@@ -171,7 +171,7 @@ void schedule_matmul(hl_lowered &L, int i, int vec, Func sized, Func out) {
   }
 }
 
-/* scatter_add: zeros in parallel and vectorised like any buffer; the update walks the indices in
+/* scatter_add and scatter: zeros (or the operand) in parallel and vectorised like any buffer; the update walks the indices in
  * order (their targets may repeat), vectorised along the innermost result axis when that axis is
  * not the scattered one */
 void schedule_scatter(hl_lowered &L, int i, int vec, Func sized) {
@@ -353,7 +353,7 @@ static std::vector<char> materialised(const hl_lowered &L) {
     hl_prim_kind kind = hl_prims[n.prim].kind;
     bool extern_stage = hl_prims[n.prim].stage == HL_S_EXTERN;   /* loops, LAPACK, sorting */
     bool tiled = g->device == 0 || L.funcs[i].is_extern();
-    if (kind == HL_K_REDUCE || kind == HL_K_MATMUL || extern_stage || n.prim == HL_P_SCATTER_ADD) root[i] = 1;
+    if (kind == HL_K_REDUCE || kind == HL_K_MATMUL || extern_stage || hl_is_scatter(n.prim)) root[i] = 1;
     if (kind == HL_K_ELEMWISE && L.consumers[i] > 1 && expensive(n.prim)) root[i] = 1;
     /* extern stages read buffers; so do the CPU kernel's tiles and cuBLAS (an empty node reads
      * nothing: it is a constant) */
@@ -416,7 +416,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     }
     switch (hl_prims[n.prim].kind) {
     case HL_K_INDEXED:
-      if (n.prim == HL_P_SCATTER_ADD) schedule_scatter(L, i, vec, L.outputs[0]);
+      if (hl_is_scatter(n.prim)) schedule_scatter(L, i, vec, L.outputs[0]);
       else schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i));
       break;
     case HL_K_MATMUL:
@@ -439,9 +439,13 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
         int rvec = L.helpers[i].defined() ? t.natural_vector_size(red.output_types()[0]) : vec;
         int64_t reads = hl_shape_size(src.type.ndim, src.type.shape);
         bool big = !g->dynamic && reads >= kParallelMinElems;
-        schedule_root(red, n, g->dynamic, inner_reduced ? 1 : rvec, !inner_reduced, L.outputs[0], reads);
+        /* rfactor first: Halide 14's rfactor of an update whose pure loops were already fused
+         * (the parallel loop of a rank >= 3 result) kept the original loops around the fused
+         * one, so every result was summed once per outer iteration (a jitted sum over the last
+         * axis of [8,8,256,256] gave 64 x the sum); loops scheduled after it are its own */
         if (inner_reduced && !g->dynamic && hl_dtype_is_float(src.type.dtype))
           schedule_inner_reduction(L, i, red, n.type.ndim, rvec, big);
+        schedule_root(red, n, g->dynamic, inner_reduced ? 1 : rvec, !inner_reduced, L.outputs[0], reads);
         /* the conversion back is inlined into its consumers, except into an extern stage
          * (sort, LAPACK, a loop), which reads a buffer: there it gets one */
         if (red.name() != L.funcs[i].name() && extern_input[i])
@@ -615,7 +619,7 @@ void hl_schedule_cuda(hl_lowered &L, const Target &t) {
     switch (hl_prims[n.prim].kind) {
     case HL_K_INDEXED:
       L.funcs[i].compute_root();
-      if (n.prim == HL_P_SCATTER_ADD) {
+      if (hl_is_scatter(n.prim)) {
         gpu_pointwise(L.funcs[i], n.type.ndim);
         gpu_scatter(L, i);
       } else {

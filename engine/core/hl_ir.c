@@ -220,9 +220,40 @@ static int infer_concat(int nin, const hl_type *in, const hl_attrs *a, hl_type *
   return 0;
 }
 
+const char *hl_scatter_mode_name(int mode) {
+  static const char *names[] = {"add", "set", "mul", "min", "max"};
+  return mode >= 0 && mode <= HL_SCATTER_MAX ? names[mode] : "?";
+}
+
+/* scatter: the result is the operand's type; the updates are the operand with the axis replaced
+ * by the index array's axes, of the operand's dtype */
+static int infer_scatter(const hl_type *in, const hl_attrs *a, hl_type *out) {
+  const hl_type *x = &in[0], *u = &in[1], *idx = &in[2];
+  int ax = (int)a->i[0], mode = (int)a->i[2];
+  if (idx->dtype != HL_INT32 && idx->dtype != HL_INT64 && idx->dtype != HL_UINT8 && idx->dtype != HL_INT8)
+    return hl_error("scatter: indices must be integers, got %s", hl_dtype_name(idx->dtype));
+  if (mode < 0 || mode > HL_SCATTER_MAX) return hl_error("scatter: unknown combine mode %d", mode);
+  if (u->dtype != x->dtype)
+    return hl_error("scatter: updates of dtype %s for an operand of dtype %s", hl_dtype_name(u->dtype), hl_dtype_name(x->dtype));
+  if (x->dtype == HL_BOOL && (mode == HL_SCATTER_ADD || mode == HL_SCATTER_MUL))
+    return hl_error("scatter: cannot %s bool values", hl_scatter_mode_name(mode));
+  if (ax < 0 || ax >= x->ndim || a->i[1] != x->shape[ax] || u->ndim != x->ndim - 1 + idx->ndim)
+    return hl_error("scatter: axis %d and indices %s do not fit operand %s and updates %s", ax + 1, SHAPE(*idx),
+                    SHAPE(*x), SHAPE(*u));
+  for (int d = 0; d < u->ndim; d++) {
+    int64_t want = d < ax ? x->shape[d] : d < ax + idx->ndim ? idx->shape[d - ax] : x->shape[d - idx->ndim + 1];
+    if (u->shape[d] != want)
+      return hl_error("scatter: updates %s do not match operand %s with indices %s at axis %d", SHAPE(*u), SHAPE(*x),
+                      SHAPE(*idx), ax + 1);
+  }
+  *out = *x;
+  return 0;
+}
+
 /* gather: x[..., idx[j...], ...] along axis i[0]; scatter_add: the transpose, sums of the
  * values at the axes the indices span into an axis of extent i[1] */
 static int infer_indexed(int prim, const hl_type *in, const hl_attrs *a, hl_type *out) {
+  if (prim == HL_P_SCATTER) return infer_scatter(in, a, out);
   const hl_type *x = &in[0], *idx = &in[1];
   const char *op = hl_prims[prim].name;
   int ax = (int)a->i[0];
@@ -458,9 +489,9 @@ static void key_put(hl_key *k, const void *p, size_t n) {
 int hl_attr_count(int prim, int ndim) {
   switch (hl_prims[prim].attrs) {
   case HL_A_AXIS: case HL_A_AXES: return 1;
-  case HL_A_PARAM: case HL_A_LOOP: case HL_A_SCATTER: return 2;
+  case HL_A_PARAM: case HL_A_LOOP: return 2;
   case HL_A_PERM: return ndim;
-  case HL_A_DIST: return 3;
+  case HL_A_DIST: case HL_A_SCATTER: return 3;
   case HL_A_SLICE: return 2 * HL_MAX_DIMS;
   case HL_A_NONE: case HL_A_VALUE: return 0;
   }
@@ -597,7 +628,10 @@ static void attr_text(strbuf *b, const hl_node *n) {
   switch (hl_prims[n->prim].attrs) {
   case HL_A_VALUE: sb_printf(b, " %.17g", a->f); break;
   case HL_A_AXIS: sb_printf(b, " axis=%d", (int)a->i[0] + 1); break;
-  case HL_A_SCATTER: sb_printf(b, " axis=%d n=%lld", (int)a->i[0] + 1, (long long)a->i[1]); break;
+  case HL_A_SCATTER:
+    sb_printf(b, " axis=%d n=%lld", (int)a->i[0] + 1, (long long)a->i[1]);
+    if (n->prim == HL_P_SCATTER) sb_printf(b, " mode=%s", hl_scatter_mode_name((int)a->i[2]));
+    break;
   case HL_A_DIST: sb_printf(b, " a=%lld b=%lld size=%lld", (long long)a->i[0] + 1, (long long)a->i[1] + 1, (long long)a->i[2]); break;
   case HL_A_AXES:
     sb_printf(b, " axes={");

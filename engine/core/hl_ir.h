@@ -26,6 +26,9 @@ typedef enum { HL_OUT_SAME, HL_OUT_TOBOOL, HL_OUT_ATTR, HL_OUT_INDEX, HL_OUT_SUM
 typedef enum { HL_A_NONE, HL_A_PARAM, HL_A_VALUE, HL_A_AXIS, HL_A_AXES, HL_A_PERM, HL_A_SLICE, HL_A_LOOP,
                HL_A_SCATTER, HL_A_DIST } hl_attr_layout;
 typedef enum { HL_S_FUNC, HL_S_EXTERN } hl_stage_kind;
+/* how scatter combines an update with what its target holds (attrs i[2]) */
+typedef enum { HL_SCATTER_ADD, HL_SCATTER_SET, HL_SCATTER_MUL, HL_SCATTER_MIN, HL_SCATTER_MAX } hl_scatter_mode;
+#define hl_is_scatter(prim) (hl_prims[prim].attrs == HL_A_SCATTER)
 
 typedef struct {
   const char *name;
@@ -41,6 +44,7 @@ extern const hl_prim_info hl_prims[HL_NPRIMS];
 int hl_prim_from_name(const char *name);   /* -1 when unknown */
 /* how many of attrs.i a node of this primitive and rank uses (its layout) */
 int hl_attr_count(int prim, int ndim);
+const char *hl_scatter_mode_name(int mode);   /* "add", "set", ... for hl_scatter_mode */
 
 /* Attributes: i and f by the primitive's layout (hl_prims.def's attributes column: the cache
  * key holds exactly those, hl_attr_count); the output's dtype and shape are the node's type (CAST's

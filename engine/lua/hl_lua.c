@@ -466,6 +466,27 @@ static int l_indexed(lua_State *L, int prim) {
 static int l_gather(lua_State *L) { return l_indexed(L, HL_P_GATHER); }
 static int l_scatter_add(lua_State *L) { return l_indexed(L, HL_P_SCATTER_ADD); }
 
+/* scatter(operand, updates, idx, axis0, mode): mode a name of hl_scatter_mode ("add", "set",
+ * "mul", "min", "max"); indices 0-based, the updates already of the operand's dtype */
+static int l_scatter(lua_State *L) {
+  hl_array *x = check_array(L, 1, "scatter");
+  hl_array *u = check_array(L, 2, "scatter");
+  hl_array *idx = check_array(L, 3, "scatter");
+  hl_attrs at = {0};
+  at.i[0] = (int64_t)luaL_checknumber(L, 4);
+  const char *mode = luaL_checkstring(L, 5);
+  at.i[2] = -1;
+  for (int m = 0; m <= HL_SCATTER_MAX; m++)
+    if (!strcmp(mode, hl_scatter_mode_name(m))) at.i[2] = m;
+  if (at.i[2] < 0) raisef(L, "halua: scatter: unknown mode '%s' (add, set, mul, min or max)", mode);
+  at.i[1] = at.i[0] >= 0 && at.i[0] < x->ndim ? x->shape[at.i[0]] : 0;
+  const hl_array *in[3] = {x, u, idx};
+  hl_array r;
+  if (hl_apply(HL_P_SCATTER, 3, in, &at, &r)) return raise(L);
+  push_result(L, &r, 1, 3);
+  return 1;
+}
+
 /* concatenate({arrays}, axis0): operands are promoted to one dtype first */
 static int l_concatenate(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -837,8 +858,13 @@ static int l_graph_nodes(lua_State *L) {
       set_int_list(L, "axes", na, axes, 1);
       break;
     }
-    case HL_A_AXIS:
     case HL_A_SCATTER:
+      if (n->prim == HL_P_SCATTER) {
+        lua_pushstring(L, hl_scatter_mode_name((int)a->i[2]));
+        lua_setfield(L, -2, "mode");
+      }
+      /* fall through */
+    case HL_A_AXIS:
       lua_pushinteger(L, (lua_Integer)a->i[0] + 1);
       lua_setfield(L, -2, "axis");
       break;
@@ -1154,6 +1180,7 @@ static const luaL_Reg core_funcs[] = {
     {"slice", l_slice},
     {"gather", l_gather},
     {"scatter_add", l_scatter_add},
+    {"scatter", l_scatter},
     {"concatenate", l_concatenate},
     {"iota", l_iota},
     {"item", l_item},

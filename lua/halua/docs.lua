@@ -94,9 +94,18 @@ E("x:at", "x:at(index):set(v) / :add(v) / :mul(v) / :min(v) / :max(v) -> array",
   "inclusive ranges {a, b}, {} for a whole axis), where v replaces, is added to, multiplies, or " ..
   "takes the minimum or maximum with the selected values. v is a number or an array broadcasting " ..
   "to the selection. x itself never changes (assigning x[i] = v is an error); updates trace and " ..
-  "differentiate like other ops.",
+  "differentiate like other ops. Index arrays: an axis may take an integer array of 1-based " ..
+  "indices (negatives from the end), as JAX's x.at[idx]; the arrays (and numbers beside them) " ..
+  "broadcast to one shape B, and the selection is B in place of those axes when they are " ..
+  "adjacent, else B first, then the ranged axes (NumPy's rule). Repeated indices accumulate for " ..
+  "add, mul, min and max; for set the last write in index order wins. Indices outside the axis " ..
+  "(0, or past either end) are dropped, as JAX's default scatter mode does. v is cast to x's " ..
+  "dtype. One scatter primitive per update: it runs in the pipeline, differentiates as JAX does " ..
+  "(min/max through the winners, ties sharing) and batches under vmap.",
   [[local x = hl.zeros({2, 3})
-print(x:at({1, 2}):set(5), x:at({{}, 3}):add(1), x)]])
+print(x:at({1, 2}):set(5), x:at({{}, 3}):add(1), x)
+local i = hl.array({1, 3, 3, -1}, "int32")
+print(hl.zeros(3):at(i):add(1), x:at({{}, i}):max(hl.array({1, 2, 3, 4})))]])
 alias("x:set", "x:at")
 E("x:to", "x:to(device) -> array",
   "x copied to device (\"cpu\" or \"cuda\"); the method form of hl.device_put.",
@@ -334,10 +343,6 @@ print(hl["repeat"](x, 2), hl["repeat"](x, 2, 1))]])
 E("flip", "hl.flip(x [, axes]) -> array   (also x:flip(axes))",
   "x reversed along the given axis or axes (1-based), or along all axes when nil.",
   [[print(hl.flip(hl.arange(4)), hl.flip(hl.array({{1, 2}, {3, 4}}), 2))]])
-E("pad", "hl.pad(x, width [, value]) -> array   (also x:pad(width, value))",
-  "x with constant padding (value, default 0): width is a number (that many on every side of " ..
-  "every axis), {before, after} (for every axis) or one {before, after} pair per axis.",
-  [[print(hl.pad(hl.ones(2), 1), hl.pad(hl.ones({1, 2}), {{0, 1}, {1, 0}}, 9))]])
 E("take", "hl.take(x, idx [, axis]) -> array   (also x:take(idx, axis))",
   "The elements of x at the 1-based integer indices idx along axis (the flattened x when nil): " ..
   "x's shape with that axis replaced by idx's shape. Indices outside 1..n are an error on " ..
@@ -355,6 +360,39 @@ E("one_hot", "hl.one_hot(idx, n [, dtype]) -> array",
   "idx's shape plus a last axis of n: 1 where the 1-based integer index points, 0 elsewhere " ..
   "(indices outside 1..n give all zeros). dtype defaults to float32.",
   [[print(hl.one_hot(hl.array({1, 3}, "int32"), 3))]])
+E("segment_sum", "hl.segment_sum(data, segment_ids [, num_segments]) -> array   (also hl.ops.segment_sum)",
+  "Sums of data's rows (axis 1) by segment, as jax.ops.segment_sum: row k goes to segment " ..
+  "segment_ids[k] (1-based, an integer array with one id per row); the result has num_segments " ..
+  "rows. Ids outside 1..num_segments are dropped; an empty segment is 0. num_segments is " ..
+  "required under jit and inferred eagerly (the largest id) when omitted. One scatter: it runs in " ..
+  "the pipeline, differentiates and batches under vmap.",
+  [[print(hl.segment_sum(hl.array({1, 2, 3, 4}), hl.array({1, 3, 1, 3}, "int32"), 3))]])
+E("segment_max", "hl.segment_max(data, segment_ids [, num_segments]) -> array   (also hl.ops.segment_max)",
+  "The elementwise maximum of data's rows by segment, as jax.ops.segment_max (see segment_sum " ..
+  "for the ids): an empty segment holds -inf for floats and the dtype's lowest value for integers. " ..
+  "The gradient goes to the rows that won, ties sharing evenly.",
+  [[print(hl.segment_max(hl.array({1, 5, 3, 4}), hl.array({1, 1, 3, 3}, "int32"), 3))]])
+E("segment_min", "hl.segment_min(data, segment_ids [, num_segments]) -> array   (also hl.ops.segment_min)",
+  "The elementwise minimum of data's rows by segment, as jax.ops.segment_min (see segment_sum " ..
+  "for the ids): an empty segment holds inf for floats and the dtype's highest value for integers.",
+  [[print(hl.segment_min(hl.array({{1, 5}, {3, 4}}), hl.array({2, 2}, "int32"), 2))]])
+alias("ops.segment_sum", "segment_sum")
+alias("ops.segment_max", "segment_max")
+alias("ops.segment_min", "segment_min")
+E("dynamic_slice", "hl.dynamic_slice(x, starts, sizes) -> array",
+  "The block of x of static shape sizes (a table, one size per axis) at starts, as " ..
+  "jax.lax.dynamic_slice: starts is a table of numbers or 0-d integer arrays (traced ones " ..
+  "included), or a 1-d integer array, one per axis, 1-based, negatives from the end. Each start " ..
+  "is clamped so the block stays inside x (jax.lax's rule). Differentiable in x; batches under " ..
+  "vmap with mapped starts.",
+  [[local x = hl.arange(12):reshape({3, 4})
+print(hl.dynamic_slice(x, {2, hl.array(2, "int32")}, {2, 2}), hl.dynamic_slice(x, {3, 4}, {2, 2}))]])
+E("dynamic_update_slice", "hl.dynamic_update_slice(x, update, starts) -> array",
+  "x with the block update (x's rank, each extent at most x's) written at starts, as " ..
+  "jax.lax.dynamic_update_slice: starts as for dynamic_slice (1-based, traced or numbers), " ..
+  "clamped so the block stays inside x. update is cast to x's dtype. Differentiable in x and " ..
+  "update; batches under vmap with mapped starts.",
+  [[print(hl.dynamic_update_slice(hl.zeros({3, 3}), hl.ones({2, 2}), {hl.array(3, "int32"), 1}))]])
 E("sort", "hl.sort(x [, axis]) -> array   (also x:sort(axis))",
   "x sorted in ascending order along axis (1-based, default -1, the last, as NumPy's), stably, " ..
   "with NaN after everything else. Differentiable: the cotangent goes back through the inverse " ..
@@ -367,6 +405,154 @@ E("argsort", "hl.argsort(x [, axis]) -> int64 array   (also x:argsort(axis))",
 print(hl.argsort(x), hl.take_along_axis(x, hl.argsort(x), 1))]])
 
 ---------------------------------------------------------------- transformations
+
+G "NumPy functions"
+E("nansum", "hl.nansum(x [, axis or {axes}] [, keepdims]) -> array   (also x:nansum(...))",
+  "The sum with NaNs counted as zero (as NumPy's nansum); integer arrays sum as hl.sum.",
+  [[print(hl.nansum(hl.array({1, 0 / 0, 2})), hl.nansum(hl.array({{1, 0 / 0}, {3, 4}}), 2))]])
+E("nanmean", "hl.nanmean(x [, axis or {axes}] [, keepdims]) -> array   (also x:nanmean(...))",
+  "The mean of the non-NaN elements. A slice of only NaNs gives NaN (NumPy also warns; halua does " ..
+  "not). Integers give float32, as hl.mean.",
+  [[print(hl.nanmean(hl.array({1, 0 / 0, 2})), hl.nanmean(hl.array({{0 / 0, 0 / 0}, {3, 4}}), 2))]])
+E("nanmax", "hl.nanmax(x [, axis or {axes}] [, keepdims]) -> array   (also x:nanmax(...))",
+  "The maximum ignoring NaNs; an all-NaN slice gives NaN (NumPy warns too; halua does not warn).",
+  [[print(hl.nanmax(hl.array({{1, 0 / 0}, {0 / 0, 0 / 0}}), 2))]])
+E("nanmin", "hl.nanmin(x [, axis or {axes}] [, keepdims]) -> array   (also x:nanmin(...))",
+  "The minimum ignoring NaNs; an all-NaN slice gives NaN (NumPy warns too; halua does not warn).",
+  [[print(hl.nanmin(hl.array({3, 0 / 0, 2})))]])
+E("nanvar", "hl.nanvar(x [, axis or {axes}] [, keepdims] [, ddof]) -> array   (also x:nanvar(...))",
+  "The variance of the non-NaN elements: the sum of squared deviations from their mean divided by " ..
+  "count - ddof (ddof default 0); NaN where count - ddof is not positive, as NumPy (without its warning).",
+  [[local x = hl.array({{1, 2, 0 / 0, 4}})
+print(hl.nanvar(x), hl.nanvar(x, 2, false, 1), hl.nanvar(x, 2, true))]])
+E("nanstd", "hl.nanstd(x [, axis or {axes}] [, keepdims] [, ddof]) -> array   (also x:nanstd(...))",
+  "The square root of hl.nanvar with the same arguments.",
+  [[print(hl.nanstd(hl.array({1, 2, 0 / 0, 4}), 1, false, 1))]])
+E("median", "hl.median(x [, axis or {axes}] [, keepdims]) -> array   (also x:median(...))",
+  "The middle value along the axes (all when nil), or the mean of the two middle values for an " ..
+  "even count; a slice holding a NaN gives NaN, as NumPy. Differentiable (the gradient reaches " ..
+  "the middle elements).",
+  [[local x = hl.array({{3, 1, 2}, {4, 6, 5}})
+print(hl.median(x), hl.median(x, 2), hl.median(x, 1, true))]])
+E("quantile", "hl.quantile(x, q [, axis or {axes}] [, keepdims] [, method]) -> array   (also x:quantile(...))",
+  "The q-th quantiles (q in [0, 1], a number or an array) of x over the axes (all when nil); q's " ..
+  "axes come first in the result, as NumPy. method is \"linear\" (default), \"lower\", \"higher\", " ..
+  "\"nearest\" (ties to even) or \"midpoint\"; the options may also be a table {axis =, keepdims =, " ..
+  "method =}. A slice holding a NaN gives NaN. Integers give float32.",
+  [[local x = hl.array({1, 2, 3, 4, 10})
+print(hl.quantile(x, 0.5), hl.quantile(x, hl.array({0.1, 0.9})), hl.quantile(x, 0.3, {method = "lower"}))]])
+E("percentile", "hl.percentile(x, q [, axis or {axes}] [, keepdims] [, method]) -> array   (also x:percentile(...))",
+  "hl.quantile with q in percent (0 to 100).",
+  [[print(hl.percentile(hl.array({1, 2, 3, 4}), {25, 50, 75}))]])
+E("diff", "hl.diff(x [, n] [, axis] [, {prepend =, append =}]) -> array   (also x:diff(...))",
+  "The n-th (default 1st) forward difference x[i+1] - x[i] along axis (1-based, default the last). " ..
+  "prepend and append (numbers or arrays) are joined to x along the axis first. Bool arrays give " ..
+  "x[i+1] ~= x[i], as NumPy.",
+  [[local x = hl.array({1, 2, 4, 7})
+print(hl.diff(x), hl.diff(x, 2), hl.diff(x, {prepend = 0}))]])
+E("trapezoid", "hl.trapezoid(y [, x] [, dx] [, axis]) -> array",
+  "The integral of y along axis (default the last) by the trapezoidal rule, with sample " ..
+  "coordinates x (1-D along the axis, or y's shape) or a spacing dx (default 1); also " ..
+  "trapezoid(y, {x =, dx =, axis =}). NumPy's trapezoid (trapz before NumPy 2).",
+  [[local y = hl.array({1, 2, 3})
+print(hl.trapezoid(y), hl.trapezoid(y, 0.5), hl.trapezoid(y, hl.array({0, 1, 3})))]])
+E("select", "hl.select(condlist, choicelist [, default]) -> array",
+  "Per element, the value of the choice whose condition (a bool array) is the first true one, " ..
+  "else default (0); conditions and choices broadcast together, as NumPy's select.",
+  [[local x = hl.arange(6)
+print(hl.select({hl.lt(x, 2), hl.gt(x, 3)}, {x, x * 10}, -1))]])
+E("searchsorted", "hl.searchsorted(a, v [, side]) -> int64 array   (also a:searchsorted(v, side))",
+  "For each element of v, the 1-based position where it would be inserted into the sorted 1-D " ..
+  "array a to keep it sorted: 1 + the number of a's elements before it (NumPy's index plus one, " ..
+  "so the result can index or split a directly). side \"left\" (default) puts v before equal " ..
+  "elements, \"right\" after them; NaN sorts last. A binary search: it traces and batches.",
+  [[local a = hl.array({1, 2, 2, 3})
+print(hl.searchsorted(a, 2), hl.searchsorted(a, 2, "right"), hl.searchsorted(a, hl.array({0, 5})))]])
+E("interp", "hl.interp(x, xp, fp [, left] [, right]) -> array",
+  "Piecewise-linear interpolation at x of the points (xp, fp), xp increasing, as NumPy's interp; " ..
+  "left and right (default fp's first and last values) outside xp's range. The result has the " ..
+  "inputs' float dtype (float32 stays float32, where NumPy gives float64). Differentiable in x, xp and fp.",
+  [[print(hl.interp(hl.array({0.5, 1.5, 5}), hl.array({0, 1, 2}), hl.array({0, 10, 20}), nil, -1))]])
+E("histogram", "hl.histogram(x [, bins] [, range] [, opts]) -> counts, edges",
+  "Counts the elements of x (flattened) in bins: bins is a count (default 10) of equal bins over " ..
+  "range {lo, hi} (default x's min and max) or a list of increasing edges. Each bin holds " ..
+  "lo <= v < hi, the last one also v == hi; values outside are not counted. counts is int64 (the " ..
+  "weights' dtype with opts.weights, a density with opts.density = true); edges has bins + 1 " ..
+  "elements. opts: {bins =, range =, weights =, density =}. Without a range, NaN or inf data is an error.",
+  [[local counts, edges = hl.histogram(hl.array({1, 2, 2, 3, 5}), 4)
+print(counts, edges)
+print((hl.histogram(hl.array({0.5, 1.5, 9}), {0, 1, 2})))]])
+E("bincount", "hl.bincount(x [, weights] [, minlength | {minlength =, length =}]) -> array",
+  "How often each value 0, 1, 2, ... occurs in the 1-D non-negative integer array x: the count of " ..
+  "value v is at (1-based) position v + 1, as NumPy's index v. With weights, their sums instead " ..
+  "(float weights keep their dtype; NumPy uses float64). The length is max(x) + 1, at least " ..
+  "minlength. Under jit or vmap the length must be static: give {length = n} (values from n on are " ..
+  "dropped, as JAX's length).",
+  [[print(hl.bincount(hl.array({0, 1, 1, 3}, "int32")), hl.bincount(hl.array({2}, "int32"), {minlength = 4}))
+print(hl.jit(function(x) return hl.bincount(x, {length = 3}) end)(hl.array({0, 2, 2}, "int32")))]])
+E("unique", "hl.unique(x [, opts]) -> values [, index] [, inverse] [, counts]",
+  "The sorted distinct values of the flattened x (NaNs count as one, last). opts: return_index " ..
+  "(the 1-based position in x of each value's first occurrence), return_inverse (for each element " ..
+  "of x, the 1-based position of its value in the result: values:take(inverse) rebuilds x), " ..
+  "return_counts; they follow the values in that order. Under jit or vmap the number of values must be " ..
+  "static, as JAX: {size = n} pads with fill_value (default the smallest value), indices and counts with 0.",
+  [[local v, idx, inv, n = hl.unique(hl.array({3, 1, 3, 2}), {return_index = true, return_inverse = true, return_counts = true})
+print(v, idx, inv, n)
+print(hl.jit(function(x) return hl.unique(x, {size = 4, fill_value = 0}) end)(hl.array({5, 5, 7})))]])
+E("pad", "hl.pad(x, width [, value | mode | {mode =, value =}]) -> array   (also x:pad(...))",
+  "x padded along every axis: width is a number (that many on every side of every axis), " ..
+  "{before, after} (for every axis) or one {before, after} pair per axis. mode is NumPy's: " ..
+  "\"constant\" (default, value default 0), \"edge\" (the end values repeated), \"reflect\" " ..
+  "(mirrored without the end value), \"symmetric\" (mirrored with it), \"wrap\" (the other end's " ..
+  "values); widths longer than the axis repeat the pattern.",
+  [[print(hl.pad(hl.ones(2), 1), hl.pad(hl.ones({1, 2}), {{0, 1}, {1, 0}}, 9))
+print(hl.pad(hl.array({1, 2, 3}), 2, "reflect"), hl.pad(hl.array({1, 2, 3}), {1, 2}, {mode = "wrap"}))]])
+E("roll", "hl.roll(x, shift [, axis]) -> array   (also x:roll(shift, axis))",
+  "x's elements moved shift places along axis (1-based), those leaving one end entering at the " ..
+  "other; shift and axis may be lists. Without an axis the flattened x is rolled and reshaped back.",
+  [[local x = hl.array({{1, 2, 3}, {4, 5, 6}})
+print(hl.roll(x, 1), hl.roll(x, -1, 2), hl.roll(x, {1, 1}, {1, 2}))]])
+E("rot90", "hl.rot90(x [, k] [, axes]) -> array   (also x:rot90(k, axes))",
+  "x rotated by k (default 1) quarter turns in the plane of axes (default {1, 2}), from the first " ..
+  "axis towards the second, as NumPy's rot90.",
+  [[local x = hl.array({{1, 2}, {3, 4}})
+print(hl.rot90(x), hl.rot90(x, 2), hl.rot90(x, -1))]])
+E("meshgrid", "hl.meshgrid(x1, x2, ... [, {indexing = \"xy\" | \"ij\"}]) -> arrays",
+  "Coordinate arrays from 1-D ones (also given as one list {x1, x2, ...}), one result per input: with \"xy\" (default, as NumPy) the " ..
+  "results have shape {#x2, #x1, ...}, with \"ij\" {#x1, #x2, ...}.",
+  [[local X, Y = hl.meshgrid(hl.array({1, 2, 3}), hl.array({10, 20}))
+print(X, Y)
+print(hl.meshgrid(hl.array({1, 2}), hl.array({5, 6, 7}), {indexing = "ij"}))]])
+E("tril", "hl.tril(x [, k]) -> array   (also x:tril(k))",
+  "x with the elements above diagonal k (0 the main one, positive above, negative below) zeroed, " ..
+  "over the last two axes; a 1-D x becomes a square first, as NumPy.",
+  [[local x = hl.ones({3, 3})
+print(hl.tril(x), hl.tril(x, -1))]])
+E("triu", "hl.triu(x [, k]) -> array   (also x:triu(k))",
+  "x with the elements below diagonal k (0 the main one, positive above, negative below) zeroed, " ..
+  "over the last two axes.",
+  [[print(hl.triu(hl.ones({3, 3})), hl.triu(hl.ones({2, 3}), 1))]])
+E("tensordot", "hl.tensordot(a, b [, axes]) -> array",
+  "Sums products over pairs of axes: axes a count N (a's last N axes with b's first N, default 2) " ..
+  "or a pair of lists {{a's axes}, {b's axes}} (1-based). The result has a's remaining axes then b's.",
+  [[local a, b = hl.ones({2, 3, 4}), hl.ones({3, 4, 5})
+print(hl.tensordot(a, b).shape[2], hl.tensordot(a, b, {{2}, {1}}).shape[3], hl.tensordot(hl.array({1, 2}), hl.array({3, 4}), 1))]])
+E("kron", "hl.kron(a, b) -> array",
+  "The Kronecker product: blocks a[i, j] * b laid out in a's pattern (shapes padded with leading " ..
+  "1s to one rank).",
+  [[print(hl.kron(hl.eye(2), hl.array({{1, 2}, {3, 4}})))]])
+E("cross", "hl.cross(a, b [, axis]) -> array",
+  "The cross product of 3-vectors along axis (default the last; the other axes broadcast). A " ..
+  "2-vector is taken with z = 0; two 2-vectors give only the z component, as NumPy.",
+  [[print(hl.cross(hl.array({1, 0, 0}), hl.array({0, 1, 0})), hl.cross(hl.array({1, 2}), hl.array({3, 4})))]])
+E("convolve", "hl.convolve(a, v [, mode]) -> array",
+  "The discrete linear convolution of two 1-D arrays: mode \"full\" (default, length n + m - 1), " ..
+  "\"same\" (length max(n, m), centred as NumPy) or \"valid\" (where they overlap fully).",
+  [[print(hl.convolve(hl.array({1, 2, 3}), hl.array({0, 1, 0.5})), hl.convolve(hl.array({1, 2, 3}), hl.array({1, 1}), "valid"))]])
+E("correlate", "hl.correlate(a, v [, mode]) -> array",
+  "The cross-correlation of two 1-D arrays, c[k] = sum over n of a[n + k] * v[n], as NumPy's: " ..
+  "mode \"valid\" (default), \"same\" or \"full\".",
+  [[print(hl.correlate(hl.array({1, 2, 3}), hl.array({0, 1, 0.5})), hl.correlate(hl.array({1, 2, 3}), hl.array({1, 1}), "full"))]])
 
 G "Transformations"
 E("jit", "hl.jit(f [, opts]) -> jitted function",
@@ -594,12 +780,48 @@ E("nn.silu", "hl.nn.silu(x) -> array   (also x:silu())",
   [[print(hl.nn.silu(hl.array({-1, 0, 2})))]])
 E("nn.conv2d", "hl.nn.conv2d(x, w [, opts]) -> array",
   "2-D convolution (cross-correlation, as PyTorch and JAX compute it) of images x [N, C, H, W] " ..
-  "with filters w [O, C, kh, kw], giving [N, O, H', W']. opts.stride and opts.padding (zeros) are " ..
-  "a number or {h, w} (defaults 1 and 0); opts.bias is an array of O values added per output " ..
-  "channel. Runs as one matmul over the windows (im2col).",
+  "with filters w [O, C / groups, kh, kw], giving [N, O, H', W']. opts.stride and opts.dilation " ..
+  "are a number or {h, w} (default 1); opts.padding (zeros) is a number, {h, w}, {{lo, hi}, {lo, hi}}, " ..
+  "\"valid\" (none, the default) or \"same\" (H' = ceil(H / stride), the odd pixel on the high side); " ..
+  "opts.groups splits the channels into groups convolved separately (groups = C: depthwise); " ..
+  "opts.bias is an array of O values added per output channel. Runs as one matmul over the windows " ..
+  "(im2col); see hl.nn.conv for 1 to 3 spatial axes.",
   [[local x = hl.arange(16):astype("float32"):reshape({1, 1, 4, 4})
 local y = hl.nn.conv2d(x, hl.ones({2, 1, 3, 3}), {padding = 1, bias = hl.array({0, 100})})
 print(y.shape[2], y.shape[3], y[{1, 1, 1}])]])
+E("nn.conv", "hl.nn.conv(x, w [, opts]) -> array",
+  "Convolution with 1, 2 or 3 spatial axes, their number taken from the weights: x [N, C, spatial...], " ..
+  "w [O, C / groups, k...] -> [N, O, spatial'...]. The options are conv2d's (stride, padding, " ..
+  "dilation, groups, bias), each per-axis value given once per spatial axis. conv1d, conv2d and " ..
+  "conv3d are this with the rank checked.",
+  [[local y = hl.nn.conv(hl.ones({1, 2, 8}), hl.ones({4, 2, 3}), {stride = 2, padding = "same"})
+print(y.shape)]])
+E("nn.conv1d", "hl.nn.conv1d(x, w [, opts]) -> array",
+  "1-D convolution of x [N, C, W] with w [O, C / groups, kw] -> [N, O, W']; options as conv2d, per-axis " ..
+  "values a number or {w}, and padding also {lo, hi}.",
+  [[print(hl.nn.conv1d(hl.arange(6):astype("float32"):reshape({1, 1, 6}), hl.ones({1, 1, 2}), {dilation = 2}))]])
+E("nn.conv3d", "hl.nn.conv3d(x, w [, opts]) -> array",
+  "3-D convolution of volumes x [N, C, D, H, W] with w [O, C / groups, kd, kh, kw] -> [N, O, D', H', W']; " ..
+  "options as conv2d, per-axis values a number or {d, h, w}.",
+  [[print(hl.nn.conv3d(hl.ones({1, 1, 4, 4, 4}), hl.ones({2, 1, 2, 2, 2}), {stride = 2}).shape)]])
+E("nn.conv_transpose", "hl.nn.conv_transpose(x, w [, opts]) -> array",
+  "Transposed convolution as PyTorch's ConvTranspose1d/2d/3d define it (the gradient of a " ..
+  "convolution with respect to its input), spatial axes from the weights: x [N, C, spatial...], " ..
+  "w [C, O / groups, k...] -> [N, O, spatial'...], each output extent (L - 1) * stride - 2 * padding + " ..
+  "dilation * (k - 1) + output_padding + 1. opts: stride, padding, output_padding (each smaller than " ..
+  "the stride or the dilation), dilation (numbers or one per axis), groups, bias [O].",
+  [[local y = hl.nn.conv_transpose(hl.ones({1, 1, 3}), hl.ones({1, 1, 2}), {stride = 2})
+print(y)]])
+E("nn.conv_transpose1d", "hl.nn.conv_transpose1d(x, w [, opts]) -> array",
+  "hl.nn.conv_transpose with one spatial axis: x [N, C, W], w [C, O / groups, kw].",
+  [[print(hl.nn.conv_transpose1d(hl.ones({1, 2, 4}), hl.ones({2, 3, 3}), {stride = 2, padding = 1, output_padding = 1}).shape)]])
+E("nn.conv_transpose2d", "hl.nn.conv_transpose2d(x, w [, opts]) -> array",
+  "hl.nn.conv_transpose with two spatial axes: x [N, C, H, W], w [C, O / groups, kh, kw]; upsamples " ..
+  "by the stride.",
+  [[print(hl.nn.conv_transpose2d(hl.ones({1, 4, 5, 5}), hl.ones({4, 2, 4, 4}), {stride = 2, padding = 1}).shape)]])
+E("nn.conv_transpose3d", "hl.nn.conv_transpose3d(x, w [, opts]) -> array",
+  "hl.nn.conv_transpose with three spatial axes: x [N, C, D, H, W], w [C, O / groups, kd, kh, kw].",
+  [[print(hl.nn.conv_transpose3d(hl.ones({1, 1, 2, 2, 2}), hl.ones({1, 1, 2, 2, 2}), {stride = 2}).shape)]])
 E("nn.max_pool2d", "hl.nn.max_pool2d(x, size [, opts]) -> array",
   "The maximum over windows of size (a number or {h, w}) of images x [N, C, H, W]. opts.stride " ..
   "defaults to the window size; opts.padding (a number or {h, w}) pads with -inf.",
@@ -610,6 +832,59 @@ E("nn.avg_pool2d", "hl.nn.avg_pool2d(x, size [, opts]) -> array",
   "defaults to the window size; with opts.padding the padding zeros count in the average " ..
   "(PyTorch's default).",
   [[print(hl.nn.avg_pool2d(hl.ones({1, 1, 4, 4}), 2))]])
+E("nn.layer_norm", "hl.nn.layer_norm(x [, gamma [, beta]] [, opts]) -> array",
+  "(x - mean) / sqrt(var + eps) * gamma + beta, the mean and (biased) variance over opts.axis (a " ..
+  "number or a list, default -1: the features), as PyTorch's LayerNorm and Flax's. gamma and beta " ..
+  "have the normalised axes' shape (or broadcast to x); either may be nil. opts.eps defaults to 1e-5.",
+  [[print(hl.nn.layer_norm(hl.array({{1, 2, 3}, {2, 4, 9}}), hl.ones(3), hl.zeros(3)))]])
+E("nn.rms_norm", "hl.nn.rms_norm(x [, gamma] [, opts]) -> array",
+  "x / sqrt(mean(x^2) + eps) * gamma over opts.axis (default -1); gamma of the normalised axes' shape " ..
+  "or nil; opts.eps defaults to 1e-6 (Flax's RMSNorm).",
+  [[print(hl.nn.rms_norm(hl.array({{3, 4}, {1, 1}})))]])
+E("nn.batch_norm", "hl.nn.batch_norm(x, gamma, beta, state [, opts]) -> y, new_state",
+  "Batch normalisation over every axis but the feature axis opts.axis (default 2, the channels of " ..
+  "[N, C, ...] as PyTorch's BatchNorm1d/2d/3d; -1 for features last as Flax). state = {mean =, var =} " ..
+  "holds the running statistics, one value per feature (nil: zeros and ones); gamma and beta may be " ..
+  "nil. With opts.train (default true) x is normalised by the batch's mean and biased variance and " ..
+  "new_state = (1 - momentum) * state + momentum * batch statistics (the variance unbiased; momentum " ..
+  "0.1; PyTorch's conventions, no gradient through the statistics kept); with train = false x is " ..
+  "normalised by state, returned unchanged. opts.eps defaults to 1e-5. A pure function: carry the " ..
+  "state through the training step like the optimizer's.",
+  [[local x = hl.array({{1, 10}, {3, 30}})
+local y, st = hl.nn.batch_norm(x, nil, nil, nil)
+print(y, st.mean)
+print((hl.nn.batch_norm(x, nil, nil, st, {train = false})))]])
+E("nn.embedding", "hl.nn.embedding(table, ids) -> array",
+  "The rows of table [vocab, dim] at the 1-based integer ids (any shape), giving ids' shape + [dim]. " ..
+  "One gather: the gradient with respect to the table is a scatter-add of the cotangents into the " ..
+  "rows that were read. Concrete ids outside 1..vocab are an error.",
+  [[print(hl.nn.embedding(hl.array({{0, 0}, {1, 1}, {2, 2}}), hl.array({3, 1}, "int32")))]])
+E("nn.dot_product_attention", "hl.nn.dot_product_attention(q, k, v [, opts]) -> array",
+  "softmax(q k^T * scale + bias) v per head, as jax.nn.dot_product_attention: q [batch..., T, N, H], " ..
+  "k and v [batch..., S, K, H] (the same batch axes, or none) -> [batch..., T, N, H]; N a multiple of K " ..
+  "(grouped-query attention: each key/value head serves N / K query heads). opts.scale (default " ..
+  "1 / sqrt(H)); opts.bias added to the logits and opts.mask (bool, true = attend), each broadcast " ..
+  "to [batch..., N, T, S]; opts.causal (or is_causal) lets query t attend to keys 1..t. A query whose " ..
+  "keys are all masked gets uniform weights (as JAX), not NaN.",
+  [[local q = hl.random.normal(hl.random.key(0), {1, 4, 2, 8})
+print(hl.nn.dot_product_attention(q, q, q, {causal = true}).shape)]])
+E("nn.lstm_cell", "hl.nn.lstm_cell(params, carry, x) -> new_carry, h",
+  "One step of PyTorch's LSTMCell: gates i, f, g, o = split(x w_ih^T + b_ih + h w_hh^T + b_hh), " ..
+  "c' = sigmoid(f) c + sigmoid(i) tanh(g), h' = sigmoid(o) tanh(c'). params {w_ih [4H, I], " ..
+  "w_hh [4H, H], b_ih [4H], b_hh [4H]} (hl.nn.init.lstm); carry {h =, c =} each [B, H] for x [B, I] " ..
+  "(or [H] for x [I]). Returns the new carry and h', the form hl.scan(f, init, xs) runs over a sequence.",
+  [[local p = hl.nn.init.lstm(hl.random.key(0), 3, 4)
+local c0 = {h = hl.zeros({2, 4}), c = hl.zeros({2, 4})}
+local last, hs = hl.scan(function(c, x) return hl.nn.lstm_cell(p, c, x) end, c0, hl.ones({5, 2, 3}))
+print(hs.shape, last.c.shape)]])
+E("nn.gru_cell", "hl.nn.gru_cell(params, h, x) -> new_h, new_h",
+  "One step of PyTorch's GRUCell: r = sigmoid(x w_ir + b_ir + h w_hr + b_hr), z likewise, " ..
+  "n = tanh(x w_in + b_in + r (h w_hn + b_hn)), h' = (1 - z) n + z h, the gates stacked r, z, n in " ..
+  "params {w_ih [3H, I], w_hh [3H, H], b_ih [3H], b_hh [3H]} (hl.nn.init.gru). Returns h' twice, " ..
+  "the carry and the output of an hl.scan step.",
+  [[local p = hl.nn.init.gru(hl.random.key(0), 3, 4)
+local h, hs = hl.scan(function(h, x) return hl.nn.gru_cell(p, h, x) end, hl.zeros(4), hl.ones({6, 3}))
+print(h)]])
 E("nn.dropout", "hl.nn.dropout(key, x, rate) -> array",
   "x with each element zeroed with probability rate (in [0, 1)) and the others scaled by " ..
   "1 / (1 - rate), so the expectation is unchanged; drawn from the random key. rate 0 returns x.",
@@ -635,6 +910,14 @@ E("nn.init.normal", "hl.nn.init.normal(key, shape [, stddev] [, dtype]) -> array
   "Initial weights drawn from a normal distribution with mean 0 and standard deviation stddev " ..
   "(default 0.01). dtype defaults to float32.",
   [[print(hl.nn.init.normal(hl.random.key(0), {2, 2}, 0.1))]])
+E("nn.init.lstm", "hl.nn.init.lstm(key, input, hidden [, dtype]) -> params",
+  "Parameters for hl.nn.lstm_cell, initialised as PyTorch's LSTMCell: {w_ih [4 hidden, input], " ..
+  "w_hh [4 hidden, hidden], b_ih, b_hh [4 hidden]}, each uniform on +-1/sqrt(hidden).",
+  [[print(hl.nn.init.lstm(hl.random.key(0), 3, 2).w_ih.shape)]])
+E("nn.init.gru", "hl.nn.init.gru(key, input, hidden [, dtype]) -> params",
+  "Parameters for hl.nn.gru_cell, initialised as PyTorch's GRUCell: {w_ih [3 hidden, input], " ..
+  "w_hh [3 hidden, hidden], b_ih, b_hh [3 hidden]}, each uniform on +-1/sqrt(hidden).",
+  [[print(hl.nn.init.gru(hl.random.key(0), 3, 2).w_hh.shape)]])
 
 G "Optimizers (hl.optim)"
 E("optim.sgd", "hl.optim.sgd(lr [, momentum] [, opts]) -> opt   (opt.init, opt.update)",

@@ -466,10 +466,13 @@ end
 -- x:at(idx):set(v) and friends: functional updates. The new values are placed into x's shape by
 -- the transpose of the slice (as autodiff does), then chosen by a mask, so an update is ordinary
 -- ops: it traces into pipelines, and gradients flow to both x and v.
+-- A key holding index arrays goes to indexing.lua's at_arrays instead: one scatter primitive.
 local updater = {}
 updater.__index = updater
-local function scatter(self, v, combine)
+local indexing
+local function scatter(self, v, combine, mode)
   local x = self.x
+  if indexing.has_array(self.idx) then return indexing.at_arrays(x, self.idx, v, mode) end
   local starts, steps, counts = selection(x, self.idx)
   local sel = core.reshape(core.slice(x, starts, steps, counts), counts)
   if type(v) ~= "number" and type(v) ~= "boolean" and not is_array(v) then
@@ -489,11 +492,11 @@ local function scatter(self, v, combine)
   local mask = hl.rules.unslice(hl.fill_like(x, true, counts, "bool"), x.shape, starts, steps)
   return hl.where(mask, placed, x)
 end
-function updater:set(v) return scatter(self, v, function(_, b) return b end) end
-function updater:add(v) return scatter(self, v, function(a, b) return a + b end) end
-function updater:mul(v) return scatter(self, v, function(a, b) return a * b end) end
-function updater:min(v) return scatter(self, v, function(a, b) return P.minimum(a, b) end) end
-function updater:max(v) return scatter(self, v, function(a, b) return P.maximum(a, b) end) end
+function updater:set(v) return scatter(self, v, function(_, b) return b end, "set") end
+function updater:add(v) return scatter(self, v, function(a, b) return a + b end, "add") end
+function updater:mul(v) return scatter(self, v, function(a, b) return a * b end, "mul") end
+function updater:min(v) return scatter(self, v, function(a, b) return P.minimum(a, b) end, "min") end
+function updater:max(v) return scatter(self, v, function(a, b) return P.maximum(a, b) end, "max") end
 function methods.at(x, idx)
   return setmetatable({x = x, idx = idx}, updater)
 end
@@ -560,7 +563,12 @@ hl.methods = methods
 require("halua.jit")(hl, core, {device_id = device_id})
 require("halua.ops")(hl, core, {as_array = as_array, norm_axis = norm_axis, norm_axes = norm_axes,
                                named = named, methods = methods})
+local numpy_shared = {as_array = as_array, norm_axis = norm_axis, norm_axes = norm_axes, named = named, methods = methods}
+require("halua.numpy")(hl, core, numpy_shared)
+require("halua.numpy_search")(hl, core, numpy_shared)
+require("halua.numpy_shape")(hl, core, numpy_shared)
 require("halua.io")(hl, core, {placed = placed})
+indexing = require("halua.indexing")(hl, core, {as_array = as_array, axis_spec = axis_spec})
 require("halua.linalg")(hl, core, {as_array = as_array})
 require("halua.complex")(hl, core, {as_array = as_array, methods = methods})
 require("halua.sorting")(hl, core, {as_array = as_array, norm_axis = norm_axis, methods = methods})
@@ -572,6 +580,8 @@ require("halua.jac")(hl, core, ad_internals)
 require("halua.control")(hl, core, {ad = ad_internals, batch_replay = vmap_internals.batch_replay,
                                     with_batch = vmap_internals.with_batch})
 require("halua.nn")(hl, core, {as_array = as_array, named = named, methods = methods})
+require("halua.nn_conv")(hl, core, {as_array = as_array, named = named})
+require("halua.nn_layers")(hl, core, {as_array = as_array, named = named})
 hl.optim = require("halua.optim")(hl, core, {named = named})
 require("halua.dist")(hl, core, {as_array = as_array})
 require("halua.help")(hl)

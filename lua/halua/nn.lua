@@ -1,4 +1,5 @@
--- hl.nn: activations, convolution and pooling (NCHW), dropout, losses and initialisers. All are
+-- hl.nn: activations, dropout, losses and initialisers (convolution and pooling: nn_conv.lua;
+-- normalisation, embedding, attention and recurrent cells: nn_layers.lua). All are
 -- composites over the primitives, so they trace into one pipeline under jit and differentiate
 -- through the primitives' rules. (softmax and log_softmax live in init.lua with the core ops.)
 -- u: init.lua's helpers {fail, as_array, named, methods}.
@@ -9,7 +10,6 @@ return function(hl, core, shared)
   local nn = hl.nn
 
   local shape_str = util.shape_str
-  local function is_pos_int(v) return type(v) == "number" and v == math.floor(v) and v >= 1 end
   local function is_float(d) return d == "float32" or d == "float64" or d == "float16" or d == "bfloat16" end
 
   ---------------------------------------------------------------- activations
@@ -44,138 +44,6 @@ return function(hl, core, shared)
   function nn.silu(x)
     x = as_array(x, "silu")
     return x * nn.sigmoid(x)
-  end
-
-  ---------------------------------------------------------------- convolution and pooling
-
-  -- a number or {h, w} -> h, w (positive, or non-negative where zero_ok)
-  local function pair(op, what, v, zero_ok)
-    if type(v) == "number" then v = {v, v} end
-    local lo = zero_ok and 0 or 1
-    if type(v) ~= "table" or #v ~= 2 then fail("%s: %s must be a number or {h, w}, got %s", op, what, tostring(v)) end
-    for i = 1, 2 do
-      if type(v[i]) ~= "number" or v[i] ~= math.floor(v[i]) or v[i] < lo then
-        fail("%s: %s must be %s integers, got {%s}", op, what, zero_ok and "non-negative" or "positive",
-             table.concat({tostring(v[1]), tostring(v[2])}, ", "))
-      end
-    end
-    return v[1], v[2]
-  end
-
-  -- op's options table, of the names given (util.options); a list is not one
-  local function opts_table(op, opts, names)
-    if opts ~= nil and (type(opts) ~= "table" or is_array(opts)) then fail("%s: options must be a table, got %s", op, type(opts)) end
-    return util.options(op, opts, names)
-  end
-
-  local function check_nchw(op, x)
-    if x.ndim ~= 4 then fail("%s: input must be NCHW (4-D), got shape %s", op, shape_str(x.shape)) end
-  end
-
-  -- Where each window reads: for an h x w image, a (kh*kw, ho*wo) int32 array of positions in
-  -- the flattened image (window offset (i, j) at row (i - 1) * kw + j), -1 where the window
-  -- hangs over the padding. One gather of these positions is the whole im2col, and its transpose
-  -- (the gradient) one scatter_add. Cached per geometry, as a host array.
-  local window_cache = {}
-  local function window_index(op, h, w, kh, kw, sh, sw, ph, pw)
-    local ho, wo = math.floor((h + 2 * ph - kh) / sh) + 1, math.floor((w + 2 * pw - kw) / sw) + 1
-    if h + 2 * ph < kh or w + 2 * pw < kw then
-      fail("%s: the %dx%d window does not fit the %dx%d input padded by {%d, %d}", op, kh, kw, h, w, ph, pw)
-    end
-    local key = table.concat({h, w, kh, kw, sh, sw, ph, pw}, ",")
-    local idx = window_cache[key]
-    if not idx then
-      local rows = {}
-      for i = 0, kh - 1 do
-        for j = 0, kw - 1 do
-          local row = {}
-          for oy = 0, ho - 1 do
-            local y = oy * sh + i - ph
-            for ox = 0, wo - 1 do
-              local x = ox * sw + j - pw
-              row[#row + 1] = (y >= 0 and y < h and x >= 0 and x < w) and y * w + x or -1
-            end
-          end
-          rows[#rows + 1] = row
-        end
-      end
-      idx = hl.array(rows, "int32")
-      window_cache[key] = idx
-    end
-    return idx, ho, wo
-  end
-
-  -- x (N, C, H, W) -> (N, C, kh*kw, ho*wo): every window's elements, 0 in the padding
-  local function windows(op, x, kh, kw, sh, sw, ph, pw)
-    local s = x.shape
-    local idx, ho, wo = window_index(op, s[3], s[4], kh, kw, sh, sw, ph, pw)
-    if not core.is_tracer(x) and x.device ~= idx.device then idx = idx:to(x.device) end
-    return core.gather(hl.reshape(x, {s[1], s[2], s[3] * s[4]}), idx, 2), ho, wo, idx
-  end
-
-  -- conv2d(x, w [, opts]): x (N, C, H, W), w (O, C, kh, kw); opts.bias (O), opts.stride,
-  -- opts.padding (a number or {h, w}; zeros). Cross-correlation, as PyTorch and JAX compute it.
-  -- Lowered as im2col: the windows become one (C*kh*kw, N*ho*wo) matrix and the convolution one
-  -- matmul, the shape the engine's matmul schedule is fastest at.
-  function nn.conv2d(x, w, opts)
-    x, w = as_array(x, "conv2d", 1), as_array(w, "conv2d", 2)
-    opts = opts_table("conv2d", opts, {"bias", "stride", "padding"})
-    check_nchw("conv2d", x)
-    if w.ndim ~= 4 then fail("conv2d: weights must be (out, in, kh, kw), got shape %s", shape_str(w.shape)) end
-    local xs, ws = x.shape, w.shape
-    if ws[2] ~= xs[2] then
-      fail("conv2d: input has %d channels but weights %s expect %d", xs[2], shape_str(ws), ws[2])
-    end
-    local sh, sw = pair("conv2d", "stride", opts.stride or 1)
-    local ph, pw = pair("conv2d", "padding", opts.padding or 0, true)
-    local n, c, o, kh, kw = xs[1], xs[2], ws[1], ws[3], ws[4]
-    local cols, ho, wo = windows("conv2d", x, kh, kw, sh, sw, ph, pw)      -- N, C, K, ho*wo
-    cols = hl.reshape(hl.transpose(cols, {2, 3, 1, 4}), {c * kh * kw, n * ho * wo})
-    local y = hl.matmul(hl.reshape(w, {o, c * kh * kw}), cols)               -- O, N*ho*wo
-    y = hl.transpose(hl.reshape(y, {o, n, ho, wo}), {2, 1, 3, 4})
-    if opts.bias ~= nil then
-      local b = as_array(opts.bias, "conv2d")
-      if b.ndim ~= 1 or b.shape[1] ~= o then
-        fail("conv2d: bias must have shape [%d] (one per output channel), got %s", o, shape_str(b.shape))
-      end
-      y = y + hl.reshape(b, {o, 1, 1})
-    end
-    return y
-  end
-
-  -- the shared part of the pools: validate, then every window's elements (N, C, K, ho*wo) and
-  -- the window positions (-1 in the padding)
-  local function pool_windows(op, x, size, opts)
-    opts = opts_table(op, opts, {"stride", "padding"})
-    check_nchw(op, x)
-    local kh, kw = pair(op, "size", size)
-    local sh, sw = pair(op, "stride", opts.stride or {kh, kw})
-    local ph, pw = pair(op, "padding", opts.padding or 0, true)
-    if ph * 2 > kh or pw * 2 > kw then fail("%s: padding {%d, %d} is more than half the %dx%d window", op, ph, pw, kh, kw) end
-    local vals, ho, wo, idx = windows(op, x, kh, kw, sh, sw, ph, pw)
-    return vals, ho, wo, idx
-  end
-
-  -- max_pool2d(x, size [, opts]): opts.stride (default: the size), opts.padding (-inf)
-  function nn.max_pool2d(x, size, opts)
-    x = as_array(x, "max_pool2d")
-    local padded = opts and opts.padding and opts.padding ~= 0
-    if padded and not is_float(x.dtype) then
-      fail("max_pool2d: padding needs a float input (it pads with -inf), got %s", x.dtype)
-    end
-    local vals, ho, wo, idx = pool_windows("max_pool2d", x, size, opts)
-    if padded then vals = hl.where(hl.ge(idx, 0), vals, -math.huge) end
-    local s = x.shape
-    return hl.reshape(hl.max(vals, 3), {s[1], s[2], ho, wo})
-  end
-
-  -- avg_pool2d(x, size [, opts]): the padding zeros count in the average (PyTorch's default)
-  function nn.avg_pool2d(x, size, opts)
-    x = as_array(x, "avg_pool2d")
-    if not is_float(x.dtype) then x = x:astype("float32") end
-    local vals, ho, wo = pool_windows("avg_pool2d", x, size, opts)
-    local s = x.shape
-    return hl.reshape(hl.mean(vals, 3), {s[1], s[2], ho, wo})
   end
 
   ---------------------------------------------------------------- dropout
@@ -284,7 +152,7 @@ return function(hl, core, shared)
     return hl.random.normal(key, shape, dtype or "float32") * stddev
   end
 
-  for _, name in ipairs {"relu", "gelu", "sigmoid", "softplus", "silu", "conv2d", "max_pool2d", "avg_pool2d", "dropout",
+  for _, name in ipairs {"relu", "gelu", "sigmoid", "softplus", "silu", "dropout",
                          "cross_entropy", "mse"} do
     nn[name] = shared.named(name, nn[name])
   end

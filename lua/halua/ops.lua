@@ -1,5 +1,5 @@
 -- Composite operations over the primitives: statistics (var, std, all, any), outer, scans (cumsum,
--- cumprod), and shape operations (flip, stack, split, tile, repeat, pad, take, take_along_axis,
+-- cumprod), and shape operations (flip, stack, split, tile, repeat, take, take_along_axis,
 -- one_hot). Being ordinary ops, they trace into pipelines and differentiate like any other.
 -- u: init.lua's helpers {fail, as_array, norm_axis, norm_axes, named, methods}.
 return function(hl, core, shared)
@@ -196,45 +196,7 @@ return function(hl, core, shared)
     return hl.reshape(hl.broadcast_to(hl.reshape(x, inter), target), final)
   end
 
-  -- pad(x, width [, value]): width a number (every side), {before, after} (every axis) or one
-  -- such pair per axis; constant padding
-  function hl.pad(x, width, value)
-    x = as_array(x, "pad")
-    value = value or 0
-    if type(value) ~= "number" and type(value) ~= "boolean" then fail("pad: the value must be a number, got %s", type(value)) end
-    local per = {}
-    if type(width) == "table" and type(width[1]) == "table" and #width ~= x.ndim then
-      fail("pad: %d pairs of widths for an array of %d axes (give one pair per axis, or one pair for all)", #width, x.ndim)
-    end
-    for d = 1, x.ndim do
-      local w = width
-      if type(w) == "table" and type(w[1]) == "table" then w = width[d] end
-      if type(w) == "number" then w = {w, w} end
-      if type(w) ~= "table" or not is_int(w[1]) or not is_int(w[2]) or w[1] < 0 or w[2] < 0 then
-        fail("pad: widths must be non-negative integers: a number, {before, after}, or one pair per axis")
-      end
-      per[d] = w
-    end
-    for d = 1, x.ndim do
-      local before, after = per[d][1], per[d][2]
-      if before > 0 or after > 0 then
-        local parts = {}
-        local s = x.shape
-        if before > 0 then
-          s[d] = before
-          parts[#parts + 1] = hl.fill_like(x, value, s, x.dtype)
-        end
-        parts[#parts + 1] = x
-        if after > 0 then
-          s = x.shape
-          s[d] = after
-          parts[#parts + 1] = hl.fill_like(x, value, s, x.dtype)
-        end
-        x = hl.concatenate(parts, d)
-      end
-    end
-    return x
-  end
+  -- pad lives in numpy_shape.lua with its other modes
 
   ---------------------------------------------------------------- gathers
 
@@ -452,10 +414,10 @@ return function(hl, core, shared)
   end
 
   for _, name in ipairs {"einsum", "var", "std", "any", "all", "outer", "cumsum", "cumprod", "flip", "stack", "split", "tile",
-                         "repeat", "pad", "take", "take_along_axis", "one_hot"} do
+                         "repeat", "take", "take_along_axis", "one_hot"} do
     hl[name] = shared.named(name, hl[name])
   end
-  for _, name in ipairs {"var", "std", "any", "all", "cumsum", "cumprod", "flip", "split", "tile", "repeat", "pad",
+  for _, name in ipairs {"var", "std", "any", "all", "cumsum", "cumprod", "flip", "split", "tile", "repeat",
                          "take", "take_along_axis"} do
     shared.methods[name] = hl[name]
   end

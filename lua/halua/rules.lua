@@ -412,6 +412,69 @@ return function(hl, core)
     vjp = function(g, n, x) return {core.gather(g, x[2], n.axis - 1)} end,
     jvp = function(t, n, x) return core.scatter_add(t[1], x[2], n.axis - 1, n.shape[n.axis]) end,
   }
+  -- scatter (operand, updates, indices; a combine mode): JAX's rules. The operand's cotangent
+  -- passes where it survives, the updates' is gathered from the positions they reached: add passes
+  -- everything; set zeroes the written positions, and of duplicate writes only the last (the one
+  -- that won) gets a cotangent; mul scales by the other factors; min/max go through the winners,
+  -- ties sharing evenly. The indices get no cotangent.
+  local function scatter_parts(n, x)
+    local u, idx, ax = x[2], x[3], n.axis - 1
+    -- an index-shaped array laid out to broadcast against the updates (pre..., I..., post...)
+    local function along(a)
+      local s = {}
+      for d = 1, u.ndim do s[d] = 1 end
+      for d = 1, idx.ndim do s[ax + d] = idx.shape[d] end
+      return hl.reshape(a, s)
+    end
+    local valid = along(hl.logical_and(hl.ge(idx, 0), hl.lt(idx, n.shape[n.axis])))
+    local function sc(base, upd, mode) return core.scatter(base, as(upd, base.dtype), idx, ax, mode) end
+    local function gat(v) return core.gather(v, idx, ax) end
+    return u, idx, ax, along, valid, sc, gat
+  end
+  -- mul: for each update, the product of the other updates reaching its target (exact with zeros:
+  -- the nonzero factors' product, and how many factors were zero)
+  local function others(n, x)
+    local u, _, _, _, valid, sc, gat = scatter_parts(n, x)
+    local safe = hl.where(hl.eq(u, 0), 1, u)
+    local zero = hl.logical_and(hl.eq(u, 0), valid)
+    local prod = gat(sc(hl.ones_like(x[1]), safe, "mul"))
+    local nzero = gat(sc(hl.zeros_like(x[1]), zero, "add"))
+    return hl.where(zero, hl.where(hl.eq(nzero, 1), prod, 0), hl.where(hl.eq(nzero, 0), prod / safe, 0))
+  end
+  -- min/max: which operand positions and updates equal the result, and how many tie there
+  local function winners(n, x, z)
+    local u, _, _, _, valid, sc, gat = scatter_parts(n, x)
+    local wu = as(hl.logical_and(hl.eq(u, gat(z)), valid), n.dtype)
+    local wx = as(hl.eq(x[1], z), n.dtype)
+    local count = wx + sc(hl.zeros_like(z), wu, "add")
+    return wx, wu, hl.where(hl.eq(count, 0), 1, count)
+  end
+  R.scatter = {
+    vjp = function(g, n, x, z)
+      local u, idx, ax, along, _, sc, gat = scatter_parts(n, x)
+      if n.mode == "add" then return {g, gat(g)} end
+      if n.mode == "set" then
+        -- the update that won each target: scatter each update's position, read it back
+        local count = 1
+        for d = 1, idx.ndim do count = count * idx.shape[d] end
+        local ids = hl.broadcast_to(along(hl.reshape(hl.arange(count, "int32"), idx.shape)), u.shape)
+        local won = hl.eq(gat(core.scatter(hl.fill_like(x[1], -1, nil, "int32"), ids, idx, ax, "set")), ids)
+        return {sc(g, hl.zeros_like(u), "set"), hl.where(won, gat(g), 0)}
+      end
+      if n.mode == "mul" then return {sc(g, u, "mul"), gat(g * x[1]) * others(n, x)} end
+      local wx, wu, count = winners(n, x, z)
+      local gn = g / count
+      return {gn * wx, gat(gn) * wu}
+    end,
+    jvp = function(t, n, x, z)
+      local u, _, _, _, _, sc = scatter_parts(n, x)
+      local tx, tu = t[1] or zeros(x[1].shape, n.dtype, x[1]), t[2] or zeros(u.shape, n.dtype, u)
+      if n.mode == "add" or n.mode == "set" then return sc(tx, tu, n.mode) end
+      if n.mode == "mul" then return sc(tx, u, "mul") + x[1] * sc(hl.zeros_like(z), tu * others(n, x), "add") end
+      local wx, wu, count = winners(n, x, z)
+      return (tx * wx + sc(hl.zeros_like(z), tu * wu, "add")) / count
+    end,
+  }
   -- (compiled loops register their own entry, derivative and batching rules together, through
   -- R.define: control.lua)
 
@@ -556,6 +619,35 @@ return function(hl, core)
     local rs = {size, len}
     for d = 2, r.ndim do rs[#rs + 1] = r.shape[d] end
     r = core.reshape(r, rs)                                 -- (B, len, pre..., post...)
+    local q = {0}
+    for d = 1, npre do q[#q + 1] = d + 1 end
+    q[#q + 1] = 1
+    for d = npre + 2, r.ndim - 1 do q[#q + 1] = d end
+    return core.transpose(r, q), true
+  end
+  -- scatter: unbatched indices scatter along the axis one to the right; batched ones are offset by
+  -- their example's row of a (B * len)-long axis, as scatter_add's are
+  R.scatter.batch = function(n, x, b, size)
+    local op, u, idx, ax, len = x[1], x[2], x[3], n.axis - 1, n.shape[n.axis]
+    if not (b[1] or b[2] or b[3]) then return core.scatter(op, u, idx, ax, n.mode), false end
+    op, u = lift(op, b[1], size), lift(u, b[2], size)
+    if not b[3] then return core.scatter(op, u, idx, ax + 1, n.mode), true end
+    if idx.dtype == "uint8" or idx.dtype == "int8" then idx = idx:astype("int32") end
+    local ni, npre = idx.ndim - 1, ax
+    -- operand (B, pre..., len, post...) -> (B, len, pre..., post...) -> (B * len, pre..., post...)
+    local front = moved_to_front(op, ax + 1)
+    local fs = front.shape
+    local flat_shape = {size * len}
+    for d = 3, #fs do flat_shape[#flat_shape + 1] = fs[d] end
+    -- updates (B, pre..., I..., post...) -> (B, I..., pre..., post...)
+    local p = {0}
+    for d = 1, ni do p[#p + 1] = npre + d end
+    for d = 1, npre do p[#p + 1] = d end
+    for d = npre + ni + 1, u.ndim - 1 do p[#p + 1] = d end
+    local valid = hl.logical_and(hl.ge(idx, 0), hl.lt(idx, len))
+    local lin = hl.where(valid, idx + offsets(idx, size, len, idx.ndim), -1)
+    local r = core.scatter(core.reshape(front, flat_shape), core.transpose(u, p), lin, 0, n.mode)
+    r = core.reshape(r, fs)                                  -- (B, len, pre..., post...)
     local q = {0}
     for d = 1, npre do q[#q + 1] = d + 1 end
     q[#q + 1] = 1

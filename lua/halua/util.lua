@@ -31,6 +31,14 @@ function M.options(op, opts, names, example)
   return opts
 end
 
+-- whether t is an options table: a Lua table with a string key (an axes list {1, 2} has none;
+-- arrays are userdata), for functions whose trailing arguments may be positional or options
+function M.is_options(t)
+  if type(t) ~= "table" then return false end
+  for k in pairs(t) do if type(k) == "string" then return true end end
+  return false
+end
+
 function M.pack(...) return {n = select("#", ...), ...} end
 
 function M.is_callable(f)

@@ -96,6 +96,16 @@ describe("CUDA code generation", function()
     assembles(function(a, i) return hl.core.scatter_add(a[1], i[1], 0, 9) end, x, idx)
   end)
 
+  it("assembles scatter in every combine mode (x:at(index arrays)), its gradient and segment_max", function()
+    local idx = hl.array({3, 1, 3, 37}, "int32")
+    assembles(function(a, i)
+      local r = a[{{1, 4}}]
+      return r:at({i, {}}):set(1), r:at({{}, i}):add(a[{{1, 4}, {1, 4}}]), r:at(i):mul(2), r:at({i, 5}):min(0), r:at({-1, i}):max(3)
+    end, x, idx)
+    assembles(function(a, i) return hl.grad(function(t) return hl.sum(t:at({{}, i}):max(t[{{}, {1, 4}}] * 2) ^ 2) end)(a) end, x, idx)
+    assembles(function(a, i) return hl.segment_max(a[{{1, 4}}], i, 5), hl.dynamic_slice(a, {i[1], i[2]}, {2, 3}) end, x, idx)
+  end)
+
   it("assembles compiled loops: fori_loop, while_loop, scan, nested, their gradients and tangents", function()
     local v = hl.ones({53})
     assembles(function(a) return hl.fori_loop(1, 100, function(i, c) return c * 0.5 + i end, a) end, x)

@@ -975,6 +975,72 @@ group("jit: constants inf, NaN and 0 as operands; 64 arrays in and out", functio
   end
 end)
 
+-- ---------------------------------------------------------------- index arrays
+
+-- x:at({..., idx, ...}):mode(v) on random shapes with one index array on a random axis (random
+-- shape, duplicates, negatives), specials in float inputs, against NumPy's ufunc.at and fancy
+-- assignment; and the segment reductions. The 2-byte floats combine in float32 and round once
+-- where NumPy rounds each step, so their tolerance grows with the repeats.
+local UFUNC_AT = {add = "np.add.at", mul = "np.multiply.at", min = "np.minimum.at", max = "np.maximum.at"}
+group("index-array updates and segment reductions, every dtype", function(add)
+  for _, dt in ipairs(DTYPES) do
+    for k = 1, 6 do
+      local shape = rand_shape(3, 1)
+      if size(shape) == 0 then shape[1] = 2 end
+      for d = 1, #shape do if shape[d] == 0 then shape[d] = 2 end end
+      local ax = rint(1, #shape)
+      local ishape = ({{}, {rint(1, 5)}, {2, rint(1, 3)}})[rint(1, 3)]
+      local iv = {}
+      for i = 1, size(ishape) do iv[i] = rand_index(shape[ax]) end
+      local idx = #ishape == 0 and hl.array(iv[1], "int32") or hl.reshape(hl.array(iv, pick {"int32", "int64"}), ishape)
+      local sel = {}
+      for d = 1, ax - 1 do sel[#sel + 1] = shape[d] end
+      for _, e in ipairs(ishape) do sel[#sel + 1] = e end
+      for d = ax + 1, #shape do sel[#sel + 1] = shape[d] end
+      local modes = dt == "bool" and {"set", "min", "max"} or {"set", "add", "mul", "min", "max"}
+      local mode = modes[(k - 1) % #modes + 1]
+      local x, v = arr(shape, dt, mode == "mul" and FLOAT[dt] and "unit" or nil), arr(sel, dt, mode == "mul" and (FLOAT[dt] and "unit" or "small") or nil)
+      local key, npkey = {}, {}
+      for d = 1, #shape do key[d], npkey[d] = {}, "slice(None)" end
+      key[ax], npkey[ax] = idx, "np.where(b < 0, b, b - 1)"
+      local xa, va = cast("a", dt, dt), cast("c", dt, dt)
+      local expr = mode == "set" and
+        string.format("(lambda o: (o.__setitem__(%s, %s), o)[1])(%s.copy())", pylist(npkey), va, xa) or
+        string.format("(lambda o: (%s(o, %s, %s), o)[1])(%s.copy())", UFUNC_AT[mode], pylist(npkey), va, xa)
+      local opts = {dtype = dt}
+      if (dt == "float16" or dt == "bfloat16") and (mode == "add" or mode == "mul") then opts.rtol = 8 * EPS[dt]; opts.atol = 8 * EPS[dt] end
+      add {name = string.format("x:at %s %s index %s on axis %d %s", dt, sname(shape), sname(ishape), ax, mode),
+           f = function(a, b, c)
+             local kb = copy(key)
+             kb[ax] = b
+             local u = a:at(kb)
+             return u[mode](u, c)
+           end, inputs = {x, idx, v},
+           expr = wrap(expr, dt), opts = opts, jit = "at " .. dt}
+    end
+    if dt ~= "bool" then
+      local shape = rand_shape(3, 1)
+      local n = shape[1]
+      local ids = {}
+      for i = 1, n do ids[i] = rint(0, 5) end   -- 0 and 5 are dropped (num_segments 4)
+      local sid = n == 0 and hl.zeros({0}, "int32") or hl.array(ids, "int32")
+      local data = arr(shape, dt)
+      for _, op in ipairs {"sum", "max", "min"} do
+        local init = op == "sum" and "0" or FLOAT[dt] and (op == "max" and "-np.inf" or "np.inf") or
+                     string.format("np.iinfo(%s).%s", NPT[dt], op == "max" and "min" or "max")
+        local fn = ({sum = "np.add.at", max = "np.maximum.at", min = "np.minimum.at"})[op]
+        local xa = cast("a", dt, dt)
+        local expr = string.format("(lambda o, m: (%s(o, b[m] - 1, %s[m]), o)[1])(np.full((4,) + a.shape[1:], %s, %s), (b >= 1) & (b <= 4))",
+                                   fn, xa, init, NPT[dt])
+        local opts = {dtype = dt}
+        if (dt == "float16" or dt == "bfloat16") and op == "sum" then opts.rtol = 8 * EPS[dt]; opts.atol = 8 * EPS[dt] end
+        add {name = string.format("segment_%s %s %s", op, dt, sname(shape)), f = function(a, b) return hl["segment_" .. op](a, b, 4) end,
+             inputs = {data, sid}, expr = wrap(expr, dt), opts = opts, jit = "segment " .. dt}
+      end
+    end
+  end
+end)
+
 describe("jit with many arrays", function()
   it("takes 40 arrays in and gives 40 out (the kernel's buffer list holds 64 in and 64 out)", function()
     local xs = {}

@@ -97,7 +97,7 @@ describe("errors", function()
   end)
   it("an option a function does not have is an error naming it and the accepted ones, never ignored", function()
     local x, w = hl.ones({1, 1, 4, 4}), hl.ones({1, 1, 2, 2})
-    fails("^halua: conv2d: unknown option 'dilation' %(the options are bias, stride, padding%)", hl.nn.conv2d, x, w, {dilation = 2})
+    fails("^halua: conv2d: unknown option 'padding_mode' %(the options are bias, stride, padding, dilation, groups%)", hl.nn.conv2d, x, w, {padding_mode = "zeros"})
     fails("^halua: max_pool2d: unknown option 'ceil_mode' %(the options are stride, padding%)", hl.nn.max_pool2d, x, 2,
           {ceil_mode = true})
     fails("^halua: avg_pool2d: unknown option 'strides' %(the options are stride, padding%)", hl.nn.avg_pool2d, x, 2, {strides = 1})

@@ -681,3 +681,20 @@ describe("jit: casts to the same dtype", function()
     assert.are.same({{12, 16}, {6, 8}, {12, 16}}, g(w, x):totable())
   end)
 end)
+
+describe("jit: the limit on arrays in", function()
+  it("more than 64 arrays is an error before any tracing or compiling, naming the count and the fix", function()
+    local args = {}
+    for i = 1, 65 do args[i] = hl.ones(2) end
+    local traced = false
+    local f = hl.jit(function(t) traced = true; return hl.sum(t[1]) end)
+    local ok, err = pcall(f, args)
+    assert.is_false(ok)
+    assert.is_false(traced)
+    assert(err:find("^halua: jit: "), err)
+    assert(err:find("called with 65 arrays but a jitted function takes at most 64", 1, true), err)
+    assert(err:find("stack each layer's parameters", 1, true), err)
+    args[65] = nil
+    assert.are.equal(2, f(args):item())
+  end)
+end)

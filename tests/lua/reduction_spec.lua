@@ -213,6 +213,34 @@ suite("large reductions", function(case)
   case("max int32 [700,300] over axis 2", function() return hl.max(i, 2) end, "np.max(a, axis=1)", {i}, {dtype = "int32"})
 end)
 
+-- Under jit, shapes are static and reductions of >= 32K elements read run in parallel; a reduction
+-- over the innermost axis of a rank >= 3 result (its parallel loop fused from several axes) was
+-- once summed once per outer iteration: 64 x the sum for [8,8,256,256]
+suite("large reductions of rank 3 and 4 under jit", function(case)
+  math.randomseed(14)
+  for _, shape in ipairs({{3, 4, 5, 2000}, {6, 5, 4000}, {2, 3, 4, 5, 400}}) do
+    local a = np.rand(shape, -2, 2)
+    local name = table.concat(shape, ",")
+    local function j(f, ...) local args = {...} return function() return hl.jit(f)(unpack(args)) end end
+    case("sum [" .. name .. "] over the last axis", j(function(x) return hl.sum(x, -1) end, a),
+         "np.sum(a.astype(np.float64), axis=-1)", {a}, {dtype = "float32", rtol = 1e-5, atol = 1e-4})
+    case("mean [" .. name .. "] over the last axis, keepdims", j(function(x) return hl.mean(x, -1, true) end, a),
+         "np.mean(a.astype(np.float64), axis=-1, keepdims=True)", {a}, {dtype = "float32", rtol = 1e-5, atol = 1e-5})
+    case("max [" .. name .. "] over the last axis", j(function(x) return hl.max(x, -1) end, a), "np.max(a, axis=-1)", {a}, {dtype = "float32"})
+    case("min [" .. name .. "] over the last two axes", j(function(x) return hl.min(x, {-2, -1}) end, a), "np.min(a, axis=(-2, -1))", {a}, {dtype = "float32"})
+    case("sum [" .. name .. "] over the first axis", j(function(x) return hl.sum(x, 1) end, a),
+         "np.sum(a.astype(np.float64), axis=0)", {a}, {dtype = "float32", rtol = 1e-5, atol = 1e-4})
+    case("logsumexp [" .. name .. "] over the last axis", j(function(x) return hl.logsumexp(x, -1) end, a),
+         "np.log(np.sum(np.exp(a.astype(np.float64)), axis=-1))", {a}, {dtype = "float32", rtol = 1e-5, atol = 1e-5})
+    case("softmax [" .. name .. "] over the last axis", j(function(x) return hl.nn.softmax(x, -1) end, a),
+         "np.exp(a - np.max(a, axis=-1, keepdims=True)) / np.sum(np.exp(a - np.max(a, axis=-1, keepdims=True)), axis=-1, keepdims=True)",
+         {a}, {dtype = "float32", rtol = 1e-5, atol = 1e-6})
+  end
+  local a = np.rand({4, 5, 3000}, -2, 2, "float64")
+  case("sum float64 [4,5,3000] over the last axis", function() return hl.jit(function(x) return hl.sum(x, -1) end)(a) end,
+       "np.sum(a, axis=-1)", {a}, {dtype = "float64", rtol = 1e-12, atol = 1e-10})
+end)
+
 describe("a reduction read whole by an extern stage under jit", function()
   local hl = require "halua"
   -- the sum's accumulator is computed over exactly its shape for the stage: its update once ran

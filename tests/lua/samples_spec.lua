@@ -76,6 +76,19 @@ describe("samples", function()
     assert(acc and acc >= 80, text)
   end)
 
+  it("transformer: a character-level model of the GPL's text whose loss falls, and a generated line", function()
+    local ok, text = run("transformer.lua", "--epochs 3 --steps 15 --batch 16 --seq 32 --dim 32 --layers 1 --generate 40")
+    assert(ok, text)
+    local first = tonumber(text:match("initial loss ([%d.]+)"))
+    local losses = {}
+    for l in text:gmatch("epoch +%d+ +train loss [%d.]+ +held batch loss ([%d.]+)") do losses[#losses + 1] = tonumber(l) end
+    assert.are.equal(3, #losses, text)
+    assert(first and losses[3] < first - 1, "the loss did not fall by 1 nat:\n" .. text)
+    assert(losses[3] < losses[1], text)
+    local line = text:match("generated: ([^\n]*)")
+    assert(line and #line == 40, text)
+  end)
+
   it("a sample's bad option is a usage message, not a stack trace", function()
     local ok, text = run("digits_mlp.lua", "--no-such-option 1")
     assert.is_false(ok)
