@@ -93,7 +93,7 @@ static int realify_node(const hl_graph *g, int i, const int *map, hl_graph *out)
     at.i[HL_MAX_DIMS + nd] = 1;
     break;
   case HL_P_NEG: case HL_P_ADD: case HL_P_SUB: case HL_P_STOP_GRADIENT: case HL_P_SUM: case HL_P_CONCAT:
-  case HL_P_GATHER: case HL_P_SCATTER_ADD: break;
+  case HL_P_GATHER: case HL_P_SCATTER_ADD: case HL_P_SCATTER: break;   /* (scatter: set and add only, hl_ir.c) */
   default:
     return hl_error("%s: internal: no complex form in pipelines", hl_prims[n->prim].name);
   }

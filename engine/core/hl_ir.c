@@ -319,7 +319,9 @@ static int check_complex(int prim, int nin, const hl_type *in, const hl_attrs *a
   int src = hl_prims[prim].kind == HL_K_SOURCE || hl_prims[prim].kind == HL_K_LOOP || prim == HL_P_CAST;
   if (src && hl_dtype_is_complex(a->dtype) && c == HL_BOOL) c = a->dtype;
   if (c == HL_BOOL) return 0;
-  if (!complex_ok(prim))
+  /* scatter's set and add act on each part alone; mul, min and max do not */
+  int ok = complex_ok(prim) || (prim == HL_P_SCATTER && (a->i[2] == HL_SCATTER_SET || a->i[2] == HL_SCATTER_ADD));
+  if (!ok)
     return hl_error("%s: %s is not supported yet (complex arrays have construction, real/imag/conj/abs/angle, "
                     "arithmetic, exp/log/sqrt, trigonometric and hyperbolic functions, matmul, sums and shape ops so far: see docs/complex.md)", hl_prims[prim].name, hl_dtype_name(c));
   if (prim == HL_P_CAST && hl_dtype_is_complex(in[0].dtype) && !hl_dtype_is_complex(a->dtype))

@@ -54,6 +54,12 @@ suite("complex construction and parts", function(case)
          "a.T.reshape(2, 6)[:, 1:5]", {z})
     case(dt .. " concatenate and stack", function() return hl.stack({hl.concatenate({z, z}, 1), hl.concatenate({z, z}, 1)}, 1) end,
          "np.stack([np.concatenate([a, a], 0)] * 2, 0)", {z})
+    local idx = hl.array({3, 1, 3}, "int32")
+    case(dt .. " take with an index array", function() return hl.take(z, idx, 1) end, "np.take(a, [2, 0, 2], 0)", {z})
+    case(dt .. " at(index array):add", function() return z:at(idx):add(z[{{1, 3}}]) end,
+         "(lambda b: (np.add.at(b, [2, 0, 2], a[0:3]), b)[1])(a.copy())", {z})
+    case(dt .. " at(index array):set", function() return z:at(hl.array({2}, "int32")):set(hl.complex(7, -7):astype(dt)) end,
+         "(lambda b: (b.__setitem__(1, 7 - 7j), b)[1])(a.copy())", {z})
     case(dt .. " broadcast_to", function() return hl.broadcast_to(z[{1}], {3, 4}) end, "np.broadcast_to(a[0], (3, 4))", {z})
   end
   local i32 = hl.array({1, -2, 3}, "int32")
@@ -388,6 +394,7 @@ describe("complex: what is not supported yet is an error", function()
   end
   it("names the op and the dtype", function()
     unsupported("maximum", function() return hl.maximum(z, z) end)
+    unsupported("scatter", function() return z:at(hl.array({1}, "int32")):mul(hl.complex(2, 1)) end)
     unsupported("linalg.cholesky", function() return hl.linalg.cholesky(m) end)
     unsupported("sign", function() return hl.sign(z) end)
     unsupported("expm1", function() return hl.expm1(z) end)
