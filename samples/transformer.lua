@@ -52,7 +52,7 @@ end
 local function dense(n_in, n_out) return hl.nn.init.normal(next_key(), {n_in, n_out}, 1 / math.sqrt(n_in)) end
 
 -- each block's parameters stacked along a leading layer axis: a few large leaves rather than a
--- dozen per layer (a jitted function takes at most 64 arrays, and the optimizer's state triples them)
+-- dozen per layer (fewer, larger arrays: fewer buffers for the compiled step to pass around)
 local L = opts.layers
 local function stack(make)
   local t = {}

@@ -295,6 +295,24 @@ local sc_u, sc_x = hl.full({1000000}, 0.5), hl.zeros({65536})
 local scatter_add = hl.jit(function(x, i, u) return x:at(i):add(u) end)
 res.scatter_add_ms = best_of(function() return scatter_add(sc_x, sc_idx, sc_u) end, 3, 3) * 1e3
 
+-- hl.linalg's decompositions (LAPACK gesdd, geqrf/orgqr, syevd per matrix): one 256x256 matrix
+-- and a batch of 64 32x32 ones, float64 and float32; eigh's matrices symmetric
+for _, dt in ipairs {"float64", "float32"} do
+  local tag = dt == "float64" and "f64" or "f32"
+  local one, many = wellcond({256, 256}):astype(dt), wellcond({64, 32, 32}):astype(dt)
+  local sym1, symn = (one + one.T) * 0.5, (many + hl.transpose(many, {1, 3, 2})) * 0.5
+  local decomps = {
+    svd = function(x) return hl.linalg.svd(x, false) end,
+    qr = function(x) return hl.linalg.qr(x) end,
+    eigh = function(x) return hl.linalg.eigh(x) end,
+  }
+  for name, f in pairs(decomps) do
+    local a, b = name == "eigh" and sym1 or one, name == "eigh" and symn or many
+    res[name .. "256_" .. tag .. "_ms"] = best_of(function() return f(a) end, 3, 3) * 1e3
+    res[name .. "_batched_" .. tag .. "_ms"] = best_of(function() return f(b) end, 3, 3) * 1e3
+  end
+end
+
 -- samples/heat.lua: a jitted fori_loop compiles its body once, so its compile time is flat in the
 -- number of steps; the run against the same loop written in NumPy
 package.path = root .. "/samples/?.lua;" .. package.path
@@ -365,6 +383,19 @@ print_table({
   {"solve256_ms", "linalg.solve 256x256 float64, one right-hand side (ms)", "lower"},
   {"solve_batched_ms", "linalg.solve 64 x (32x32) float64, batched (ms)", "lower"},
   {"scatter_add_ms", "x:at(idx):add(u), 10^6 float32 updates into 2^16 bins, jit (ms)", "lower"},
+
+  {"svd256_f64_ms", "linalg.svd (reduced) 256x256 float64 (ms)", "lower"},
+  {"svd_batched_f64_ms", "linalg.svd (reduced) 64 x (32x32) float64, batched (ms)", "lower"},
+  {"svd256_f32_ms", "linalg.svd (reduced) 256x256 float32 (ms)", "lower"},
+  {"svd_batched_f32_ms", "linalg.svd (reduced) 64 x (32x32) float32, batched (ms)", "lower"},
+  {"qr256_f64_ms", "linalg.qr 256x256 float64 (ms)", "lower"},
+  {"qr_batched_f64_ms", "linalg.qr 64 x (32x32) float64, batched (ms)", "lower"},
+  {"qr256_f32_ms", "linalg.qr 256x256 float32 (ms)", "lower"},
+  {"qr_batched_f32_ms", "linalg.qr 64 x (32x32) float32, batched (ms)", "lower"},
+  {"eigh256_f64_ms", "linalg.eigh 256x256 float64 (ms)", "lower"},
+  {"eigh_batched_f64_ms", "linalg.eigh 64 x (32x32) float64, batched (ms)", "lower"},
+  {"eigh256_f32_ms", "linalg.eigh 256x256 float32 (ms)", "lower"},
+  {"eigh_batched_f32_ms", "linalg.eigh 64 x (32x32) float32, batched (ms)", "lower"},
   {"heat_compile_100_ms", "heat sample: compile, fori_loop of 100 steps (ms)", "lower"},
   {"heat_compile_10000_ms", "heat sample: compile, fori_loop of 10,000 steps (ms)", "lower"},
   {"heat_compile_warm_ms", "heat sample: compile, 10,000 steps, warm: persistent cache (ms)", "lower"},

@@ -53,6 +53,22 @@ def mlp_data(np):
     y = np.eye(10, dtype=np.float32)[np.arange(256) % 10]
     return params, x, y
 
+def decomp_rows(peer, np, conv, svd, qr, eigh, ready=lambda r: r):
+    """The decomposition rows (bench.lua's): svd (reduced), qr, eigh of one 256x256 matrix and of a
+    batch of 64 32x32 ones, float64 and float32; eigh's matrices symmetric. conv makes the peer's
+    array from a NumPy one; ready waits for an asynchronous result."""
+    rng = np.random.default_rng(0)
+    for dt, tag in (("float64", "f64"), ("float32", "f32")):
+        one = (rng.random((256, 256)) - 0.5 + 256 * np.eye(256)).astype(dt)
+        many = (rng.random((64, 32, 32)) - 0.5 + 32 * np.eye(32)).astype(dt)
+        args = {"svd": (one, many), "qr": (one, many),
+                "eigh": ((one + one.T) / 2, (many + many.transpose(0, 2, 1)) / 2)}
+        fs = {"svd": lambda x: svd(x, full_matrices=False), "qr": qr, "eigh": eigh}
+        for name, f in fs.items():
+            a, b = conv(np.ascontiguousarray(args[name][0])), conv(np.ascontiguousarray(args[name][1]))
+            put("%s256_%s_ms" % (name, tag), peer, best_of(lambda: ready(f(a)), 3, 3) * 1e3)
+            put("%s_batched_%s_ms" % (name, tag), peer, best_of(lambda: ready(f(b)), 3, 3) * 1e3)
+
 def section_numpy():
     import numpy as np
     put("_versions", "numpy", np.__version__)
@@ -117,6 +133,11 @@ def section_numpy():
     for name, f in [("small", small), ("streams", streams), ("matmuls", matmuls),
                     ("reductions", reductions), ("heat", heat), ("solve", solve),
                     ("scatter_add", scatter_add)]:
+
+    def decomps():
+        decomp_rows("numpy", np, lambda x: x, np.linalg.svd, np.linalg.qr, np.linalg.eigh)
+    for name, f in [("small", small), ("streams", streams), ("matmuls", matmuls),
+                    ("reductions", reductions), ("heat", heat), ("solve", solve), ("decompositions", decomps)]:
         attempt("numpy " + name, f)
 
 def section_torch():
@@ -210,6 +231,13 @@ def section_torch():
     for name, f in [("small", small), ("streams", streams), ("matmuls", matmuls), ("reductions", reductions),
                     ("mlp", mlp), ("heat grad", heat_grad), ("heat jvp", heat_jvp), ("solve", solve),
                     ("attention", attention)]:
+
+    def decomps():
+        import numpy as np
+        decomp_rows("torch", np, torch.from_numpy, torch.linalg.svd, torch.linalg.qr, torch.linalg.eigh)
+    for name, f in [("small", small), ("streams", streams), ("matmuls", matmuls), ("reductions", reductions),
+                    ("mlp", mlp), ("heat grad", heat_grad), ("heat jvp", heat_jvp), ("solve", solve),
+                    ("decompositions", decomps)]:
         attempt("torch " + name, f)
 
 # JAX: float32 on the CPU; every timed call ends in block_until_ready() (JAX dispatches
@@ -330,6 +358,10 @@ def section_jax_x64():
         ba = jnp.asarray(rng.random((64, 32, 32)) - 0.5 + 32 * np.eye(32)); bb = jnp.ones((64, 32, 1), jnp.float64)
         put("solve_batched_ms", "jax", best_of(lambda: solve(ba, bb).block_until_ready(), 5, 10) * 1e3)
     attempt("jax solve", solve)
+    def decomps():
+        ready = lambda r: jax.block_until_ready(r)
+        decomp_rows("jax", np, jnp.asarray, jax.jit(jnp.linalg.svd), jax.jit(jnp.linalg.qr), jax.jit(jnp.linalg.eigh), ready)
+    attempt("jax decompositions", decomps)
 
 def section_compile(cache, phase):
     """Compile times, in a fresh process: JAX's jit(f).lower(args).compile() (trace, lower, XLA

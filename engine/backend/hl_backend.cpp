@@ -337,11 +337,8 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, co
 }
 
 extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_array *const *outputs) {
-  /* a jitted program has up to 64 arrays in and 64 out (MAX_PROGRAM_ARRAYS in hl_eval.c): room for
-     both, or a program of, say, 40 arrays in and 40 out compiles and then fails here */
-  enum { MAXB = 128, ONSTACK = 8 };
+  enum { ONSTACK = 8 };
   int nb = k->nparams + k->noutputs;
-  if (nb > MAXB) return hl_error("%s: too many arguments (%d)", k->name.c_str(), nb);
   /* as many buffer descriptors as this call passes: their constructors zero them, and 128 of
    * each zeroed 23 kB per call, a quarter of an eager op's time */
   halide_buffer_t small_bufs[ONSTACK];

@@ -5,6 +5,7 @@
 #include "hl_vmath.h"
 #include "hl_extern_cublas.h"
 #include "hl_device.h"
+#include "hl_linalg_layout.h"
 
 using namespace Halide;
 using Halide::Internal::make_zero;
@@ -607,11 +608,24 @@ struct Lowerer {
   /* LAPACK per matrix of the batch, as an extern stage on the host (hl_extern_linalg.cpp) */
   void linalg(int i) {
     const hl_node &n = node(i);
+    if (n.prim == HL_P_QR || n.prim == HL_P_SVD || n.prim == HL_P_EIGH || n.prim == HL_P_SLOGDET) {
+      /* the packed factors of each matrix (hl_linalg_layout.h) */
+      int src = input(n, 0);
+      const hl_type &t = node(src).type;
+      int what = n.prim == HL_P_QR ? HL_DECOMP_QR : n.prim == HL_P_SVD ? HL_DECOMP_SVD : n.prim == HL_P_EIGH ? HL_DECOMP_EIGH : HL_DECOMP_SLOGDET;
+      std::vector<ExternFuncArgument> args = {host_operand(src), Expr(what), Expr((int)n.attrs.i[0]),
+                                              Expr((int)t.shape[t.ndim - 2]), Expr((int)t.shape[t.ndim - 1])};
+      L.funcs[i].define_extern("hl_stage_linalg_decomp", args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C,
+                               DeviceAPI::Host);
+      return;
+    }
     Expr order((int)n.type.shape[n.type.ndim - 2]);
     std::vector<ExternFuncArgument> args;
     for (int k = 0; k < n.nin; k++) args.push_back(host_operand(input(n, k)));
+    if (n.prim == HL_P_SOLVE_TRIANGULAR) args.push_back(Expr((int)n.attrs.i[0]));
     args.push_back(order);
-    const char *fn = n.prim == HL_P_SOLVE ? "hl_stage_linalg_solve" : "hl_stage_linalg_cholesky";
+    const char *fn = n.prim == HL_P_SOLVE ? "hl_stage_linalg_solve"
+                     : n.prim == HL_P_SOLVE_TRIANGULAR ? "hl_stage_linalg_solve_triangular" : "hl_stage_linalg_cholesky";
     L.funcs[i].define_extern(fn, args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, DeviceAPI::Host);
   }
 

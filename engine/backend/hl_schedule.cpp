@@ -77,8 +77,10 @@ void pointwise(Stage s, int r, int vec, bool parallel, int static_inner, int64_t
 /* `work`: the elements a reduction reads (0: as many as f has), which decides parallelism: a
  * row logsumexp of 4096x4096 has only 4096 results but reads 16M elements */
 /* `whole`: f is computed over exactly its whole shape (pointwise) */
+/* `rfactored`: the update was split by rfactor already (schedule_inner_reduction): it is
+ * scheduled, and must not be marked unscheduled */
 void schedule_root(Func f, const hl_node &n, bool dynamic, int vec, bool update_too, Func sized, int64_t work = 0,
-                   bool whole = false) {
+                   bool whole = false, bool rfactored = false) {
   int r = n.type.ndim;
   f.compute_root();
   int64_t total = hl_shape_size(r, n.type.shape);
@@ -103,7 +105,7 @@ void schedule_root(Func f, const hl_node &n, bool dynamic, int vec, bool update_
       } else if (r > 0 && par) {
         /* the reduction runs along the innermost axis: parallelise over the output */
         pointwise(f.update(u), r, 1, true, inner);
-      } else {
+      } else if (!rfactored) {
         f.update(u).unscheduled();
       }
     }
@@ -443,9 +445,9 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
          * (the parallel loop of a rank >= 3 result) kept the original loops around the fused
          * one, so every result was summed once per outer iteration (a jitted sum over the last
          * axis of [8,8,256,256] gave 64 x the sum); loops scheduled after it are its own */
-        if (inner_reduced && !g->dynamic && hl_dtype_is_float(src.type.dtype))
-          schedule_inner_reduction(L, i, red, n.type.ndim, rvec, big);
-        schedule_root(red, n, g->dynamic, inner_reduced ? 1 : rvec, !inner_reduced, L.outputs[0], reads);
+        bool rfactored = inner_reduced && !g->dynamic && hl_dtype_is_float(src.type.dtype) &&
+                         schedule_inner_reduction(L, i, red, n.type.ndim, rvec, big);
+        schedule_root(red, n, g->dynamic, inner_reduced ? 1 : rvec, !inner_reduced, L.outputs[0], reads, false, rfactored);
         /* the conversion back is inlined into its consumers, except into an extern stage
          * (sort, LAPACK, a loop), which reads a buffer: there it gets one */
         if (red.name() != L.funcs[i].name() && extern_input[i])

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE   /* qsort_r */
 #include "hl_ir.h"
 #include "hl_error.h"
+#include "hl_linalg_layout.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,15 +88,35 @@ static int infer_matmul(const hl_type *in, hl_type *out) {
   return 0;
 }
 
-/* solve: a [..., n, n], b [..., n, k]; cholesky: a [..., n, n]. One float dtype, equal batches. */
-static int infer_linalg(int prim, int nin, const hl_type *in, hl_type *out) {
+/* the decompositions' primitives, in hl_linalg_layout.h's order */
+static int decomp_of(int prim) {
+  return prim == HL_P_QR ? HL_DECOMP_QR : prim == HL_P_SVD ? HL_DECOMP_SVD : prim == HL_P_EIGH ? HL_DECOMP_EIGH
+       : prim == HL_P_SLOGDET ? HL_DECOMP_SLOGDET : -1;
+}
+
+/* solve: a [..., n, n], b [..., n, k]; cholesky: a [..., n, n]. One float dtype, equal batches.
+ * The decompositions: a [..., m, n] (square for eigh and slogdet) -> [..., packed]. */
+static int infer_linalg(int prim, int nin, const hl_type *in, const hl_attrs *at, hl_type *out) {
   const char *name = hl_prims[prim].name;
   const hl_type *a = &in[0];
   int r = a->ndim;
-  if (r < 2 || a->shape[r - 1] != a->shape[r - 2])
+  int what = decomp_of(prim);
+  if (what == HL_DECOMP_QR || what == HL_DECOMP_SVD) {   /* rectangular: packed factors */
+    if (r < 2) return hl_error("%s: a must be a matrix or a stack of them ([..., m, n]), got shape %s", name, SHAPE(*a));
+    if (!hl_dtype_is_float(a->dtype)) return hl_error("%s: operands of dtype %s are not accepted here", name, hl_dtype_name(a->dtype));
+    if (at->i[0] < 0 || at->i[0] > 2) return hl_error("%s: internal: mode %lld", name, (long long)at->i[0]);
+  } else if (r < 2 || a->shape[r - 1] != a->shape[r - 2])
     return hl_error("%s: a must be a square matrix or a stack of them ([..., n, n]), got shape %s", name, SHAPE(*a));
   if (!hl_dtype_is_float(a->dtype)) return hl_error("%s: operands of dtype %s are not accepted here", name, hl_dtype_name(a->dtype));
+  if (prim == HL_P_SOLVE_TRIANGULAR && (at->i[0] < 0 || at->i[0] > 7)) return hl_error("%s: internal: mode %lld", name, (long long)at->i[0]);
+  if (what == HL_DECOMP_EIGH && (at->i[0] < 0 || at->i[0] > 3)) return hl_error("%s: internal: mode %lld", name, (long long)at->i[0]);
   *out = *a;
+  if (what >= 0) {
+    out->ndim = r - 1;
+    out->shape[r - 2] = hl_linalg_layout_of((hl_decomp)what, (int)at->i[0], a->shape[r - 2], a->shape[r - 1]).total;
+    out->shape[r - 1] = 0;
+    return 0;
+  }
   if (nin == 2) {
     const hl_type *b = &in[1];
     if (b->ndim != r || b->dtype != a->dtype || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)(r - 1)))
@@ -351,7 +372,7 @@ int hl_infer(int prim, int nin, const hl_type *in, const hl_attrs *a, hl_type *o
   case HL_K_MATMUL: return infer_matmul(in, out);
   case HL_K_VIEW: return infer_view(prim, in, a, out);
   case HL_K_CONCAT: return infer_concat(nin, in, a, out);
-  case HL_K_LINALG: return infer_linalg(prim, nin, in, out);
+  case HL_K_LINALG: return infer_linalg(prim, nin, in, a, out);
   case HL_K_SORT: return infer_sort(prim, in, a, out);
   case HL_K_INDEXED: return infer_indexed(prim, in, a, out);
   case HL_K_DIST: return infer_dist(prim, in, a, out);
@@ -462,10 +483,14 @@ int hl_graph_prune(const hl_graph *g, hl_graph *out) {
     if (n->prim == HL_P_PARAM) out->nparams++;
   }
   if (!rc) {
-    int outs[256];
-    int no = g->noutputs < 256 ? g->noutputs : 256;
-    for (int k = 0; k < no; k++) outs[k] = remap[same[g->outputs[k]]];
-    rc = hl_graph_set_outputs(out, no, outs);
+    int *outs = malloc(sizeof(int) * (size_t)(g->noutputs ? g->noutputs : 1));
+    if (!outs) {
+      rc = hl_error("out of memory");
+    } else {
+      for (int k = 0; k < g->noutputs; k++) outs[k] = remap[same[g->outputs[k]]];
+      rc = hl_graph_set_outputs(out, g->noutputs, outs);
+      free(outs);
+    }
   }
   free(live);
   free(remap);
@@ -490,7 +515,7 @@ static void key_put(hl_key *k, const void *p, size_t n) {
 
 int hl_attr_count(int prim, int ndim) {
   switch (hl_prims[prim].attrs) {
-  case HL_A_AXIS: case HL_A_AXES: return 1;
+  case HL_A_AXIS: case HL_A_AXES: case HL_A_MODE: return 1;
   case HL_A_PARAM: case HL_A_LOOP: return 2;
   case HL_A_PERM: return ndim;
   case HL_A_DIST: case HL_A_SCATTER: return 3;
@@ -634,6 +659,7 @@ static void attr_text(strbuf *b, const hl_node *n) {
     sb_printf(b, " axis=%d n=%lld", (int)a->i[0] + 1, (long long)a->i[1]);
     if (n->prim == HL_P_SCATTER) sb_printf(b, " mode=%s", hl_scatter_mode_name((int)a->i[2]));
     break;
+  case HL_A_MODE: sb_printf(b, " mode=%d", (int)a->i[0]); break;
   case HL_A_DIST: sb_printf(b, " a=%lld b=%lld size=%lld", (long long)a->i[0] + 1, (long long)a->i[1] + 1, (long long)a->i[2]); break;
   case HL_A_AXES:
     sb_printf(b, " axes={");

@@ -15,6 +15,10 @@
  * read it are unaffected). */
 void sgesv_(const int *n, const int *nrhs, float *a, const int *lda, int *ipiv, float *b, const int *ldb, int *info);
 void dgesv_(const int *n, const int *nrhs, double *a, const int *lda, int *ipiv, double *b, const int *ldb, int *info);
+void strtrs_(const char *uplo, const char *trans, const char *diag, const int *n, const int *nrhs, const float *a, const int *lda,
+             float *b, const int *ldb, int *info, size_t uplo_len, size_t trans_len, size_t diag_len);
+void dtrtrs_(const char *uplo, const char *trans, const char *diag, const int *n, const int *nrhs, const double *a, const int *lda,
+             double *b, const int *ldb, int *info, size_t uplo_len, size_t trans_len, size_t diag_len);
 void spotrf_(const char *uplo, const int *n, float *a, const int *lda, int *info, size_t uplo_len);
 void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info, size_t uplo_len);
 
@@ -28,11 +32,12 @@ static void single_threaded_blas(void) {
   if (set_threads) set_threads(1);
 }
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+void hl_linalg_single_threaded(void) { pthread_once(&blas_once, single_threaded_blas); }
 
-enum { SOLVE, CHOLESKY };
+enum { SOLVE, CHOLESKY, TRIANGULAR };
 
 typedef struct {
-  int what;
+  int what, mode;    /* mode: TRIANGULAR's bits (hl_linalg.h) */
   const hl_array *a, *b;
   hl_array *out;
   int64_t row0, col0;
@@ -110,7 +115,15 @@ static void run_item(job *j, int64_t bi, void *w, int *ipiv) {
   void *wa = w, *wb = (char *)w + (size_t)n * (size_t)n * (f64 ? 8 : 4);
   int64_t oo = batch_offset(j, j->out, bi);
   if (n > 0) {
-    if (j->what == SOLVE) {
+    if (j->what == TRIANGULAR) {
+      /* substitution: a NaN or an infinity reaches only the values that depend on it, and a
+       * zero on the diagonal (not a unit one) is singular */
+      gather(j->a, batch_offset(j, j->a, bi), n, n, 0, wa, ld);
+      gather(j->b, batch_offset(j, j->b, bi), n, k, 0, wb, ld);
+      const char *uplo = j->mode & 1 ? "L" : "U", *trans = j->mode & 2 ? "T" : "N", *diag = j->mode & 4 ? "U" : "N";
+      if (f64) dtrtrs_(uplo, trans, diag, &n, &k, wa, &ld, wb, &ld, &info, 1, 1, 1);
+      else strtrs_(uplo, trans, diag, &n, &k, wa, &ld, wb, &ld, &info, 1, 1, 1);
+    } else if (j->what == SOLVE) {
       gather(j->a, batch_offset(j, j->a, bi), n, n, 0, wa, ld);
       gather(j->b, batch_offset(j, j->b, bi), n, k, 0, wb, ld);
       /* a matrix holding a NaN or an infinity has no meaningful solution: every value of the
@@ -145,7 +158,7 @@ static void run_item(job *j, int64_t bi, void *w, int *ipiv) {
     }
     return;
   }
-  if (j->what == SOLVE) scatter(j->out, oo, wb, ld, j->row0, 0, PLAIN);
+  if (j->what != CHOLESKY) scatter(j->out, oo, wb, ld, j->row0, 0, PLAIN);
   else scatter(j->out, oo, wa, ld, j->row0, j->col0, LOWER);
 }
 
@@ -154,7 +167,7 @@ static int task(void *ctx, int t, uint8_t *closure) {
   (void)closure;
   job *j = ctx;
   size_t es = j->a->dtype == HL_FLOAT64 ? 8 : 4;
-  size_t n = (size_t)j->n, elems = n * n + (j->what == SOLVE ? n * (size_t)j->k : 0);
+  size_t n = (size_t)j->n, elems = n * n + (j->what != CHOLESKY ? n * (size_t)j->k : 0);
   void *w = malloc(elems * es + 1);
   int *ipiv = malloc(sizeof(int) * n + 1);
   if (!w || !ipiv) {
@@ -189,7 +202,7 @@ static int run(job *j, const char *op) {
   j->oom = 0;
   /* an empty result of non-empty matrices still factors them: a singular one is an error */
   if (j->nbatch == 0 || n == 0) return 0;
-  pthread_once(&blas_once, single_threaded_blas);
+  hl_linalg_single_threaded();
   /* batches of small matrices spread over the engine's threads */
   double work = (double)j->nbatch * (double)n * (double)n * (double)(n + k);
   int threads = hl_pool_threads();
@@ -204,7 +217,8 @@ static int run(job *j, const char *op) {
   }
   if (j->oom) return hl_error("%s: out of memory for LAPACK's workspace (matrices of order %lld)", op, (long long)n);
   if (j->bad < j->nbatch) {
-    const char *what = j->what == SOLVE ? "singular matrix" : "matrix is not positive definite";
+    const char *what = j->what == CHOLESKY ? "matrix is not positive definite"
+                       : j->what == TRIANGULAR ? "singular matrix: a zero on the diagonal" : "singular matrix";
     struct hl_shape_fmt s = hl_shape_str(a->ndim, (const long long *)a->shape);
     if (j->nb == 0) return hl_error("%s: %s (a is %s%s)", op, what, hl_dtype_name(a->dtype), s.s);
     long long idx[HL_MAX_DIMS];
@@ -226,4 +240,9 @@ int hl_linalg_solve_into(const hl_array *a, const hl_array *b, hl_array *out, in
 int hl_linalg_cholesky_into(const hl_array *a, hl_array *out, int64_t row0, int64_t col0, hl_linalg_fail fail) {
   job j = {.what = CHOLESKY, .a = a, .out = out, .row0 = row0, .col0 = col0, .fail = fail};
   return run(&j, "linalg.cholesky");
+}
+
+int hl_linalg_solve_triangular_into(const hl_array *a, const hl_array *b, int mode, hl_array *out, int64_t row0, hl_linalg_fail fail) {
+  job j = {.what = TRIANGULAR, .mode = mode, .a = a, .b = b, .out = out, .row0 = row0, .fail = fail};
+  return run(&j, "linalg.solve_triangular");
 }

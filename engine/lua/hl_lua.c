@@ -328,11 +328,34 @@ static int l_linalg_solve(lua_State *L) {
   return 1;
 }
 
+/* linalg_solve_triangular(a, b, mode): mode's bits as hl_linalg.h says */
+static int l_linalg_solve_triangular(lua_State *L) {
+  hl_array *a = check_array(L, 1, "linalg.solve_triangular"), *b = check_array(L, 2, "linalg.solve_triangular");
+  hl_array r;
+  if (hl_op_solve_triangular(a, b, (int)luaL_checkinteger(L, 3), &r)) return raise(L);
+  push_result(L, &r, 1, 2);
+  return 1;
+}
+
 static int l_linalg_cholesky(lua_State *L) {
   hl_array *a = check_array(L, 1, "linalg.cholesky");
   hl_array r;
   if (hl_op_cholesky(a, &r)) return raise(L);
   push_result(L, &r, 1, 1);
+  return 1;
+}
+
+/* linalg_decomp(name, a, mode): a decomposition primitive's packed factors (lua/halua/linalg.lua
+ * unpacks them) */
+static int l_linalg_decomp(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  int prim = hl_prim_from_name(name);
+  if (prim != HL_P_QR && prim != HL_P_SVD && prim != HL_P_EIGH && prim != HL_P_SLOGDET)
+    return luaL_error(L, "halua: linalg: %s is not a decomposition", name);
+  hl_array *a = check_array(L, 2, name);
+  hl_array r;
+  if (hl_op_linalg_decomp(prim, a, (int)luaL_checkinteger(L, 3), &r)) return raise(L);
+  push_result(L, &r, 2, 2);
   return 1;
 }
 
@@ -897,6 +920,10 @@ static int l_graph_nodes(lua_State *L) {
       lua_setfield(L, -2, "size");
       break;
     }
+    case HL_A_MODE:
+      lua_pushinteger(L, (lua_Integer)a->i[0]);
+      lua_setfield(L, -2, "mode");
+      break;
     case HL_A_NONE:
     case HL_A_PARAM:
       break;
@@ -949,24 +976,25 @@ static int l_trace_captures(lua_State *L) {
   return 1;
 }
 
-/* collect tracers of a Lua list at idx */
-static int list_arrays(lua_State *L, int idx, const hl_array **out, int max, const char *what) {
-  int n = (int)lua_objlen(L, idx);
-  if (n > max) raisef(L, "halua: %s: too many arrays", what);
-  for (int k = 0; k < n; k++) {
+/* the arrays of a Lua list at idx, in a block left on the Lua stack (freed with it) */
+static const hl_array **list_arrays(lua_State *L, int idx, int *n, const char *what) {
+  *n = (int)lua_objlen(L, idx);
+  if (*n > HL_MAX_PROGRAM_ARRAYS) raisef(L, "halua: %s: too many arrays (%d, at most %d)", what, *n, HL_MAX_PROGRAM_ARRAYS);
+  const hl_array **out = lua_newuserdata(L, sizeof *out * (size_t)(*n ? *n : 1));
+  for (int k = 0; k < *n; k++) {
     lua_rawgeti(L, idx, k + 1);
     out[k] = to_array(L, -1);
     lua_pop(L, 1);   /* still referenced by the list */
     if (!out[k]) raisef(L, "halua: %s: list holds a non-array", what);
   }
-  return n;
+  return out;
 }
 
 /* program_build(trace, {tracers}, name [, schedule]) -> program */
 static int l_program_build(lua_State *L) {
   hl_trace *t = check_trace(L, 1);
-  const hl_array *outs[256];
-  int n = list_arrays(L, 2, outs, 256, "jit");
+  int n;
+  const hl_array **outs = list_arrays(L, 2, &n, "jit");
   const char *name = luaL_optstring(L, 3, "jit");
   /* 4: "auto" for Halide's autoscheduler (validated by hl.jit) */
   t->g.schedule = lua_isstring(L, 4) && strcmp(lua_tostring(L, 4), "auto") == 0;
@@ -982,8 +1010,8 @@ static int l_program_build(lua_State *L) {
 /* trace_export(trace, {tracers}, dir, name): hl.export's library (engine/runtime/hl_export.h) */
 static int l_trace_export(lua_State *L) {
   hl_trace *t = check_trace(L, 1);
-  const hl_array *outs[128];
-  int n = list_arrays(L, 2, outs, 128, "export");
+  int n;
+  const hl_array **outs = list_arrays(L, 2, &n, "export");
   if (hl_export_trace(t, n, outs, luaL_checkstring(L, 3), luaL_checkstring(L, 4))) return raise(L);
   return 0;
 }
@@ -1056,9 +1084,9 @@ static int l_program_compile_ms(lua_State *L) {
 /* trace_text(trace, {tracers}) -> the pruned program as text, without compiling */
 static int l_trace_text(lua_State *L) {
   hl_trace *t = check_trace(L, 1);
-  const hl_array *outs[256];
-  int n = list_arrays(L, 2, outs, 256, "trace");
-  int ids[256];
+  int n;
+  const hl_array **outs = list_arrays(L, 2, &n, "trace");
+  int *ids = lua_newuserdata(L, sizeof *ids * (size_t)(n ? n : 1));
   for (int k = 0; k < n; k++) {
     if (outs[k]->graph != &t->g) raisef(L, "halua: trace: an output is not a value of this trace");
     ids[k] = outs[k]->node;
@@ -1169,6 +1197,8 @@ static const luaL_Reg core_funcs[] = {
     {"matmul", l_matmul},
     {"linalg_solve", l_linalg_solve},
     {"linalg_cholesky", l_linalg_cholesky},
+    {"linalg_solve_triangular", l_linalg_solve_triangular},
+    {"linalg_decomp", l_linalg_decomp},
     {"sort", l_sort},
     {"dist", l_dist},
     {"dist_set_transport", l_dist_set_transport},
@@ -1251,6 +1281,8 @@ int luaopen_halua_core(lua_State *L) {
   lua_newtable(L);
   luaL_register(L, NULL, core_funcs);
   int core = lua_gettop(L);
+  lua_pushinteger(L, HL_MAX_PROGRAM_ARRAYS);   /* jit says so before tracing (lua/halua/jit.lua) */
+  lua_setfield(L, core, "max_program_arrays");
   /* one closure per primitive, from the table */
   lua_newtable(L);
   int prims = lua_gettop(L);

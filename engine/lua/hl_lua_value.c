@@ -136,21 +136,29 @@ hl_trace *hl_lua_check_trace(lua_State *L, int idx) { return luaL_checkudata(L, 
 
 hl_program *hl_lua_check_program(lua_State *L, int idx) { return &((hl_lua_program *)luaL_checkudata(L, idx, PROGRAM_MT))->p; }
 
+/* the results as they come from the program: past a few, in a userdata (an error raised later
+ * frees it with the rest of the call's stack) */
 int hl_lua_program_run_arrays(lua_State *L, hl_program *p, int nargs, const hl_array *const *args) {
-  hl_array outs[64];
+  enum { ONSTACK = 16 };
   for (int k = 0; k < nargs; k++)
     if (hl_is_leaked(args[k])) hl_lua_raisef(L, "halua: jit: " HL_LEAKED_TRACER);
-  if (hl_program_run(p, nargs, args, outs)) return hl_lua_raise(L);
   int n = p->g.noutputs;
-  luaL_checkstack(L, n, "halua: too many outputs");
+  hl_array small[ONSTACK];
+  hl_array *outs = n > ONSTACK ? lua_newuserdata(L, sizeof *outs * (size_t)n) : small;
+  if (hl_program_run(p, nargs, args, outs)) return hl_lua_raise(L);
+  if (!lua_checkstack(L, n)) {
+    for (int k = 0; k < n; k++) hl_array_release(&outs[k]);
+    hl_lua_raisef(L, "halua: jit: too many results (%d) for Lua's stack", n);
+  }
   for (int k = 0; k < n; k++) hl_lua_push_value(L, &outs[k], 0);
   return n;
 }
 
 int hl_lua_program_run(lua_State *L, hl_program *p, int first) {
   int nargs = lua_gettop(L) - first + 1;
-  const hl_array *args[64];
-  if (nargs > 64) hl_lua_raisef(L, "halua: jit: too many arguments");
+  if (nargs > HL_MAX_PROGRAM_ARRAYS) hl_lua_raisef(L, "halua: jit: too many arguments (%d, at most %d)", nargs, HL_MAX_PROGRAM_ARRAYS);
+  /* a userdata holds the argument list, so an error raised while checking them leaks nothing */
+  const hl_array **args = lua_newuserdata(L, sizeof *args * (size_t)(nargs ? nargs : 1));
   for (int k = 0; k < nargs; k++) {
     args[k] = hl_lua_to_array(L, first + k);
     if (!args[k]) hl_lua_arg_error(L, "jit", first + k, first + k, "an array");

@@ -35,7 +35,7 @@ hl_program *hl_lua_check_program(lua_State *L, int idx);
 /* Runs p on the arrays from stack index `first` to the top; pushes its outputs, returns their
  * count (core.program_run) */
 int hl_lua_program_run(lua_State *L, hl_program *p, int first);
-/* the same with the arrays already taken from the stack (at most 64) */
+/* the same with the arrays already taken from the stack */
 int hl_lua_program_run_arrays(lua_State *L, hl_program *p, int nargs, const hl_array *const *args);
 /* A collection when kernels held only by (possibly dead) jitted functions grow large: call after
  * building a program. */

@@ -475,7 +475,12 @@ static int eager_host(int prim, int nin, const hl_array *const *in, const hl_att
   int rc;
   switch (prim) {
   case HL_P_SOLVE: rc = hl_linalg_solve_into(in[0], in[1], out, 0, HL_LINALG_RAISE); break;
+  case HL_P_SOLVE_TRIANGULAR: rc = hl_linalg_solve_triangular_into(in[0], in[1], (int)at->i[0], out, 0, HL_LINALG_RAISE); break;
   case HL_P_CHOLESKY: rc = hl_linalg_cholesky_into(in[0], out, 0, 0, HL_LINALG_RAISE); break;
+  case HL_P_QR: rc = hl_linalg_decomp_into(HL_DECOMP_QR, (int)at->i[0], in[0], out, 0, HL_LINALG_RAISE); break;
+  case HL_P_SVD: rc = hl_linalg_decomp_into(HL_DECOMP_SVD, (int)at->i[0], in[0], out, 0, HL_LINALG_RAISE); break;
+  case HL_P_EIGH: rc = hl_linalg_decomp_into(HL_DECOMP_EIGH, (int)at->i[0], in[0], out, 0, HL_LINALG_RAISE); break;
+  case HL_P_SLOGDET: rc = hl_linalg_decomp_into(HL_DECOMP_SLOGDET, (int)at->i[0], in[0], out, 0, HL_LINALG_RAISE); break;
   case HL_P_SORT:
   case HL_P_ARGSORT: rc = hl_sort_into(in[0], (int)at->i[0], prim == HL_P_ARGSORT, out, 0); break;
   default: rc = hl_dist_into(prim, in[0], at->i, out); break;
@@ -581,13 +586,19 @@ int hl_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs
 
 int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, const char *name, hl_program *p) {
   memset(p, 0, sizeof *p);
-  int ids[256];
-  if (nout > 256) return hl_error("jit: too many outputs (%d, at most 256)", nout);
+  if (nout > HL_MAX_PROGRAM_ARRAYS) return hl_error("jit: too many outputs (%d, at most %d)", nout, HL_MAX_PROGRAM_ARRAYS);
+  int *ids = malloc(sizeof *ids * (size_t)(nout ? nout : 1));
+  if (!ids) return hl_error("out of memory");
   for (int k = 0; k < nout; k++) {
-    if (outputs[k]->graph != &t->g) return hl_error("jit: output %d is not a value of this trace", k + 1);
+    if (outputs[k]->graph != &t->g) {
+      free(ids);
+      return hl_error("jit: output %d is not a value of this trace", k + 1);
+    }
     ids[k] = outputs[k]->node;
   }
-  if (hl_graph_set_outputs(&t->g, nout, ids) || hl_graph_prune(&t->g, &p->g)) return -1;
+  int rc = hl_graph_set_outputs(&t->g, nout, ids) || hl_graph_prune(&t->g, &p->g);
+  free(ids);
+  if (rc) return -1;
   p->nargs = t->g.nparams - t->ncaptures;
   /* a cache miss compiles (and says so when that takes more than a second: hl_cache.c) */
   p->kernel = hl_cache_get(&p->g, name);
@@ -602,8 +613,6 @@ int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, cons
   return 0;
 }
 
-enum { MAX_PROGRAM_ARRAYS = 64 };
-
 int hl_program_place_captures(hl_program *p) {
   for (int c = 0; c < p->ncaptures; c++) {
     /* (a loop body's abstract captures are values of the enclosing pipeline, whose trace may be
@@ -617,24 +626,40 @@ int hl_program_place_captures(hl_program *p) {
   return 0;
 }
 
+/* Calls with few arrays use the stack; programs of more (up to HL_MAX_PROGRAM_ARRAYS) the heap. */
+enum { ONSTACK = 16 };
+
 int hl_program_run(hl_program *p, int nargs, const hl_array *const *args, hl_array *outs) {
   int nin = nargs + p->ncaptures;
   if (nargs != p->nargs) return hl_error("jit: %d arguments for a program of %d", nargs, p->nargs);
-  if (nin > MAX_PROGRAM_ARRAYS) return hl_error("jit: at most %d arrays in and out", MAX_PROGRAM_ARRAYS);
+  if (nin > HL_MAX_PROGRAM_ARRAYS) return hl_error("jit: at most %d arrays in", HL_MAX_PROGRAM_ARRAYS);
   if (hl_program_place_captures(p)) return -1;
-  const hl_array *in[MAX_PROGRAM_ARRAYS];
+  const hl_array *small[ONSTACK], **in = small;
+  if (nin > ONSTACK && !(in = malloc(sizeof *in * (size_t)nin))) return hl_error("out of memory");
   for (int k = 0; k < nin; k++) in[k] = k < nargs ? args[k] : &p->captures[k - nargs];
-  return hl_program_run_inputs(p, nin, in, outs);
+  int rc = hl_program_run_inputs(p, nin, in, outs);
+  if (in != small) free(in);
+  return rc;
 }
 
 int hl_program_run_inputs(hl_program *p, int nin, const hl_array *const *inputs, hl_array *outs) {
-  enum { MAXA = MAX_PROGRAM_ARRAYS };
   if (nin != p->nargs + p->ncaptures) return hl_error("jit: %d inputs for a program of %d", nin, p->nargs + p->ncaptures);
-  if (nin > MAXA || p->g.noutputs > MAXA) return hl_error("jit: at most %d arrays in and out", MAXA);
-  hl_array tmp[MAXA];
-  const hl_array *in[MAXA];
-  hl_array *outp[MAXA];
+  int nouts = p->g.noutputs;
+  if (nin > HL_MAX_PROGRAM_ARRAYS || nouts > HL_MAX_PROGRAM_ARRAYS)
+    return hl_error("jit: at most %d arrays in and %d out", HL_MAX_PROGRAM_ARRAYS, HL_MAX_PROGRAM_ARRAYS);
+  /* contiguous copies of strided inputs, the inputs as passed to the kernel, the outputs */
+  hl_array small_tmp[ONSTACK], *tmp = small_tmp;
+  const hl_array *small_in[ONSTACK], **in = small_in;
+  hl_array *small_outp[ONSTACK], **outp = small_outp;
   int ntmp = 0, rc = -1, nout = 0;
+  if (nin > ONSTACK && (!(tmp = malloc(sizeof *tmp * (size_t)nin)) || !(in = malloc(sizeof *in * (size_t)nin)))) {
+    hl_error("out of memory");
+    goto done;
+  }
+  if (nouts > ONSTACK && !(outp = malloc(sizeof *outp * (size_t)nouts))) {
+    hl_error("out of memory");
+    goto done;
+  }
   for (int k = 0; k < nin; k++) {
     const hl_array *a = inputs[k];
     if (hl_array_device(a) != p->g.device) {
@@ -650,7 +675,7 @@ int hl_program_run_inputs(hl_program *p, int nin, const hl_array *const *inputs,
     }
     in[k] = a;
   }
-  for (; nout < p->g.noutputs; nout++) {
+  for (; nout < nouts; nout++) {
     const hl_type *ty = &p->g.nodes[p->g.outputs[nout]].type;
     if (hl_array_alloc_on(&outs[nout], p->g.device, ty->dtype, ty->ndim, ty->shape)) goto done;
     outp[nout] = &outs[nout];
@@ -663,6 +688,9 @@ done:
   for (int k = 0; k < ntmp; k++) hl_array_release(&tmp[k]);
   if (rc)
     for (int k = 0; k < nout; k++) hl_array_release(&outs[k]);
+  if (tmp != small_tmp) free(tmp);
+  if (in != small_in) free(in);
+  if (outp != small_outp) free(outp);
   return rc;
 }
 

@@ -79,6 +79,9 @@ typedef struct hl_program {
 
 /* Prune t's graph to `outputs` (tracers of t), compile it (through the cache) into p. */
 int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, const char *name, hl_program *p);
+/* The most arrays a program takes in (arguments and captures) and gives out, each: a model's
+ * parameters and its optimiser's state as separate leaves (hundreds for a deep network). */
+enum { HL_MAX_PROGRAM_ARRAYS = 4096 };
 /* Run with the argument arrays; fills nout new arrays. */
 int hl_program_run(hl_program *p, int nargs, const hl_array *const *args, hl_array *outs);
 /* Run with every input given (arguments, then one array per capture): a loop's body, whose

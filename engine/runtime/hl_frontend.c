@@ -252,8 +252,9 @@ static int square_stack(const char *op, const hl_array *a) {
   return 0;
 }
 
-int hl_op_solve(const hl_array *a, const hl_array *b, hl_array *out) {
-  const char *op = "linalg.solve";
+/* solve and solve_triangular: b's vector form, promotion, batch broadcasting */
+static int solve_like(int prim, const hl_attrs *at, const hl_array *a, const hl_array *b, hl_array *out) {
+  const char *op = hl_prims[prim].name;
   if (square_stack(op, a)) return -1;
   if (b->ndim == 0) return hl_error("%s: b must be a vector or matrix (or a stack of them), got shape []", op);
   int64_t n = a->shape[a->ndim - 1];
@@ -298,10 +299,10 @@ int hl_op_solve(const hl_array *a, const hl_array *b, hl_array *out) {
     y = &tmp[ntmp++];
     const hl_array *in[2] = {x, y};
     if (!vec) {
-      rc = hl_apply(HL_P_SOLVE, 2, in, NULL, out);
+      rc = hl_apply(prim, 2, in, at, out);
     } else {
       hl_array r;
-      if (hl_apply(HL_P_SOLVE, 2, in, NULL, &r)) goto done;
+      if (hl_apply(prim, 2, in, at, &r)) goto done;
       shape[nb] = n;
       rc = hl_op_reshape(&r, nb + 1, shape, out);
       hl_array_release(&r);
@@ -309,6 +310,30 @@ int hl_op_solve(const hl_array *a, const hl_array *b, hl_array *out) {
   }
 done:
   for (int k = 0; k < ntmp; k++) hl_array_release(&tmp[k]);
+  return rc;
+}
+
+int hl_op_solve(const hl_array *a, const hl_array *b, hl_array *out) { return solve_like(HL_P_SOLVE, NULL, a, b, out); }
+
+int hl_op_solve_triangular(const hl_array *a, const hl_array *b, int mode, hl_array *out) {
+  hl_attrs at = {0};
+  at.i[0] = mode;
+  return solve_like(HL_P_SOLVE_TRIANGULAR, &at, a, b, out);
+}
+
+int hl_op_linalg_decomp(int prim, const hl_array *a, int mode, hl_array *out) {
+  const char *op = hl_prims[prim].name;
+  if (prim != HL_P_QR && prim != HL_P_SVD && square_stack(op, a)) return -1;
+  if (a->ndim < 2) return hl_error("%s: a must be a matrix or a stack of them ([..., m, n]), got shape %s", op, SHAPE(a));
+  hl_attrs at = {0};
+  at.i[0] = mode;
+  hl_dtype t = linalg_dtype(a->dtype);
+  if (a->dtype == t) return hl_apply(prim, 1, &a, &at, out);
+  hl_array c;
+  if (hl_op_cast(a, t, &c)) return -1;
+  const hl_array *in[1] = {&c};
+  int rc = hl_apply(prim, 1, in, &at, out);
+  hl_array_release(&c);
   return rc;
 }
 

@@ -25,4 +25,9 @@ int hl_op_matmul(const hl_array *a, const hl_array *b, hl_array *out);
 int hl_op_solve(const hl_array *a, const hl_array *b, hl_array *out);
 /* numpy.linalg.cholesky: the lower factor of each matrix of a [..., n, n]. */
 int hl_op_cholesky(const hl_array *a, hl_array *out);
+/* solve with one triangle of a (mode: hl_linalg.h's bits), b as for hl_op_solve */
+int hl_op_solve_triangular(const hl_array *a, const hl_array *b, int mode, hl_array *out);
+/* hl.linalg's decompositions (prim: HL_P_QR, _SVD, _EIGH, _SLOGDET): each matrix of a's packed
+ * factors (engine/core/hl_linalg_layout.h), ints and bool as float32. */
+int hl_op_linalg_decomp(int prim, const hl_array *a, int mode, hl_array *out);
 #endif

@@ -667,6 +667,67 @@ print(total, partial)]])
 
 ---------------------------------------------------------------- pytrees, random
 
+G "lax (hl.lax)"
+E("lax.associative_scan", "hl.lax.associative_scan(fn, elems [, {axis = 1, reverse = false}]) -> tree   (also hl.associative_scan)",
+  "The inclusive scan of elems (an array or a pytree of arrays, all of one extent along axis) under " ..
+  "fn(a, b), an associative function of two trees of elems' structure that returns one: the result's " ..
+  "entry i is fn applied over entries 1..i, as jax.lax.associative_scan. Work-efficient: O(n) calls " ..
+  "of fn over log2(n) levels of batched slices, so it runs under jit, grad and vmap. axis is " ..
+  "1-based (negative from the end); reverse scans from the end (fn then gets the later entry first).",
+  [[local x = hl.array({1, 2, 3, 4, 5})
+print(hl.lax.associative_scan(hl.add, x), hl.lax.associative_scan(hl.maximum, hl.array({1, 3, 2}), {reverse = true}))
+-- a pytree: running sums and products together
+local r = hl.lax.associative_scan(function(a, b) return {a[1] + b[1], a[2] * b[2]} end, {x, x})
+print(r[1], r[2])]])
+alias("associative_scan", "lax.associative_scan")
+E("lax.cummax", "hl.cummax(x [, axis] [, reverse]) -> array   (also hl.lax.cummax, x:cummax(axis))",
+  "The running maximum along axis (1-based, default 1): NumPy's np.maximum.accumulate and " ..
+  "jax.lax.cummax (reverse = true runs from the end). NaN propagates. Built on associative_scan; " ..
+  "the gradient goes to the entry that is the running maximum.",
+  [[print(hl.cummax(hl.array({1, 3, 2, 5, 4})), hl.cummax(hl.array({{1, 4}, {3, 2}}), 2))]])
+alias("cummax", "lax.cummax")
+E("lax.cummin", "hl.cummin(x [, axis] [, reverse]) -> array   (also hl.lax.cummin, x:cummin(axis))",
+  "The running minimum along axis (1-based, default 1): np.minimum.accumulate, jax.lax.cummin.",
+  [[print(hl.cummin(hl.array({5, 3, 4, 1, 2})), hl.cummin(hl.array({5, 3, 4}), 1, true))]])
+alias("cummin", "lax.cummin")
+E("lax.reduce_window", "hl.lax.reduce_window(x, init, op, window_dims [, strides] [, padding] [, base_dilation] [, window_dilation]) -> array",
+  "Reduces every window of x (extents window_dims, one per axis, moved by strides, default 1) with op: " ..
+  "\"sum\", \"max\", \"min\" or a function of two arrays (associative and commutative), starting from " ..
+  "init (a number; nil for sum, max, min, hl.add, hl.maximum, hl.minimum gives their identity), which also fills the padding. padding " ..
+  "is \"VALID\" (default: no padding), \"SAME\" (output extent ceil(n / stride), as JAX pads) or a " ..
+  "table of {lo, hi} pairs per axis. window_dilation spaces the window's taps; base_dilation puts " ..
+  "holes of init between the entries of x first (SAME then pads the dilated shape). " ..
+  "As jax.lax.reduce_window: pooling of any rank, with gradients and vmap.",
+  [[local x = hl.arange(16):reshape({4, 4})
+print(hl.lax.reduce_window(x, 0, "sum", {2, 2}))                      -- sliding 2x2 sums
+print(hl.lax.reduce_window(x, nil, "max", {2, 2}, {2, 2}))            -- 2x2 max pooling
+print(hl.lax.reduce_window(x, 0, hl.add, {3, 3}, {1, 1}, "SAME"))]])
+alias("reduce_window", "lax.reduce_window")
+E("lax.top_k", "hl.lax.top_k(x, k) -> values, indices   (also hl.top_k, x:top_k(k))",
+  "The k largest entries along the last axis, largest first (ties in index order, NaN as the " ..
+  "largest), and their 1-based int64 indices, as jax.lax.top_k. The gradient flows to the chosen entries.",
+  [[local v, i = hl.lax.top_k(hl.array({{3, 1, 4, 1, 5}, {9, 2, 6, 5, 3}}), 2)
+print(v, i)]])
+alias("top_k", "lax.top_k")
+E("checkpoint", "hl.checkpoint(f) -> function   (also hl.remat, hl.lax.checkpoint)",
+  "f, rematerialised under differentiation: the values f computes in between are not kept for the " ..
+  "backward pass (on the tape of hl.grad they are never recorded) but computed again when the " ..
+  "backward pass reaches f, trading compute for memory as jax.checkpoint does. Gradients equal " ..
+  "those of f, also under jit, vmap, jvp and for higher orders. Differentiate through f's arguments: " ..
+  "a value being differentiated that f only closes over is an error (wrap it in hl.stop_gradient or " ..
+  "pass it as an argument); arguments that are not arrays (strings, functions) reach f unchanged.",
+  [[local block = hl.checkpoint(function(x) return hl.tanh(hl.sin(x) * 2) end)
+print(hl.grad(function(x) return block(block(x)):sum() end)(hl.array({0.1, 0.2})))]])
+alias("remat", "checkpoint")
+alias("lax.checkpoint", "checkpoint")
+alias("lax.remat", "checkpoint")
+alias("lax.cond", "cond")
+alias("lax.switch", "switch")
+alias("lax.fori_loop", "fori_loop")
+alias("lax.while_loop", "while_loop")
+alias("lax.scan", "scan")
+alias("lax.stop_gradient", "stop_gradient")
+
 G "Pytrees (hl.tree)"
 E("tree.map", "hl.tree.map(f, tree, ...) -> tree",
   "A tree of the same structure with f applied to each leaf (and the matching leaves of the other " ..
@@ -726,14 +787,50 @@ E("random.bernoulli", "hl.random.bernoulli(key [, p] [, shape]) -> bool array",
 E("random.randint", "hl.random.randint(key, shape, lo, hi [, dtype]) -> array",
   "Uniform integers in [lo, hi): hi is excluded, as in NumPy and JAX; dtype defaults to int32.",
   [[print(hl.random.randint(hl.random.key(4), {5}, 1, 7))   -- dice rolls]])
-E("random.categorical", "hl.random.categorical(key, logits [, axis]) -> int64 array",
+E("random.categorical", "hl.random.categorical(key, logits [, axis] [, shape]) -> int64 array",
   "Samples 1-based categories with probabilities softmax(logits) along axis (default -1, the last): " ..
-  "logits's shape without that axis.",
+  "logits's shape without that axis, or shape when given (logits's other axes broadcast to it, as " ..
+  "in JAX: hl.random.categorical(key, logits, -1, {1000}) draws 1000 samples of one distribution).",
   [[local logits = hl.log(hl.array({0.1, 0.2, 0.7}))
 print(hl.random.categorical(hl.random.key(5), logits))]])
-E("random.permutation", "hl.random.permutation(key, n) -> int64[n] array",
-  "The numbers 1..n in a random order.",
-  [[print(hl.random.permutation(hl.random.key(6), 5))]])
+E("random.permutation", "hl.random.permutation(key, n_or_x [, axis]) -> array",
+  "The numbers 1..n in a random order (int64[n]); given an array x, x with its entries along axis " ..
+  "(default 1) in a random order.",
+  [[print(hl.random.permutation(hl.random.key(6), 5), hl.random.permutation(hl.random.key(6), hl.eye(3)))]])
+E("random.choice", "hl.random.choice(key, a, shape [, {replace = true, p = probs, axis = 1}]) -> array",
+  "Samples with shape (default {}: one) from 1..a when a is a number (1-based, as halua's indices; " ..
+  "int64) or from a's entries along axis when a is an array (the result's axis is replaced by shape). " ..
+  "p gives the probabilities of the a choices (need not be normalised); replace = false draws distinct " ..
+  "choices (Gumbel top-k when p is given), at most a of them.",
+  [[local k = hl.random.key(7)
+print(hl.random.choice(k, 6, {4}), hl.random.choice(k, 5, {5}, {replace = false}))
+print(hl.random.choice(k, hl.array({10, 20, 30}), {2}, {p = hl.array({0.1, 0.1, 0.8})}))]])
+E("random.gamma", "hl.random.gamma(key, a [, shape] [, dtype]) -> array",
+  "Gamma(a, 1) samples (mean a, variance a) with shape (default a's shape); a is a positive number or " ..
+  "an array broadcast to shape. Marsaglia-Tsang with the boost u^(1/a) for a < 1, vectorised: 16 " ..
+  "candidates per sample, the first accepted kept (all are rejected with probability below 1e-20). " ..
+  "dtype float32 (default) or float64. Divide by a rate for Gamma(a, rate).",
+  [[print(hl.random.gamma(hl.random.key(1), 2.5, {4}), hl.random.gamma(hl.random.key(1), hl.array({0.5, 5})))]])
+E("random.beta", "hl.random.beta(key, a, b [, shape] [, dtype]) -> array",
+  "Beta(a, b) samples in [0, 1] from two gamma samples X / (X + Y), taken in logs so that small a " ..
+  "and b stay exact; a and b are positive numbers or arrays broadcast to shape.",
+  [[print(hl.random.beta(hl.random.key(2), 2, 5, {4}))]])
+E("random.dirichlet", "hl.random.dirichlet(key, alpha [, shape] [, dtype]) -> array",
+  "Dirichlet(alpha) samples: alpha's last axis holds the K concentrations; the result has shape " ..
+  "shape .. {K} (default alpha's shape) and sums to 1 along its last axis (normalised gammas).",
+  [[print(hl.random.dirichlet(hl.random.key(3), hl.array({1, 2, 3}), {2}))]])
+E("random.truncated_normal", "hl.random.truncated_normal(key, lower, upper [, shape] [, dtype]) -> array",
+  "Standard normal samples conditioned on lower <= x <= upper (numbers or arrays broadcast to shape; " ..
+  "infinite bounds allowed, also far in a tail), by the inverse CDF computed in float64 on the side " ..
+  "of 0 where the CDF is precise (a continued fraction below -3), then clipped into the bounds.",
+  [[print(hl.random.truncated_normal(hl.random.key(4), -1, 2, {5}))]])
+E("random.poisson", "hl.random.poisson(key, lam [, shape] [, dtype]) -> array",
+  "Poisson(lam) counts (int32 by default; int64, float32, float64) with shape (default lam's shape); " ..
+  "lam >= 0, a number or an array. Knuth's product of uniforms for lam < 10 (48 draws), Hormann's " ..
+  "transformed rejection for larger lam (16 candidates, the first accepted kept), as NumPy and JAX.",
+  [[print(hl.random.poisson(hl.random.key(5), 3, {6}), hl.random.poisson(hl.random.key(5), hl.array({0.5, 100})))]])
+alias("random.randn", "random.normal")
+alias("random.rand", "random.uniform")
 E("random.bits", "hl.random.bits(key, shape) -> int64 array",
   "Raw random 32-bit words (0 .. 2^32 - 1, in an int64 array) with shape, as jax.random.bits orders " ..
   "them. The other samplers are built on these.",
@@ -1008,6 +1105,83 @@ E("linalg.cholesky", "hl.linalg.cholesky(a) -> array",
   "The lower-triangular L with matmul(L, L.T) = a, for symmetric positive-definite a [..., n, n]; " ..
   "one that is not is an error eagerly and gives NaN inside hl.jit.",
   [[print(hl.linalg.cholesky(hl.array({{4, 2}, {2, 3}})))]])
+E("linalg.qr", "hl.linalg.qr(a [, mode]) -> q, r (mode \"r\": r)",
+  "The QR decomposition of matrices a [..., m, n] (LAPACK geqrf/orgqr), as numpy.linalg.qr: mode " ..
+  "\"reduced\" (default: q [..., m, k], r [..., k, n], k = min(m, n)), \"complete\" (q [..., m, m], " ..
+  "r [..., m, n]) or \"r\" (r alone). q has orthonormal columns, r is upper triangular, q r = a. " ..
+  "Gradients as JAX defines them: for m >= n (\"complete\" only for square a).",
+  [[local q, r = hl.linalg.qr(hl.array({{3, 1}, {4, 2}}))
+print(q, r)
+print(hl.matmul(q, r))]])
+E("linalg.svd", "hl.linalg.svd(a [, full_matrices [, compute_uv]]) -> u, s, vh (or s)",
+  "The singular value decomposition of matrices a [..., m, n] (LAPACK gesdd), as numpy.linalg.svd: " ..
+  "u diag(s) vh = a with s descending. full_matrices (default true) gives u [..., m, m] and vh " ..
+  "[..., n, n], false the reduced [..., m, k] and [..., k, n]; compute_uv = false returns s alone. " ..
+  "The options also come as a table {full_matrices =, compute_uv =}. NaN or infinite values do not " ..
+  "converge: an error eagerly, NaN inside hl.jit. Gradients as JAX's: of s always, of u and vh " ..
+  "with full_matrices = false (or a square a); they need distinct singular values.",
+  [[local u, s, vh = hl.linalg.svd(hl.array({{3, 0}, {4, 5}}), false)
+print(s)
+print(hl.matmul(u * s, vh))
+print(hl.linalg.svd(hl.array({{3, 0}, {4, 5}}), {compute_uv = false}))]])
+E("linalg.eigh", "hl.linalg.eigh(a [, UPLO]) -> w, v",
+  "Eigenvalues (ascending) and eigenvectors (the columns of v) of symmetric matrices a [..., n, n] " ..
+  "(LAPACK syevd), as numpy.linalg.eigh: matmul(a, v) = v * w. Only one triangle of a is read: " ..
+  "UPLO \"L\" (default) the lower, \"U\" the upper; gradients fold onto that triangle. They " ..
+  "need distinct eigenvalues.",
+  [[local w, v = hl.linalg.eigh(hl.array({{2, 1}, {1, 2}}))
+print(w, v)]])
+E("linalg.eigvalsh", "hl.linalg.eigvalsh(a [, UPLO]) -> w",
+  "The eigenvalues (ascending) of symmetric matrices a [..., n, n], as numpy.linalg.eigvalsh; " ..
+  "UPLO as for hl.linalg.eigh.",
+  [[print(hl.linalg.eigvalsh(hl.array({{2, 1}, {1, 2}})))]])
+E("linalg.slogdet", "hl.linalg.slogdet(a) -> sign, logabsdet",
+  "The sign (1, -1, or 0 for a singular matrix) and the natural log of the absolute value of the " ..
+  "determinant of square matrices a [..., n, n] (LU, LAPACK getrf), as numpy.linalg.slogdet: " ..
+  "det = sign * exp(logabsdet), without overflow. A singular a gives 0 and -inf (not an error).",
+  [[local sign, logdet = hl.linalg.slogdet(hl.array({{1, 2}, {3, 4}}))
+print(sign, logdet)]])
+E("linalg.det", "hl.linalg.det(a) -> array",
+  "The determinant of square matrices a [..., n, n], as numpy.linalg.det (sign * exp(logabsdet) " ..
+  "of hl.linalg.slogdet); its gradient is det(a) inv(a)^T.",
+  [[print(hl.linalg.det(hl.array({{1, 2}, {3, 4}})))]])
+E("linalg.pinv", "hl.linalg.pinv(a [, rcond]) -> array",
+  "The Moore-Penrose pseudo-inverse [..., n, m] of matrices a [..., m, n] through the SVD, as " ..
+  "numpy.linalg.pinv: singular values at most rcond (default 1e-15) times the largest count as zero.",
+  [[print(hl.linalg.pinv(hl.array({{1, 2}, {2, 4}, {3, 6}})))]])
+E("linalg.lstsq", "hl.linalg.lstsq(a, b [, rcond]) -> x, residuals, rank, s",
+  "The least-squares solution x of a x = b for a matrix a [m, n] and b [m] or [m, k], as " ..
+  "numpy.linalg.lstsq with rcond = nil (singular values at most eps * max(m, n) times the largest " ..
+  "count as zero): x minimises |b - a x| with the least norm; residuals the squared norms of b - a x " ..
+  "per column, empty when m <= n or the rank is below n (under hl.jit the rank is not known when " ..
+  "tracing: only m <= n empties them); rank (int64) and the singular values s of a.",
+  [[local x, res, rank, s = hl.linalg.lstsq(hl.array({{1, 0}, {1, 1}, {1, 2}}), hl.array({1, 2, 2}))
+print(x, res, rank, s)]])
+E("linalg.norm", "hl.linalg.norm(x [, ord [, axis [, keepdims]]]) -> array",
+  "Vector and matrix norms, as numpy.linalg.norm; the arguments also come as a table {ord =, axis =, " ..
+  "keepdims =}. axis nil: the 2-norm of all elements when ord is nil, else x must be 1-D (a vector " ..
+  "norm) or 2-D (a matrix norm). An axis (1-based, negative from the end) gives vector norms: ord " ..
+  "nil or 2, 1, math.huge, -math.huge, 0 (the count of non-zeros) or any p (sum |x|^p)^(1/p). Two " ..
+  "axes {r, c} give matrix norms: nil or \"fro\", \"nuc\" (sum of singular values), 2 and -2 " ..
+  "(largest and smallest singular value), 1 and -1 (max and min column sum of |x|), math.huge and " ..
+  "-math.huge (row sums). Ints are taken as float32.",
+  [[local x = hl.array({{3, 4}, {0, 1}})
+print(hl.linalg.norm(x), hl.linalg.norm(x, 2), hl.linalg.norm(x, 1, 2))
+print(hl.linalg.norm(x, {ord = math.huge, axis = 1, keepdims = true}))]])
+E("linalg.matrix_power", "hl.linalg.matrix_power(a, n) -> array",
+  "a multiplied by itself n times for square matrices a [..., n, n] and any integer n, as " ..
+  "numpy.linalg.matrix_power: repeated squaring; n = 0 gives the identity (of a's dtype), a " ..
+  "negative n the power of hl.linalg.inv(a).",
+  [[print(hl.linalg.matrix_power(hl.array({{1, 1}, {1, 0}}, "int32"), 10))
+print(hl.linalg.matrix_power(hl.array({{2, 0}, {0, 4}}), -1))]])
+E("linalg.solve_triangular", "hl.linalg.solve_triangular(a, b [, {lower =, trans =, unit_diagonal =}]) -> array",
+  "x with a x = b (trans 0 or \"N\", the default) or a^T x = b (1, 2, \"T\" or \"C\"), reading only " ..
+  "one triangle of the square matrices a [..., n, n]: the upper (lower = false, the default, as " ..
+  "scipy.linalg.solve_triangular) or the lower; unit_diagonal = true takes its diagonal as ones. b " ..
+  "as for hl.linalg.solve; batched over leading axes (LAPACK trtrs, by substitution). A zero on the " ..
+  "diagonal (not a unit one) is an error eagerly and NaN inside hl.jit.",
+  [[local a = hl.array({{2, 0}, {1, 4}})
+print(hl.linalg.solve_triangular(a, hl.array({2, 9}), {lower = true}))]])
 
 G "Many processes over MPI (hl.dist)"
 E("dist.init", "hl.dist.init() -> rank, size",

@@ -259,11 +259,11 @@ return function(hl, core, shared)
     local sig, arrays, info = analyse(self, args, n)
     local entry = self.cache[sig]
     if not entry then
-      -- a program takes at most 64 arrays (MAX_PROGRAM_ARRAYS, runtime/hl_eval.c): said now, not
-      -- after a compile that may take minutes
-      if #arrays > 64 then
-        fail("jit: %s is called with %d arrays but a jitted function takes at most 64; pass fewer, larger arrays " ..
-             "(e.g. stack each layer's parameters along a leading axis)", self.name, #arrays)
+      -- a program takes at most core.max_program_arrays arrays (runtime/hl_eval.h): said now,
+      -- not after a compile that may take minutes
+      if #arrays > core.max_program_arrays then
+        fail("jit: %s is called with %d arrays but a jitted function takes at most %d; pass fewer, larger arrays " ..
+             "(e.g. stack each layer's parameters along a leading axis)", self.name, #arrays, core.max_program_arrays)
       end
       entry = build(self, args, n, info, sig)
       -- every result a traced array: the fast path may run it

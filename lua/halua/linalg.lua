@@ -1,6 +1,10 @@
--- hl.linalg: solve, inv, cholesky (NumPy's numpy.linalg semantics, batched over leading axes).
--- solve and cholesky are primitives (engine/host/hl_linalg.c: LAPACK on the host, an extern
--- stage inside jit pipelines); inv is solve against the identity, so its derivative is solve's.
+-- hl.linalg: solve, inv, cholesky, qr, svd, eigh, eigvalsh, det, slogdet, lstsq, norm, pinv,
+-- matrix_power, solve_triangular (NumPy's numpy.linalg semantics, batched over leading axes).
+-- solve, solve_triangular, cholesky and the decompositions (qr, svd, eigh, slogdet) are
+-- primitives (engine/host/hl_linalg*.c: LAPACK on the host, an extern stage inside jit pipelines;
+-- a decomposition's factors come packed in one array, linalg_layout.lua); the rest are composed
+-- of them (linalg_decomp.lua), so their derivatives are those of what they are made of. inv is
+-- solve against the identity, so its derivative is solve's.
 -- A singular (or, for cholesky, not positive definite) matrix is an error when the op runs
 -- eagerly, and gives NaN for that matrix of the batch inside hl.jit, where a pipeline cannot
 -- stop part way (JAX gives NaN too).
@@ -15,7 +19,7 @@ return function(hl, core, shared)
   local function renamed(op, f, ...)
     local ok, r = pcall(f, ...)
     if ok then return r end
-    error((tostring(r):gsub("^halua: linalg%.solve: ", "halua: " .. op .. ": ", 1)), 0)
+    error((tostring(r):gsub("^halua: linalg%.[%w_]+: ", "halua: " .. op .. ": ", 1)), 0)
   end
 
   function linalg.solve(a, b)
@@ -40,5 +44,6 @@ return function(hl, core, shared)
     return renamed("linalg.inv", core.linalg_solve, a, hl.broadcast_to(eye, s))
   end
 
+  require("halua.linalg_decomp")(hl, core, linalg, {operand = operand, renamed = renamed})
   hl.linalg = linalg
 end

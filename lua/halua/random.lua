@@ -3,7 +3,7 @@
 -- array ops, so they are the same eagerly, under jit and on every device, and `split` and
 -- `fold_in` are pure. The 32-bit words live in int64 arrays: every sum is taken modulo 2^32
 -- with a mask, so no operation depends on integer overflow.
-return function(hl, core)
+return function(hl, core, shared)
   local util = require "halua.util"
   local R = {}
   local fail = util.fail
@@ -171,8 +171,9 @@ return function(hl, core)
     return hl.reshape(hl.astype(hl.minimum(r, hi - lo - 1) + lo, dtype), s)
   end
 
-  -- Gumbel-max: the argmax of logits + Gumbel noise is a sample of softmax(logits); 1-based
-  function R.categorical(key, logits, axis)
+  -- Gumbel-max: the argmax of logits + Gumbel noise is a sample of softmax(logits); 1-based.
+  -- With shape, the samples have that shape: logits's batch shape (without axis) broadcast to it.
+  function R.categorical(key, logits, axis, shape)
     local k = R.check_key("categorical", key)
     if not core.usable(logits, "random.categorical") then fail("random.categorical: logits must be an array, got %s", type(logits)) end
     axis = axis or -1
@@ -184,28 +185,55 @@ return function(hl, core)
     if logits.shape[a] == 0 then
       fail("random.categorical: logits of shape %s have no categories along axis %d", util.shape_str(logits.shape), a)
     end
-    local n = logits.size
     local dtype = logits.dtype == "float64" and "float64" or "float32"
     -- u strictly inside (0, 1): the middle of each of 2^24 cells
-    local u = (hl.astype(shr(bits(k, n), 8), dtype) + 0.5) * 2 ^ -24
-    local g = -hl.log(-hl.log(hl.reshape(u, logits.shape)))
-    return hl.argmax(logits + g, axis)
+    local function gumbel(s, n) return -hl.log(-hl.log(hl.reshape((hl.astype(shr(bits(k, n), 8), dtype) + 0.5) * 2 ^ -24, s))) end
+    if shape == nil then return hl.argmax(logits + gumbel(logits.shape, logits.size), axis) end
+    -- the categories last, the batch broadcast to shape: one noise word per (sample, category)
+    local s, n = shape_of("categorical", shape)
+    local perm = {}
+    for i = 1, logits.ndim do if i ~= a then perm[#perm + 1] = i end end
+    perm[#perm + 1] = a
+    local lg = hl.transpose(logits, perm)
+    local ncat = lg.shape[lg.ndim]
+    local full = {}
+    for i, e in ipairs(s) do full[i] = e end
+    full[#full + 1] = ncat
+    if #full < lg.ndim then
+      fail("random.categorical: shape %s has fewer axes than the batch shape of logits %s (logits without axis %d)",
+           util.shape_str(s), util.shape_str(logits.shape), a)
+    end
+    local ok, b = pcall(hl.broadcast_to, lg, full)
+    if not ok then
+      fail("random.categorical: the batch shape of logits %s (without axis %d) does not broadcast to shape %s",
+           util.shape_str(logits.shape), a, util.shape_str(s))
+    end
+    return hl.argmax(b + gumbel(full, n * ncat), -1)
   end
 
-  -- a random permutation of 1..n: each position's rank among n random words (ties by position)
-  function R.permutation(key, n)
+  -- a random permutation of 1..n: the positions sorted by n random words (ties by position);
+  -- of an array: its entries along axis (default 1) in that order
+  function R.permutation(key, n, axis)
     local k = R.check_key("permutation", key)
+    if is_array(n) then
+      local x = n
+      if x.ndim == 0 then fail("random.permutation: a 0-d array has no axis to shuffle; give n or an array with an axis") end
+      axis = axis or 1
+      if type(axis) ~= "number" or axis == 0 or axis ~= math.floor(axis) or math.abs(axis) > x.ndim then
+        fail("random.permutation: axis %s is out of range for an array of shape %s", tostring(axis), util.shape_str(x.shape))
+      end
+      local a = axis < 0 and x.ndim + 1 + axis or axis
+      return hl.take(x, R.permutation(key, x.shape[a]), a)
+    end
     if type(n) ~= "number" or n < 0 or n ~= math.floor(n) then fail("random.permutation: n must be a non-negative integer, got %s", tostring(n)) end
     if n == 0 then return on(k, hl.zeros({0}, "int64")) end
-    local w = bits(k, n)
-    local row, col = hl.reshape(w, {n, 1}), hl.reshape(w, {1, n})
-    local idx = on(k, hl.arange(n, "int64"))
-    local before = hl.logical_or(hl.lt(col, row), hl.logical_and(hl.eq(col, row), hl.lt(hl.reshape(idx, {1, n}), hl.reshape(idx, {n, 1}))))
-    local rank = hl.sum(hl.astype(before, "int64"), 2)                  -- 0-based rank of each position
-    -- out[r] = the position whose rank is r (1-based)
-    local hit = hl.eq(hl.reshape(rank, {n, 1}), hl.reshape(idx, {1, n}))
-    return hl.sum(hl.astype(hit, "int64") * hl.reshape(idx + 1, {n, 1}), 1)
+    -- the positions in the order of their words, ties by position: a stable argsort, O(n log n)
+    -- (the same permutation as ranking each word among all n, without the n x n comparisons)
+    return hl.argsort(bits(k, n))
   end
 
+  -- the samplers built on these (choice, gamma, beta, dirichlet, truncated_normal, poisson)
+  require("halua.random_dists")(hl, core, R, {unit = unit, bits = bits, shape_of = shape_of, check_float = check_float, on = on,
+                                             named = shared and shared.named})
   return R
 end

@@ -197,6 +197,7 @@ return function(hl, core)
       return hl.linalg.solve(x[1], rhs)
     end,
   }
+  -- (linalg.solve_triangular's rules follow triangle_masks, below)
   -- masks of the strictly lower triangle and the diagonal of n x n matrices, where `like` lives:
   -- values of its trace under jit (a host constant there would meet the tangents and cotangents
   -- that are concrete arrays, captured by the jitted function, on their device: a jvp with a
@@ -230,6 +231,212 @@ return function(hl, core)
       local w = hl.linalg.solve(z, ds)                          -- L^-1 dS
       local m = swap_last(hl.linalg.solve(z, swap_last(w)))     -- L^-1 dS L^-T
       return hl.matmul(z, hl.where(lower, m, hl.where(diag, 0.5 * m, 0)))
+    end,
+  }
+
+  -- x = solve_triangular(a, b): solve's rules with m, the matrix the solve uses (a's triangle,
+  -- its diagonal ones where unit, transposed where the mode says): dm is da's part in that
+  -- triangle, and a's cotangent is the part of m's (-gb x^T) in it. Mode bits: 1 lower, 2
+  -- transposed, 4 unit diagonal.
+  local function tri_part(x, mode)
+    local lower, diag = triangle_masks(x, x.shape[x.ndim])
+    local tri = mode % 2 == 1 and lower or swap_last(lower)
+    return hl.where(math.floor(mode / 4) % 2 == 1 and tri or hl.logical_or(tri, diag), x, 0)
+  end
+  local function transposed(mode) return math.floor(mode / 2) % 2 == 1 end
+  R["linalg.solve_triangular"] = {
+    vjp = function(g, n, x, z)
+      local gb = core.linalg_solve_triangular(x[1], g, transposed(n.mode) and n.mode - 2 or n.mode + 2)
+      local gm = -hl.matmul(gb, swap_last(z))
+      return {tri_part(transposed(n.mode) and swap_last(gm) or gm, n.mode), gb}
+    end,
+    jvp = function(t, n, x, z)
+      local rhs = t[2]
+      if t[1] then
+        local dm = tri_part(t[1], n.mode)
+        local d = hl.matmul(transposed(n.mode) and swap_last(dm) or dm, z)
+        rhs = rhs and rhs - d or -d
+      end
+      return core.linalg_solve_triangular(x[1], rhs, n.mode)
+    end,
+  }
+
+  -- The decompositions (linalg.qr, linalg.svd, linalg.eigh, linalg.slogdet) give each matrix's
+  -- factors packed in one vector (linalg_layout.lua): their rules unpack the cotangent, and pack
+  -- the tangent, the same way. The formulas are JAX's (jax/_src/lax/linalg.py).
+  local layout = require "halua.linalg_layout"
+  local function dims(x) return x.shape[x.ndim - 1], x.shape[x.ndim] end
+  local function batch_shape(x, drop)
+    local s = {}
+    for i = 1, x.ndim - drop do s[i] = x.shape[i] end
+    return s
+  end
+  local function unpack_of(n, z, a, mode)
+    local m, k = dims(a)
+    return layout.unpack(core, n.op, mode or n.mode, z, m, k)
+  end
+  local function pack_of(n, a, mode, ...)
+    local m, k = dims(a)
+    return layout.pack(hl, n.op, mode or n.mode, m, k, batch_shape(a, 2), ...)
+  end
+  -- the full factors of a when the node has only some (svd's s alone, qr's r alone, eigh's values)
+  local function factors(n, a, mode) return layout.unpack(core, n.op, mode, core.linalg_decomp(n.op, a, mode), dims(a)) end
+  local function diag_of(x, like)   -- [..., k, k] -> [..., k]
+    local _, diag = triangle_masks(like, x.shape[x.ndim])
+    return hl.sum(hl.where(diag, x, 0), -1)
+  end
+  local function diag_matrix(v, like)   -- [..., k] -> [..., k, k]
+    local _, diag = triangle_masks(like, v.shape[v.ndim])
+    return hl.where(diag, hl.expand_dims(v, -2), 0)
+  end
+  local function row(v) return hl.expand_dims(v, -2) end   -- v_j along a row
+  local function col(v) return hl.expand_dims(v, -1) end   -- v_i down a column
+  -- F[i, j] = 1 / d[i, j] off the diagonal, 0 on it
+  local function off_inverse(d, like)
+    local _, diag = triangle_masks(like, d.shape[d.ndim])
+    return hl.where(diag, 0, 1 / hl.where(diag, 1, d))
+  end
+  -- the symmetric matrix eigh reads from a (one triangle, by the node's mode), and the transpose
+  -- of that map for cotangents (as cholesky's rule does)
+  local function tri_masks(n, like)
+    local lower, diag = triangle_masks(like, like.shape[like.ndim])
+    if n.mode % 2 == 1 then lower = swap_last(lower) end
+    return lower, diag
+  end
+  local function fold(t, n)
+    local tri, diag = tri_masks(n, t)
+    local low = hl.where(tri, t, 0)
+    return low + swap_last(low) + hl.where(diag, t, 0)
+  end
+  local function unfold(s, n)
+    local tri, diag = tri_masks(n, s)
+    return hl.where(tri, s + swap_last(s), hl.where(diag, s, 0))
+  end
+
+  -- eigh: with P = v^T ds v, dw = diag(P) and dv = v (F o P), F[i, j] = 1 / (w_j - w_i)
+  R["linalg.eigh"] = {
+    jvp = function(t, n, x, z)
+      local w, v = unpack_of(n, z, x[1])
+      if not v then w, v = factors(n, x[1], n.mode % 2) end
+      local p = hl.matmul(swap_last(v), hl.matmul(fold(t[1], n), v))
+      local dw = diag_of(p, p)
+      if n.mode >= 2 then return pack_of(n, x[1], nil, dw) end
+      local f = off_inverse(row(w) - col(w), p)
+      return pack_of(n, x[1], nil, dw, hl.matmul(v, f * p))
+    end,
+    vjp = function(g, n, x, z)
+      local gw, gv = unpack_of(n, g, x[1])
+      local w, v = unpack_of(n, z, x[1])
+      if not v then w, v = factors(n, x[1], n.mode % 2) end
+      local inner = diag_matrix(gw, v)
+      if gv then inner = inner + off_inverse(row(w) - col(w), v) * hl.matmul(swap_last(v), gv) end
+      return {unfold(hl.matmul(v, hl.matmul(inner, swap_last(v))), n)}
+    end,
+  }
+
+  -- svd (reduced; full factors only for square matrices, where they are the reduced ones, as
+  -- JAX): dS = u^T da v, ds = diag(dS), F[i, j] = 1 / (s_j^2 - s_i^2), du = u (F o (dS S + S
+  -- dS^T)) (+ (I - u u^T) da v S^-1 when m > n), dv likewise with da^T and u
+  local function svd_factors(n, a, z)
+    local m, k = dims(a)
+    if n.mode == 1 and m ~= k then
+      error(string.format("halua: linalg.svd: no derivative of the full u and vh of a %dx%d matrix (they are not unique); pass full_matrices = false", m, k), 0)
+    end
+    if n.mode == 2 then return factors(n, a, 0) end
+    return unpack_of(n, z, a)
+  end
+  R["linalg.svd"] = {
+    jvp = function(t, n, x, z)
+      local a, da = x[1], t[1]
+      local u, s, vh = svd_factors(n, a, z)
+      local v = swap_last(vh)
+      local ds_mat = hl.matmul(swap_last(u), hl.matmul(da, v))
+      local ds = diag_of(ds_mat, ds_mat)
+      if n.mode == 2 then return pack_of(n, a, nil, ds) end
+      local f = off_inverse((row(s) + col(s)) * (row(s) - col(s)), ds_mat)
+      local dss, sds = ds_mat * row(s), col(s) * ds_mat
+      local du = hl.matmul(u, f * (dss + swap_last(dss)))
+      local dv = hl.matmul(v, f * (sds + swap_last(sds)))
+      local m, k = dims(a)
+      if m > k then
+        local dav = hl.matmul(da, v)
+        du = du + (dav - hl.matmul(u, hl.matmul(swap_last(u), dav))) / row(s)
+      elseif k > m then
+        local dau = hl.matmul(swap_last(da), u)
+        dv = dv + (dau - hl.matmul(v, hl.matmul(vh, dau))) / row(s)
+      end
+      return pack_of(n, a, nil, du, ds, swap_last(dv))
+    end,
+    vjp = function(g, n, x, z)
+      local a = x[1]
+      local u, s, vh = svd_factors(n, a, z)
+      local gu, gs, gvh = unpack_of(n, g, a)
+      if n.mode == 2 then return {hl.matmul(u * row(gs), vh)} end
+      local v, gv = swap_last(vh), swap_last(gvh)
+      local f = off_inverse((row(s) + col(s)) * (row(s) - col(s)), vh)
+      local y = f * hl.matmul(swap_last(u), gu)
+      local w = f * hl.matmul(vh, gv)
+      local inner = diag_matrix(gs, vh) + (y + swap_last(y)) * row(s) + col(s) * (w + swap_last(w))
+      local ga = hl.matmul(u, hl.matmul(inner, vh))
+      local m, k = dims(a)
+      if m > k then
+        ga = ga + hl.matmul((gu - hl.matmul(u, hl.matmul(swap_last(u), gu))) / row(s), vh)
+      elseif k > m then
+        ga = ga + hl.matmul(u, swap_last((gv - hl.matmul(v, hl.matmul(vh, gv))) / row(s)))
+      end
+      return {ga}
+    end,
+  }
+
+  -- qr (m >= n; complete only when square, as JAX): B = da r^-1, C = q^T B, O = tril(C, -1) -
+  -- its transpose; dq = q (O - C) + B, dr = (C - O) r
+  local function qr_factors(n, a, z)
+    local m, k = dims(a)
+    if m < k or (n.mode == 1 and m ~= k) then
+      error(string.format("halua: linalg.qr: no derivative for a %dx%d matrix in mode %s (JAX's neither): it needs m >= n, and a square matrix for mode \"complete\"",
+        m, k, n.mode == 1 and "\"complete\"" or n.mode == 2 and "\"r\"" or "\"reduced\""), 0)
+    end
+    if n.mode == 2 then return factors(n, a, 0) end
+    return unpack_of(n, z, a)
+  end
+  local function right_solve(x, r) return swap_last(hl.linalg.solve(swap_last(r), swap_last(x))) end   -- x r^-1
+  R["linalg.qr"] = {
+    jvp = function(t, n, x, z)
+      local q, r = qr_factors(n, x[1], z)
+      local b = right_solve(t[1], r)
+      local c = hl.matmul(swap_last(q), b)
+      local lower = triangle_masks(c, c.shape[c.ndim])
+      local low = hl.where(lower, c, 0)
+      local o = low - swap_last(low)
+      local dr = hl.matmul(c - o, r)
+      if n.mode == 2 then return pack_of(n, x[1], nil, nil, dr) end
+      return pack_of(n, x[1], nil, hl.matmul(q, o - c) + b, dr)
+    end,
+    vjp = function(g, n, x, z)
+      local q, r = qr_factors(n, x[1], z)
+      local gq, gr = unpack_of(n, g, x[1])
+      local mm = -hl.matmul(gr, swap_last(r))
+      if gq then mm = mm + hl.matmul(swap_last(q), gq) end
+      local lower = triangle_masks(mm, mm.shape[mm.ndim])
+      local gc = hl.where(lower, mm - swap_last(mm), 0) - mm
+      local gb = hl.matmul(q, gc)
+      if gq then gb = gb + gq end
+      return {swap_last(hl.linalg.solve(r, swap_last(gb)))}   -- gb r^-T
+    end,
+  }
+
+  -- slogdet: the sign's derivative is 0, log|det|'s is tr(a^-1 da); its cotangent a^-T g
+  R["linalg.slogdet"] = {
+    jvp = function(t, n, x)
+      local dl = hl.sum(diag_of(hl.linalg.solve(x[1], t[1]), x[1]), -1)   -- tr(a^-1 da)
+      local one = batch_shape(x[1], 2)
+      one[#one + 1] = 1
+      dl = hl.reshape(dl, one)
+      return hl.concatenate({hl.zeros_like(dl), dl}, #one)
+    end,
+    vjp = function(g, n, x)
+      local gl = hl.squeeze(hl.split(g, 2, -1)[2], -1)
+      return {hl.expand_dims(hl.expand_dims(gl, -1), -1) * hl.linalg.inv(swap_last(x[1]))}
     end,
   }
 
@@ -661,6 +868,13 @@ return function(hl, core)
     return core.linalg_solve(x[1], x[2]), b[1] or b[2]
   end
   R["linalg.cholesky"].batch = function(_, x, b) return core.linalg_cholesky(x[1]), b[1] end
+  R["linalg.solve_triangular"].batch = function(n, x, b, size)
+    if b[1] ~= b[2] then x = {lift(x[1], b[1], size), lift(x[2], b[2], size)} end
+    return core.linalg_solve_triangular(x[1], x[2], n.mode), b[1] or b[2]
+  end
+  for _, name in ipairs({"linalg.qr", "linalg.svd", "linalg.eigh", "linalg.slogdet"}) do
+    R[name].batch = function(n, x, b) return core.linalg_decomp(name, x[1], n.mode), b[1] end
+  end
   R.sort.batch = function(n, x, b) return core.sort(x[1], n.axis - 1 + (b[1] and 1 or 0), false), b[1] end
   R.argsort.batch = function(n, x, b) return core.sort(x[1], n.axis - 1 + (b[1] and 1 or 0), true), b[1] end
 

@@ -74,7 +74,8 @@ int main(void) {
   CHECK(hl_attr_count(HL_P_TRANSPOSE, 3) == 3, "a transpose holds one axis per dimension");
   CHECK(hl_attr_count(HL_P_SLICE, 3) == 2 * HL_MAX_DIMS, "a slice holds starts and steps");
   CHECK(hl_attr_count(HL_P_LOOP, 3) == 2, "a loop result holds the loop and the result");
-  CHECK(hl_attr_count(HL_P_SCATTER_ADD, 3) == 2, "scatter_add holds an axis and an extent");
+  CHECK(hl_attr_count(HL_P_SCATTER_ADD, 3) == 3 && hl_attr_count(HL_P_SCATTER, 3) == 3,
+        "scatter_add and scatter hold an axis, an extent and a combine mode");
   CHECK(hl_attr_count(HL_P_ADD, 3) == 0 && hl_attr_count(HL_P_CONST, 3) == 0, "add and const hold no integers");
 
   for (int p = 0; p < HL_NPRIMS; p++) {

@@ -1053,3 +1053,35 @@ describe("jit with many arrays", function()
     for i = 1, 40 do assert.are.same({2 * i, 2 * i}, out[i]:totable()) end
   end)
 end)
+
+-- ---------------------------------------------------------------- cummax, cummin, top_k (hl.lax)
+
+group("cummax, cummin and top_k, every dtype", function(add)
+  for _, dt in ipairs(DTYPES) do
+    for _, op in ipairs {"cummax", "cummin"} do
+      for k = 1, 3 do
+        local x = arr(rand_shape(5, 1), dt, k == 3 and "small" or nil)
+        local axis = math.random() < 0.3 and nil or rand_index(x.ndim)
+        local ufunc = op == "cummax" and "maximum" or "minimum"
+        add {name = string.format("%s %s%s axis %s", op, dt, sname(x.shape), tostring(axis)),
+             f = function(a) return hl[op](a, axis) end, inputs = {x},
+             expr = wrap(string.format("np.%s.accumulate(a, axis=%d)", ufunc, axis and npax(axis) or 0), dt),
+             opts = {dtype = dt}, jit = k == 1 and ("cummax " .. dt)}
+      end
+    end
+    for k = 1, 3 do
+      local x = arr(rand_shape(4, 1), dt, k == 3 and "small" or nil)
+      local n = x.shape[x.ndim]
+      local kk = rint(0, n)
+      -- largest first, ties in index order (NaN largest): a stable sort of the reversed row, read backwards
+      local order = "(a.shape[-1] - 1 - np.flip(np.argsort(np.flip(a, -1), axis=-1, kind='stable'), -1))"
+      add {name = string.format("top_k values %s%s k %d", dt, sname(x.shape), kk),
+           f = function(a) return (hl.lax.top_k(a, kk)) end, inputs = {x},
+           expr = wrap(string.format("np.take_along_axis(a, %s, -1)[..., :%d]", order, kk), dt),
+           opts = {dtype = dt}, jit = k == 1 and ("top_k " .. dt)}
+      add {name = string.format("top_k indices %s%s k %d", dt, sname(x.shape), kk),
+           f = function(a) return select(2, hl.lax.top_k(a, kk)) end, inputs = {x},
+           expr = string.format("%s[..., :%d] + 1", order, kk), opts = {dtype = "int64"}, jit = k == 1 and ("top_k idx " .. dt)}
+    end
+  end
+end)

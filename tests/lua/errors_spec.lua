@@ -409,7 +409,8 @@ describe("odd arguments to every op", function()
   local ops = {"neg", "exp", "add", "lt", "sum", "prod", "max", "min", "argmax", "argmin", "mean", "logsumexp", "matmul",
                "transpose", "reshape", "broadcast_to", "concatenate", "where", "clip", "array", "full", "arange",
                "linspace", "eye", "astype", "expand_dims", "squeeze", "softmax", "index", "item", "linalg.solve", "linalg.inv",
-               "linalg.cholesky", "sort", "argsort"}
+               "linalg.cholesky", "linalg.qr", "linalg.svd", "linalg.eigh", "linalg.eigvalsh", "linalg.slogdet", "linalg.det",
+               "linalg.pinv", "linalg.norm", "linalg.matrix_power", "linalg.lstsq", "linalg.solve_triangular", "sort", "argsort"}
   for _, op in ipairs(ops) do
     it("give errors from " .. op .. " that start 'halua: " .. op .. ":'", function()
       local bad = by_op[op]

@@ -682,19 +682,48 @@ describe("jit: casts to the same dtype", function()
   end)
 end)
 
-describe("jit: the limit on arrays in", function()
-  it("more than 64 arrays is an error before any tracing or compiling, naming the count and the fix", function()
+describe("jit: many arrays in and out", function()
+  it("a function of 260 arrays in and 260 out (a deep model's parameters and optimiser state as leaves)", function()
+    -- (more than 256 results: pruning the graph once kept only the first 256, and unflatten failed)
+    local params = {}
+    for i = 1, 260 do params[i] = hl.full({i % 7 + 1}, i) end
+    local f = hl.jit(function(t)
+      local out = {}
+      for i, p in ipairs(t) do out[i] = p * 3 end
+      return out
+    end)
+    for _ = 1, 2 do   -- the second call runs the cached program
+      local out = f(params)
+      assert.are.equal(260, #out)
+      for i = 1, 260 do
+        assert.are.same({i % 7 + 1}, out[i].shape)
+        assert.are.equal(3 * i, out[i][1]:item())
+      end
+    end
+    -- and as 100 separate arguments
+    local g = hl.jit(function(...)
+      local s = hl.sum((...))
+      for i = 2, select("#", ...) do s = s + hl.sum((select(i, ...))) end
+      return s
+    end)
+    local want = 0
+    for i = 1, 100 do want = want + i * (i % 7 + 1) end
+    assert.are.equal(want, g(unpack(params, 1, 100)):item())
+  end)
+
+  it("more than core.max_program_arrays is an error before any tracing or compiling, naming the count and the fix", function()
+    local n = hl.core.max_program_arrays + 1
+    local one = hl.ones(1)
     local args = {}
-    for i = 1, 65 do args[i] = hl.ones(2) end
+    for i = 1, n do args[i] = one end
     local traced = false
     local f = hl.jit(function(t) traced = true; return hl.sum(t[1]) end)
     local ok, err = pcall(f, args)
     assert.is_false(ok)
     assert.is_false(traced)
     assert(err:find("^halua: jit: "), err)
-    assert(err:find("called with 65 arrays but a jitted function takes at most 64", 1, true), err)
+    assert(err:find(string.format("called with %d arrays but a jitted function takes at most %d", n, n - 1), 1, true), err)
     assert(err:find("stack each layer's parameters", 1, true), err)
-    args[65] = nil
-    assert.are.equal(2, f(args):item())
+    assert.are.equal(1, f({one, one}):item())
   end)
 end)

@@ -20,6 +20,8 @@ Internal::JITModule hl_linalg_exports() {
   std::call_once(once, [] {
     m.add_extern_for_export("hl_stage_linalg_solve", ExternCFunction(&hl_stage_linalg_solve));
     m.add_extern_for_export("hl_stage_linalg_cholesky", ExternCFunction(&hl_stage_linalg_cholesky));
+    m.add_extern_for_export("hl_stage_linalg_decomp", ExternCFunction(&hl_stage_linalg_decomp));
+    m.add_extern_for_export("hl_stage_linalg_solve_triangular", ExternCFunction(&hl_stage_linalg_solve_triangular));
   });
   return m;
 }

@@ -8,4 +8,8 @@
 
 extern "C" int hl_stage_linalg_solve(halide_buffer_t *A, halide_buffer_t *B, int n, halide_buffer_t *X);
 extern "C" int hl_stage_linalg_cholesky(halide_buffer_t *A, int n, halide_buffer_t *L);
+/* solve with one triangle of A; mode: hl_linalg.h's bits */
+extern "C" int hl_stage_linalg_solve_triangular(halide_buffer_t *A, halide_buffer_t *B, int mode, int n, halide_buffer_t *X);
+/* the packed factors (engine/core/hl_linalg_layout.h) of each m x n matrix of A; what: hl_decomp */
+extern "C" int hl_stage_linalg_decomp(halide_buffer_t *A, int what, int mode, int m, int n, halide_buffer_t *P);
 #endif

@@ -95,6 +95,20 @@ for _, o in ipairs(odd) do
   check("linalg.solve", "eye(3), " .. o[1], hl.linalg.solve, hl.eye(3), o[2])
   check("linalg.inv", o[1], hl.linalg.inv, o[2])
   check("linalg.cholesky", o[1], hl.linalg.cholesky, o[2])
+  local sq = hl.eye(3)
+  for _, op in ipairs {"qr", "svd", "eigh", "eigvalsh", "slogdet", "det", "pinv", "norm", "matrix_power", "lstsq", "solve_triangular"} do
+    check("linalg." .. op, o[1], hl.linalg[op], o[2], o[2])
+    if op ~= "lstsq" and op ~= "solve_triangular" then check("linalg." .. op, "eye(3), " .. o[1], hl.linalg[op], sq, o[2]) end
+  end
+  check("linalg.svd", "eye(3), true, " .. o[1], hl.linalg.svd, sq, true, o[2])
+  check("linalg.norm", "eye(3), nil, " .. o[1], hl.linalg.norm, sq, nil, o[2])
+  check("linalg.norm", "eye(3), 2, nil, " .. o[1], hl.linalg.norm, sq, 2, nil, o[2])
+  check("linalg.lstsq", "eye(3), " .. o[1], hl.linalg.lstsq, sq, o[2])
+  check("linalg.lstsq", "eye(3), ones(3), " .. o[1], hl.linalg.lstsq, sq, hl.ones({3}), o[2])
+  check("linalg.solve_triangular", "eye(3), " .. o[1], hl.linalg.solve_triangular, sq, o[2])
+  check("linalg.solve_triangular", "eye(3), ones(3), " .. o[1], hl.linalg.solve_triangular, sq, hl.ones({3}), o[2])
+  check("linalg.solve_triangular", "eye(3), ones(3), lower = " .. o[1], hl.linalg.solve_triangular, sq, hl.ones({3}), {lower = o[2]})
+  check("linalg.solve_triangular", "eye(3), ones(3), trans = " .. o[1], hl.linalg.solve_triangular, sq, hl.ones({3}), {trans = o[2]})
   check("sort", o[1], hl.sort, o[2])
   check("sort", "x, axis " .. o[1], hl.sort, x, o[2])
   check("argsort", o[1], hl.argsort, o[2])
