@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <sstream>
 extern "C" {
+#include "hl_complex.h"
 #include "hl_disk.h"
 #include "hl_error.h"
 #include "hl_interrupt.h"
@@ -76,7 +77,14 @@ int pool_par_for(JITUserContext *ctx, int (*f)(JITUserContext *, int, uint8_t *)
   return hl_pool_par_for(ctx, (hl_task_fn)f, min, extent, closure);
 }
 
-int to_buffer(const hl_array *a, int rank, halide_buffer_t *b, halide_dimension_t *dims, const char *what) {
+int to_buffer(const hl_array *complex_array, int rank, halide_buffer_t *b, halide_dimension_t *dims, const char *what) {
+  /* a complex array binds as the float array of its (re, im) pairs, as hl_graph_realify compiled it */
+  hl_array pairs;
+  const hl_array *a = complex_array;
+  if (hl_dtype_is_complex(a->dtype)) {
+    hl_complex_as_real(complex_array, &pairs);
+    a = &pairs;
+  }
   if (a->ndim != rank) return hl_error("%s: internal: rank %d passed where %d was compiled", what, a->ndim, rank);
   *b = halide_buffer_t();
   if (a->storage->device != HL_DEVICE_CPU) {
@@ -105,6 +113,22 @@ int to_buffer(const hl_array *a, int rank, halide_buffer_t *b, halide_dimension_
   }
   return 0;
 }
+
+/* The graph the backend compiles: g itself, or for a graph with complex values its form over the
+ * float arrays of their (re, im) pairs (core/hl_complex.h). Throws what the rewrite reports. */
+struct RealGraph {
+  hl_graph real;
+  const hl_graph *g;
+  explicit RealGraph(const hl_graph *g0) : g(g0) {
+    hl_graph_init(&real);
+    if (!hl_graph_has_complex(g0)) return;
+    if (hl_graph_realify(g0, &real)) throw std::runtime_error(hl_error_message());
+    g = &real;
+  }
+  ~RealGraph() { hl_graph_free(&real); }
+  RealGraph(const RealGraph &) = delete;
+  RealGraph &operator=(const RealGraph &) = delete;
+};
 
 /* a pipeline's function in its own shared object: each object is loaded privately (RTLD_LOCAL)
  * and looked up through its own handle, so one name serves them all */
@@ -198,7 +222,22 @@ extern "C" char *hl_kernel_disk_signature(const hl_graph *g) {
   }
 }
 
-extern "C" hl_kernel *hl_kernel_load(const hl_graph *g, const char *name, const char *path) {
+static hl_kernel *hl_kernel_load_real(const hl_graph *g, const char *name, const char *path);
+
+extern "C" hl_kernel *hl_kernel_load(const hl_graph *g0, const char *name, const char *path) {
+  const hl_graph *g = g0;
+  hl_graph real;
+  hl_graph_init(&real);
+  if (hl_graph_has_complex(g0)) {
+    if (hl_graph_realify(g0, &real)) return nullptr;
+    g = &real;
+  }
+  hl_kernel *k = hl_kernel_load_real(g, name, path);
+  hl_graph_free(&real);
+  return k;
+}
+
+static hl_kernel *hl_kernel_load_real(const hl_graph *g, const char *name, const char *path) {
   auto t0 = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> guard(compiler_lock);
   size_t heap0 = heap_in_use();
@@ -218,7 +257,7 @@ extern "C" hl_kernel *hl_kernel_load(const hl_graph *g, const char *name, const 
 }
 
 
-extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name, const char *so_path) {
+extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, const char *so_path) {
   std::lock_guard<std::mutex> guard(compiler_lock);
   static QuietReporter reporter;
   set_custom_compile_time_error_reporter(&reporter);   /* (under the lock: once is enough, twice is harmless) */
@@ -230,7 +269,10 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name, con
     into += std::chrono::duration<double, std::milli>(now - last).count();
     last = now;
   };
+  const hl_graph *g = g0;
   try {
+    RealGraph rg(g0);
+    g = rg.g;
     hl_lowered L;
     hl_lower_graph(g, L);
     k->target = hl_device_target(g->device);
@@ -356,6 +398,9 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
 }
 
 extern "C" int hl_kernel_export(const hl_graph *g, int ncaptures, const hl_array *captures, const char *dir, const char *name) {
+  if (hl_graph_has_complex(g))
+    return hl_error("export: complex values are not supported yet in exported libraries (docs/complex.md); export a function "
+                    "of their hl.real and hl.imag parts");
   std::lock_guard<std::mutex> guard(compiler_lock);
   static QuietReporter reporter;
   set_custom_compile_time_error_reporter(&reporter);
@@ -382,8 +427,9 @@ static char *kernel_text(hl_kernel *k, const hl_graph *g, bool assembly) {
   try {
     std::lock_guard<std::mutex> guard(compiler_lock);
     if (!k->pipeline.defined()) {
+      RealGraph rg(g);
       hl_lowered L;
-      hl_lower_graph(g, L);
+      hl_lower_graph(rg.g, L);
       if (g->schedule) hl_schedule_auto(L, k->target);
       else hl_schedule_cpu(L, k->target);
       for (const ImageParam &p : L.params) k->args.push_back(p);

@@ -100,6 +100,8 @@ double hl_array_get(const hl_array *a, int64_t flat) {
   case HL_INT64: return (double)*(const int64_t *)p;
   case HL_FLOAT32: return *(const float *)p;
   case HL_FLOAT64: return *(const double *)p;
+  case HL_COMPLEX64: return *(const float *)p;     /* the real part (hl_array.h) */
+  case HL_COMPLEX128: return *(const double *)p;
   default: return 0;
   }
 }
@@ -107,7 +109,7 @@ double hl_array_get(const hl_array *a, int64_t flat) {
 void hl_array_set(hl_array *a, int64_t flat, double v) {
   char *p = (char *)hl_array_data(a) + hl_array_elem_offset(a, flat) * (int64_t)hl_dtype_size(a->dtype);
   /* float -> int conversion of NaN/inf/out-of-range is undefined in C: pin it first */
-  if (!hl_dtype_is_float(a->dtype) && a->dtype != HL_BOOL)
+  if (!hl_dtype_is_float(a->dtype) && !hl_dtype_is_complex(a->dtype) && a->dtype != HL_BOOL)
     v = isfinite(v) ? fmax(fmin(v, 9.2233720368547748e18), -9.2233720368547758e18) : 0;
   switch (a->dtype) {
   case HL_BOOL: *(uint8_t *)p = v != 0; break;
@@ -118,6 +120,18 @@ void hl_array_set(hl_array *a, int64_t flat, double v) {
   case HL_INT64: *(int64_t *)p = (int64_t)v; break;
   case HL_FLOAT32: *(float *)p = (float)v; break;
   case HL_FLOAT64: *(double *)p = v; break;
+  case HL_COMPLEX64: ((float *)p)[0] = (float)v; ((float *)p)[1] = 0; break;
+  case HL_COMPLEX128: ((double *)p)[0] = v; ((double *)p)[1] = 0; break;
   default: break;
   }
+}
+
+void hl_complex_as_real(const hl_array *a, hl_array *out) {
+  *out = *a;
+  out->dtype = hl_complex_part(a->dtype);
+  for (int k = 0; k < a->ndim; k++) out->strides[k] = a->strides[k] * 2;
+  out->offset = a->offset * 2;
+  out->shape[a->ndim] = 2;
+  out->strides[a->ndim] = 1;
+  out->ndim = a->ndim + 1;
 }

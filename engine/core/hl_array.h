@@ -36,9 +36,12 @@ static inline void *hl_array_data(const hl_array *a) {
 static inline uint64_t hl_array_device_address(const hl_array *a) {
   return a->storage->device_ptr + (uint64_t)(a->offset * (int64_t)hl_dtype_size(a->dtype));
 }
-/* Element at a flat row-major index, as a double (bool/ints converted). */
+/* Element at a flat row-major index, as a double (bool/ints converted; a complex's real part). */
 double hl_array_get(const hl_array *a, int64_t flat);
-void hl_array_set(hl_array *a, int64_t flat, double v);   /* contiguous arrays being built */
+void hl_array_set(hl_array *a, int64_t flat, double v);   /* contiguous arrays being built (complex: v + 0i) */
+/* A complex array's storage seen as the float array of its (re, im) pairs: shape S..[2], the
+ * same storage (no reference taken: out lives no longer than a). */
+void hl_complex_as_real(const hl_array *a, hl_array *out);
 int64_t hl_array_elem_offset(const hl_array *a, int64_t flat);
 /* dst's elements = src's (host arrays of one shape and dtype, any strides), by runs along the
  * innermost axis: one memcpy when both are contiguous. */

@@ -19,6 +19,8 @@ int hl_dtype_from_name(const char *name) {
 }
 
 hl_dtype hl_dtype_promote(hl_dtype a, hl_dtype b) {
+  /* a complex with float64 needs float64 parts */
+  if ((a == HL_COMPLEX64 && b == HL_FLOAT64) || (a == HL_FLOAT64 && b == HL_COMPLEX64)) return HL_COMPLEX128;
   if (a != b && dtype_info[a].rank == dtype_info[b].rank) {
     /* the lattice's two incomparable pairs: the least type that holds both */
     if (hl_dtype_is_int(a)) return HL_INT32;   /* int8 with uint8 (NumPy and JAX: int16) */
@@ -30,7 +32,8 @@ hl_dtype hl_dtype_promote(hl_dtype a, hl_dtype b) {
 hl_dtype hl_dtype_promote_weak(hl_dtype t, double v) {
   int integral = isfinite(v) && v == floor(v);
   switch (dtype_info[t].kind) {
-  case 'f': return t;
+  case 'f':
+  case 'c': return t;
   case 'b': return integral ? HL_INT32 : HL_FLOAT32;
   default: return integral ? t : HL_FLOAT32;
   }

@@ -13,7 +13,7 @@ typedef enum {
 
 const char *hl_dtype_name(hl_dtype t);
 size_t hl_dtype_size(hl_dtype t);
-char hl_dtype_kind(hl_dtype t);            /* 'b', 'u', 'i' or 'f' */
+char hl_dtype_kind(hl_dtype t);            /* 'b', 'u', 'i', 'f' or 'c' */
 int hl_dtype_from_name(const char *name);  /* -1 when unknown */
 hl_dtype hl_dtype_promote(hl_dtype a, hl_dtype b);
 /* elements of a shape (1 for rank 0) */
@@ -30,4 +30,11 @@ uint16_t hl_half_from_double(hl_dtype t, double v);   /* t: HL_FLOAT16 or HL_BFL
 float hl_half_to_float(hl_dtype t, uint16_t bits);
 static inline int hl_dtype_is_float(hl_dtype t) { return hl_dtype_kind(t) == 'f'; }
 static inline int hl_dtype_is_int(hl_dtype t) { char k = hl_dtype_kind(t); return k == 'i' || k == 'u'; }
+static inline int hl_dtype_is_complex(hl_dtype t) { return hl_dtype_kind(t) == 'c'; }
+/* complex64 <-> float32 and complex128 <-> float64: the type of a complex's parts, and the
+ * complex whose parts hold a real type (ints and the 2-byte floats give complex64) */
+static inline hl_dtype hl_complex_part(hl_dtype t) { return t == HL_COMPLEX128 ? HL_FLOAT64 : HL_FLOAT32; }
+static inline hl_dtype hl_complex_of(hl_dtype t) {
+  return t == HL_FLOAT64 || t == HL_COMPLEX128 ? HL_COMPLEX128 : HL_COMPLEX64;
+}
 #endif

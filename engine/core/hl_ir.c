@@ -200,6 +200,20 @@ static int infer_view(int prim, const hl_type *in, const hl_attrs *a, hl_type *o
     }
     return 0;
   }
+  case HL_P_VIEW_REAL:
+    if (!hl_dtype_is_complex(in->dtype)) return hl_error("view_as_real: needs a complex array, got %s", hl_dtype_name(in->dtype));
+    if (in->ndim >= HL_MAX_DIMS) return hl_error("view_as_real: %s has no room for the axis of (re, im) pairs (at most %d axes)", SHAPE(*in), HL_MAX_DIMS);
+    out->dtype = hl_complex_part(in->dtype);
+    out->shape[out->ndim++] = 2;
+    return 0;
+  case HL_P_VIEW_COMPLEX:
+    if (in->dtype != HL_FLOAT32 && in->dtype != HL_FLOAT64)
+      return hl_error("view_as_complex: needs a float32 or float64 array, got %s", hl_dtype_name(in->dtype));
+    if (in->ndim == 0 || in->shape[in->ndim - 1] != 2)
+      return hl_error("view_as_complex: the last axis holds the (re, im) pairs and must have extent 2, got shape %s", SHAPE(*in));
+    out->dtype = hl_complex_of(in->dtype);
+    out->ndim--;
+    return 0;
   case HL_P_SLICE:
     if (a->nshape != in->ndim) return hl_error("slice: %d ranges for shape %s", a->nshape, SHAPE(*in));
     for (int k = 0; k < in->ndim; k++) {
@@ -305,9 +319,42 @@ int hl_shape_check(const char *op, int ndim, const int64_t *shape) {
   return 0;
 }
 
+/* The primitives that take complex values as they are (docs/complex.md): the backend rewrites
+ * them into their float arrays of (re, im) pairs (hl_complex.c); the frontend composes the rest
+ * of complex arithmetic from these. */
+static int complex_ok(int prim) {
+  switch (prim) {
+  case HL_P_PARAM: case HL_P_CONST: case HL_P_CAST: case HL_P_STOP_GRADIENT: case HL_P_NEG: case HL_P_ADD:
+  case HL_P_SUB: case HL_P_SELECT: case HL_P_SUM: case HL_P_RESHAPE: case HL_P_TRANSPOSE: case HL_P_BROADCAST:
+  case HL_P_SCATTER_ADD:
+  case HL_P_SLICE: case HL_P_CONCAT: case HL_P_GATHER: case HL_P_VIEW_REAL: case HL_P_VIEW_COMPLEX:
+    return 1;
+  default: return 0;
+  }
+}
+
+static int check_complex(int prim, int nin, const hl_type *in, const hl_attrs *a) {
+  hl_dtype c = HL_BOOL;
+  for (int k = 0; k < nin; k++)
+    if (hl_dtype_is_complex(in[k].dtype)) c = in[k].dtype;
+  int src = hl_prims[prim].kind == HL_K_SOURCE || hl_prims[prim].kind == HL_K_LOOP || prim == HL_P_CAST;
+  if (src && hl_dtype_is_complex(a->dtype) && c == HL_BOOL) c = a->dtype;
+  if (c == HL_BOOL) return 0;
+  /* scatter's set and add act on each part alone; mul, min and max do not */
+  int ok = complex_ok(prim) || (prim == HL_P_SCATTER && (a->i[2] == HL_SCATTER_SET || a->i[2] == HL_SCATTER_ADD));
+  if (!ok)
+    return hl_error("%s: %s is not supported yet (complex arrays have construction, real/imag/conj/abs/angle, "
+                    "arithmetic, exp/log/sqrt, trigonometric and hyperbolic functions, matmul, sums, shape ops and indexing so far: see docs/complex.md)", hl_prims[prim].name, hl_dtype_name(c));
+  if (prim == HL_P_CAST && hl_dtype_is_complex(in[0].dtype) && !hl_dtype_is_complex(a->dtype))
+    return hl_error("cast: %s to %s would drop the imaginary part; take hl.real(x) or hl.abs(x) first", hl_dtype_name(in[0].dtype),
+                    hl_dtype_name(a->dtype));
+  return 0;
+}
+
 int hl_infer(int prim, int nin, const hl_type *in, const hl_attrs *a, hl_type *out) {
   const hl_prim_info *p = &hl_prims[prim];
   if (p->arity >= 0 && nin != p->arity) return hl_error("%s: takes %d operands, got %d", p->name, p->arity, nin);
+  if (check_complex(prim, nin, in, a)) return -1;
   if ((p->kind == HL_K_SOURCE && prim != HL_P_CONST) || prim == HL_P_RESHAPE || prim == HL_P_BROADCAST) {
     if (hl_shape_check(p->name, a->nshape, a->shape)) return -1;
   }

@@ -29,6 +29,8 @@ const char *hl_npy_descr(hl_dtype t) {
   case HL_INT64: return le ? "<i8" : ">i8";
   case HL_FLOAT32: return le ? "<f4" : ">f4";
   case HL_FLOAT64: return le ? "<f8" : ">f8";
+  case HL_COMPLEX64: return le ? "<c8" : ">c8";
+  case HL_COMPLEX128: return le ? "<c16" : ">c16";
   default: return "?";
   }
 }
@@ -255,18 +257,19 @@ static int parse_dict(parser *h, header *hd) {
 static int decode_descr(const header *hd, const char *what, hl_dtype *dtype, int *swap) {
   static const struct { const char *code; hl_dtype dtype; } codes[] = {
       {"f4", HL_FLOAT32}, {"f8", HL_FLOAT64}, {"i4", HL_INT32}, {"i8", HL_INT64}, {"u1", HL_UINT8}, {"i1", HL_INT8}, {"f2", HL_FLOAT16}, {"b1", HL_BOOL},
+      {"c8", HL_COMPLEX64}, {"c16", HL_COMPLEX128},
   };
   const char *d = hd->descr;
   size_t n = hd->descr_len;
   char order = '=';
-  if (hd->descr_is_string && n == 3 && d[0] && strchr("<>=|", d[0])) {
+  if (hd->descr_is_string && (n == 3 || n == 4) && d[0] && strchr("<>=|", d[0])) {
     order = d[0];
     d++;
     n--;
   }
-  if (hd->descr_is_string && n == 2)
+  if (hd->descr_is_string && (n == 2 || n == 3))
     for (size_t k = 0; k < sizeof codes / sizeof codes[0]; k++)
-      if (!memcmp(d, codes[k].code, 2)) {
+      if (strlen(codes[k].code) == n && !memcmp(d, codes[k].code, n)) {
         size_t size = hl_dtype_size(codes[k].dtype);
         if (order == '|' && size > 1) break;   /* '|' is for single bytes only */
         *dtype = codes[k].dtype;
@@ -274,7 +277,7 @@ static int decode_descr(const header *hd, const char *what, hl_dtype *dtype, int
         return 0;
       }
   size_t shown = hd->descr_len > 60 ? 60 : hd->descr_len;
-  return hl_error("%s: unsupported dtype %s%.*s%s%s (halua reads float32 float64 float16 int32 int64 int8 uint8 bool: '<f4' '<f8' '<f2' '<i4' '<i8' '|i1' '|u1' '|b1')",
+  return hl_error("%s: unsupported dtype %s%.*s%s%s (halua reads float32 float64 float16 int32 int64 int8 uint8 bool complex64 complex128: '<f4' '<f8' '<f2' '<i4' '<i8' '|i1' '|u1' '|b1' '<c8' '<c16')",
                   what, hd->descr_is_string ? "'" : "", (int)shown, hd->descr, shown < hd->descr_len ? "..." : "",
                   hd->descr_is_string ? "'" : "");
 }
@@ -352,7 +355,10 @@ static int read_data(hl_source *s, const char *what, const header *hd, hl_dtype 
     hl_array_release(out);
     return -1;
   }
-  if (swap) byteswap(dst, count, es);
+  if (swap) {
+    if (hl_dtype_is_complex(dtype)) byteswap(dst, count * 2, es / 2);   /* each part on its own */
+    else byteswap(dst, count, es);
+  }
   if (dtype == HL_BOOL)
     for (int64_t i = 0; i < count; i++) dst[i] = dst[i] != 0;
   if (tmp) {

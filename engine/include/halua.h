@@ -62,6 +62,8 @@ typedef enum {
   HALUA_INT8 = 6,
   HALUA_FLOAT16 = 7,  /* IEEE binary16 bits */
   HALUA_BFLOAT16 = 8, /* the top 16 bits of a float32 */
+  HALUA_COMPLEX64 = 9,   /* (re, im) float32 pairs, interleaved as NumPy's */
+  HALUA_COMPLEX128 = 10, /* (re, im) float64 pairs */
 } halua_dtype;
 
 #define HALUA_MAX_DIMS 8

@@ -124,6 +124,8 @@ const char *halua_dtype_name(halua_dtype dtype) {
   case HALUA_INT8: return "int8";
   case HALUA_FLOAT16: return "float16";
   case HALUA_BFLOAT16: return "bfloat16";
+  case HALUA_COMPLEX64: return "complex64";
+  case HALUA_COMPLEX128: return "complex128";
   }
   return NULL;
 }
@@ -135,7 +137,7 @@ int hl_embed_dtype(halua_dtype t) {
 }
 
 halua_dtype hl_embed_public_dtype(hl_dtype t) {
-  for (int p = HALUA_BOOL; p <= HALUA_BFLOAT16; p++)
+  for (int p = HALUA_BOOL; p <= HALUA_COMPLEX128; p++)
     if (hl_embed_dtype((halua_dtype)p) == (int)t) return (halua_dtype)p;
   return HALUA_FLOAT32;   /* unreachable: every engine dtype has a public name */
 }

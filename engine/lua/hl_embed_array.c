@@ -38,7 +38,7 @@ int halua_push_array(lua_State *L, void *data, halua_dtype dtype, int ndim, cons
   int t = hl_embed_dtype(dtype);
   if (t < 0)
     return hl_embed_fail(HALUA_EARG, "%s: unknown dtype %d (use HALUA_BOOL, HALUA_UINT8, HALUA_INT32, HALUA_INT64, HALUA_FLOAT32, "
-                            "HALUA_FLOAT64, HALUA_INT8, HALUA_FLOAT16 or HALUA_BFLOAT16)", op, (int)dtype);
+                            "HALUA_FLOAT64, HALUA_INT8, HALUA_FLOAT16, HALUA_BFLOAT16, HALUA_COMPLEX64 or HALUA_COMPLEX128)", op, (int)dtype);
   if (ndim < 0 || ndim > HL_MAX_DIMS) return hl_embed_fail(HALUA_EARG, "%s: ndim is %d; arrays have 0 to %d dimensions", op, ndim, HL_MAX_DIMS);
   if (!data) return hl_embed_fail(HALUA_EARG, "%s: data is NULL", op);
   if (ndim > 0 && !shape) return hl_embed_fail(HALUA_EARG, "%s: shape is NULL for %d dimensions", op, ndim);

@@ -289,6 +289,9 @@ static int l_cast(lua_State *L) {
   hl_array *x = check_array(L, 1, "astype");
   if (lua_isnoneornil(L, 2)) return raisef(L, "halua: astype: expected a dtype name such as \"float32\", got nothing");
   hl_dtype t = check_dtype(L, 2, "astype", x->dtype);
+  if (hl_dtype_is_complex(x->dtype) && !hl_dtype_is_complex(t))
+    return raisef(L, "halua: astype: %s to %s would drop the imaginary part; take hl.real(x) or hl.abs(x) first", hl_dtype_name(x->dtype),
+                  hl_dtype_name(t));
   hl_array r;
   if (hl_op_cast(x, t, &r)) return raise(L);
   push_result(L, &r, 1, 1);
@@ -435,6 +438,18 @@ static int l_transpose(lua_State *L) {
   return 1;
 }
 
+/* view_as_real(z) and view_as_complex(x): complex arrays and the float arrays of their pairs */
+static int l_complex_view(lua_State *L, int prim, const char *name) {
+  hl_array *x = check_array(L, 1, name);
+  hl_array r;
+  const hl_array *in[1] = {x};
+  if (hl_apply(prim, 1, in, NULL, &r)) return raise(L);
+  push_result(L, &r, 1, 1);
+  return 1;
+}
+static int l_view_as_real(lua_State *L) { return l_complex_view(L, HL_P_VIEW_REAL, "view_as_real"); }
+static int l_view_as_complex(lua_State *L) { return l_complex_view(L, HL_P_VIEW_COMPLEX, "view_as_complex"); }
+
 /* slice(x, starts0, steps, counts) */
 static int l_slice(lua_State *L) {
   hl_array *x = check_array(L, 1, "index");   /* x[key], x:at(key) */
@@ -558,6 +573,17 @@ static int tracer_error(lua_State *L, const char *what, const hl_array *a) {
 }
 
 static void push_elem(lua_State *L, const hl_array *a, int64_t flat) {
+  if (hl_dtype_is_complex(a->dtype)) {
+    /* Lua has no complex numbers: a complex element is the pair {re, im} (docs/complex.md) */
+    const char *p = (const char *)hl_array_data(a) + hl_array_elem_offset(a, flat) * (int64_t)hl_dtype_size(a->dtype);
+    int dbl = a->dtype == HL_COMPLEX128;
+    lua_createtable(L, 2, 0);
+    for (int k = 0; k < 2; k++) {
+      lua_pushnumber(L, dbl ? ((const double *)p)[k] : (double)((const float *)p)[k]);
+      lua_rawseti(L, -2, k + 1);
+    }
+    return;
+  }
   double v = hl_array_get(a, flat);
   if (a->dtype == HL_BOOL) lua_pushboolean(L, v != 0);
   else lua_pushnumber(L, v);
@@ -1179,6 +1205,8 @@ static const luaL_Reg core_funcs[] = {
     {"reshape", l_reshape},
     {"broadcast_to", l_broadcast_to},
     {"transpose", l_transpose},
+    {"view_as_real", l_view_as_real},
+    {"view_as_complex", l_view_as_complex},
     {"slice", l_slice},
     {"gather", l_gather},
     {"scatter_add", l_scatter_add},

@@ -295,7 +295,7 @@ static int run_elemwise(int prim, int nin, const hl_array *const *in, const hl_a
     ops[k] = &v[k];
   }
   /* a copy that turns a matrix (a transposed view made contiguous): shuffles in cache blocks */
-  if (prim == HL_P_CAST && attrs->dtype == in[0]->dtype && r == 2 && hl_array_device(out) == HL_DEVICE_CPU &&
+  if (prim == HL_P_CAST && attrs->dtype == in[0]->dtype && !hl_dtype_is_complex(attrs->dtype) && r == 2 && hl_array_device(out) == HL_DEVICE_CPU &&
       mst[1][1] == 1 && mst[0][0] == 1 && mst[0][1] > 1 && mst[1][0] > 0) {
     hl_transpose(hl_array_data(&v[1]), mst[1][0], hl_array_data(&v[0]), mst[0][1], shp[0], shp[1], hl_dtype_size(out->dtype));
     return 0;
@@ -338,6 +338,23 @@ int hl_host_contiguous(const char *op, const hl_array *a, hl_array *out) {
 }
 
 static int eager_view(int prim, const hl_array *in, const hl_attrs *at, const hl_type *ty, hl_array *out) {
+  if (prim == HL_P_VIEW_REAL) {
+    hl_array_copy_ref(out, in);
+    hl_complex_as_real(in, out);
+    return 0;
+  }
+  if (prim == HL_P_VIEW_COMPLEX) {
+    /* pairs that lie as a complex array's do (adjacent, at an even element): a view; else a copy */
+    int ok = in->strides[in->ndim - 1] == 1 && in->offset % 2 == 0;
+    for (int a = 0; ok && a < in->ndim - 1; a++) ok = in->strides[a] % 2 == 0;
+    if (ok) hl_array_copy_ref(out, in);
+    else if (copy_new(in, out)) return -1;
+    for (int a = 0; a < ty->ndim; a++) out->strides[a] /= 2;
+    out->offset /= 2;
+    out->dtype = ty->dtype;
+    out->ndim = ty->ndim;
+    return 0;
+  }
   if (prim == HL_P_RESHAPE) {
     if (hl_contiguous(in, out)) return -1;
     out->ndim = ty->ndim;
@@ -704,6 +721,8 @@ int hl_to_device(const hl_array *a, int device, hl_array *out) {
     hl_array_copy_ref(out, a);
     return 0;
   }
+  if (device != HL_DEVICE_CPU && hl_dtype_is_complex(a->dtype))
+    return hl_error("device_put: %s is not supported yet on cuda (complex arrays stay on the cpu: docs/complex.md)", hl_dtype_name(a->dtype));
   hl_array src;
   if (hl_contiguous(a, &src)) return -1;
   if (hl_array_alloc_on(out, device, a->dtype, a->ndim, a->shape)) {

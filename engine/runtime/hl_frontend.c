@@ -1,4 +1,5 @@
 #include "hl_frontend.h"
+#include "hl_complex_ops.h"
 #include "hl_error.h"
 #include <string.h>
 
@@ -89,6 +90,7 @@ static int scalar(double v, hl_dtype t, const hl_array *like, hl_array *out) {
 }
 
 static hl_dtype input_rule(int prim, hl_dtype t) {
+  if (hl_dtype_is_complex(t)) return t;   /* (the primitive or the composition says whether it can) */
   switch (hl_prims[prim].in) {
   case HL_IN_FLOAT: return hl_dtype_is_float(t) ? t : HL_FLOAT32;
   case HL_IN_NUM:
@@ -144,7 +146,7 @@ int hl_op_elemwise(int prim, int nin, const hl_operand *ops, const hl_attrs *att
     if (hl_op_broadcast_to(in[k], ndim, shape, &tmp[ntmp])) goto done;
     in[k] = &tmp[ntmp++];
   }
-  rc = hl_apply(prim, nin, in, attrs, out);
+  rc = hl_dtype_is_complex(want) && hl_complex_composed(prim) ? hl_complex_apply(prim, nin, in, out) : hl_apply(prim, nin, in, attrs, out);
 done:
   for (int k = 0; k < ntmp; k++) hl_array_release(&tmp[k]);
   return rc;
@@ -214,7 +216,7 @@ int hl_op_matmul(const hl_array *a, const hl_array *b, hl_array *out) {
     y = &tmp[ntmp++];
     hl_array r;
     const hl_array *in[2] = {x, y};
-    if (hl_apply(HL_P_MATMUL, 2, in, NULL, &r)) goto done;
+    if (hl_dtype_is_complex(t) ? hl_complex_matmul(x, y, &r) : hl_apply(HL_P_MATMUL, 2, in, NULL, &r)) goto done;
     hl_array shaped;
     if (a->ndim == 1 || b->ndim == 1) {
       int64_t os[HL_MAX_DIMS];
@@ -240,8 +242,9 @@ done:
   return rc;
 }
 
-/* a float dtype for LAPACK: the FLOAT input rule (ints and bool become float32) */
-static hl_dtype linalg_dtype(hl_dtype t) { return hl_dtype_is_float(t) ? t : HL_FLOAT32; }
+/* a float dtype for LAPACK: the FLOAT input rule (ints and bool become float32; complex stays, for
+ * the primitive to say it is not supported yet) */
+static hl_dtype linalg_dtype(hl_dtype t) { return hl_dtype_is_float(t) || hl_dtype_is_complex(t) ? t : HL_FLOAT32; }
 
 static int square_stack(const char *op, const hl_array *a) {
   if (a->ndim < 2 || a->shape[a->ndim - 1] != a->shape[a->ndim - 2])

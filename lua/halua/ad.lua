@@ -21,7 +21,11 @@ return function(hl, core)
   local pack = util.pack
   local shape_str = util.shape_str
   local type_str = util.type_str
-  local function is_float(dtype) return dtype == "float32" or dtype == "float64" or dtype == "float16" or dtype == "bfloat16" end
+  -- the dtypes derivatives flow through (complex ones by JAX's convention: docs/complex.md)
+  local function is_float(dtype)
+    return dtype == "float32" or dtype == "float64" or dtype == "float16" or dtype == "bfloat16" or dtype == "complex64"
+        or dtype == "complex128"
+  end
 
   -- custom_vjp and compiled-loop nodes, per trace: node -> {ins = {nodes}, bwd, group, nargs}
   local customs = setmetatable({}, {__mode = "k"})
@@ -285,6 +289,10 @@ return function(hl, core)
     if not is_array(out) then fail("%s: the function must return a scalar array, got a %s", op, type(out)) end
     if out.ndim ~= 0 then
       fail("%s: the function must return a scalar (a 0-d array) but returned %s; reduce it first, e.g. with :sum() or :mean()",
+           op, type_str(out))
+    end
+    if out.dtype == "complex64" or out.dtype == "complex128" then
+      fail("%s: the function must return a real scalar but returned %s; differentiate hl.real(f(x)) or hl.abs(f(x)) (JAX's grad asks the same)",
            op, type_str(out))
     end
     if not is_float(out.dtype) then

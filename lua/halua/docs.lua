@@ -20,7 +20,7 @@ G "Arrays"
 E("array", "hl.array(v [, dtype]) -> array",
   "An array from a number, a boolean, a nested table of them (rows of equal length), or an array " ..
   "(copied to the dtype). Lua numbers give float32 unless dtype says otherwise; booleans give bool. " ..
-  "dtypes are strings: float32 float64 float16 bfloat16 int8 int32 int64 uint8 bool (also hl.float32 == \"float32\"). " ..
+  "dtypes are strings: float32 float64 float16 bfloat16 int8 int32 int64 uint8 bool complex64 complex128 (also hl.float32 == \"float32\"). " ..
   "Arrays are immutable: ops return new ones. Properties: x.shape (a new table), x.ndim, x.size, " ..
   "x.dtype, x.device, x.T (transpose), #x (first extent). print(x) shows a Lua expression that " ..
   "rebuilds x. Indexing is 1-based: x[i] selects along axis 1, x[{i, {a, b}, {}, {a, b, step}}] " ..
@@ -1306,6 +1306,38 @@ E("dist.print", "hl.dist.print(...)",
 print("rank " .. hl.dist.rank() .. " goes on")]])
 
 ---------------------------------------------------------------- files, devices, caching
+
+G "Complex numbers"
+E("complex", "hl.complex(re [, im]) -> array",
+  "The complex array re + i im (im defaults to 0), the parts broadcast together. float64 parts give " ..
+  "complex128; any other real parts (float32, ints, bool, Lua numbers) give complex64. complex64 and " ..
+  "complex128 arrays work with + - * / and unary -, eq, ne, where, abs, exp, log, sqrt (NumPy's " ..
+  "principal branches), sin, cos, tan, sinh, cosh, tanh, isnan, isinf, isfinite, square, " ..
+  "reciprocal, sum, mean, var, std, matmul, shape ops, hl.save/hl.load (.npy '<c8', '<c16'), jit, " ..
+  "grad (JAX's convention: for real-valued f, grad gives df/dx - i df/dy) and vmap; " ..
+  "other ops raise an error saying complex is not supported yet (docs/complex.md). Lua has no " ..
+  "complex numbers: x:item() and x:totable() give an element as the pair {re, im}, and print(z) " ..
+  "shows hl.complex(re, im). Real arrays with complex ones promote to complex (float64 with " ..
+  "complex64 gives complex128). astype(\"complex64\") converts a real array; a complex array " ..
+  "converts to a real dtype only through hl.real or hl.abs.",
+  [[local z = hl.complex(hl.array({1, 0}), hl.array({2, -1}))
+print(z, z.dtype, z[1]:item()[2])
+print(z * z, hl.abs(z), hl.exp(z) + 1)
+print(hl.grad(function(u) return hl.sum(hl.abs(u) ^ 2) end)(z))]])
+E("real", "hl.real(x) -> array",
+  "The real part of a complex array, as a float32 (complex64) or float64 (complex128) array; a real " ..
+  "array is returned as it is. Also x:real().",
+  [[print(hl.real(hl.complex(hl.array({1.5, -2}), 3)), hl.real(hl.array({4, 5})))]])
+E("imag", "hl.imag(x) -> array",
+  "The imaginary part of a complex array, as float32 or float64; zeros for a real array. Also x:imag().",
+  [[print(hl.imag(hl.complex(1, hl.array({2, -3}))), hl.imag(hl.array({4, 5})))]])
+E("conj", "hl.conj(x) -> array",
+  "The complex conjugate re - i im; a real array is returned as it is. Also x:conj().",
+  [[print(hl.conj(hl.complex(hl.array({1, 2}), hl.array({3, -4}))))]])
+E("angle", "hl.angle(x) -> array",
+  "The argument atan2(im, re) of each element, in (-pi, pi], as a float array (NumPy's angle): " ..
+  "0 or pi for real numbers. Its modulus is hl.abs(x). Also x:angle().",
+  [[print(hl.angle(hl.complex(hl.array({1, 0, -1}), hl.array({1, 2, 0}))), hl.angle(hl.array({-2, 3})))]])
 
 G "Files"
 E("save", "hl.save(path, x)",

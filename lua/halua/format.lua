@@ -299,7 +299,7 @@ end
 
 local PREFIX = "hl.array("
 
--- get(i): element i (0-based flat index, row-major) as a Lua number or boolean;
+-- get(i): element i (0-based flat index, row-major) as a Lua number or boolean (a complex one: {re, im});
 -- shape: table of extents (empty for 0-d; extents may be 0); dtype: its name.
 function format.array(get, shape, dtype)
   dtype = dtype or "float32"
@@ -309,6 +309,12 @@ function format.array(get, shape, dtype)
   if n == 0 then
     -- nested empty tables cannot say [2, 0]; zeros of that shape can
     return "hl.zeros({" .. concat(shape, ", ") .. "}" .. suffix
+  end
+  if dtype == "complex64" or dtype == "complex128" then
+    -- Lua has no complex numbers (an element is the pair {re, im}): the parts, as hl.complex rebuilds them
+    local part = dtype == "complex64" and "float32" or "float64"
+    return "hl.complex(" .. format.array(function(i) return get(i)[1] end, shape, part) .. ", " ..
+           format.array(function(i) return get(i)[2] end, shape, part) .. ")"
   end
   if #shape == 0 then
     return PREFIX .. texts(dtype, {get(0)})[1] .. suffix

@@ -14,7 +14,7 @@ local methods = {}
 local fail = util.fail
 local is_array = core.is_array
 
-for _, d in ipairs {"float32", "float64", "float16", "bfloat16", "int8", "int32", "int64", "uint8", "bool"} do
+for _, d in ipairs {"float32", "float64", "float16", "bfloat16", "int8", "int32", "int64", "uint8", "bool", "complex64", "complex128"} do
   hl[d] = d
 end
 
@@ -264,6 +264,8 @@ function hl.mean(x, axes, keepdims)
   -- float16 and bfloat16 average in float32, rounded once (as JAX does)
   if x.dtype == "float16" or x.dtype == "bfloat16" then return hl.mean(x:astype("float32"), axes, keepdims):astype(x.dtype) end
   local s = hl.sum(x, axes, keepdims)
+  -- a complex sum: both parts divided by the count
+  if s.dtype == "complex64" or s.dtype == "complex128" then return core.view_as_complex(core.view_as_real(s) / count(x, axes)) end
   if s.dtype ~= "float32" and s.dtype ~= "float64" then s = s:astype("float32") end
   return s / count(x, axes)
 end
@@ -568,6 +570,7 @@ require("halua.numpy_shape")(hl, core, numpy_shared)
 require("halua.io")(hl, core, {placed = placed})
 indexing = require("halua.indexing")(hl, core, {as_array = as_array, axis_spec = axis_spec})
 require("halua.linalg")(hl, core, {as_array = as_array})
+require("halua.complex")(hl, core, {as_array = as_array, methods = methods})
 require("halua.sorting")(hl, core, {as_array = as_array, norm_axis = norm_axis, methods = methods})
 local ad_internals
 hl.rules, ad_internals = require("halua.ad")(hl, core)

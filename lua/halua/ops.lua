@@ -18,6 +18,12 @@ return function(hl, core, shared)
     x = as_array(x, "var")
     if type(axes) == "boolean" then axes, keepdims = nil, axes end
     if x.dtype == "float16" or x.dtype == "bfloat16" then return hl.var(x:astype("float32"), axes, keepdims):astype(x.dtype) end
+    if x.dtype == "complex64" or x.dtype == "complex128" then
+      -- NumPy's: the mean of |x - mean|^2, a real array
+      local d = x - hl.mean(x, axes, true)
+      local re, im = hl.real(d), hl.imag(d)
+      return hl.mean(re * re + im * im, axes, keepdims)
+    end
     if not is_float(x.dtype) then x = x:astype("float32") end
     local d = x - hl.mean(x, axes, true)
     return hl.mean(d * d, axes, keepdims)

@@ -80,7 +80,12 @@ return function(hl, core)
   R.erf = deriv(function(x) return {two_over_sqrt_pi * hl.exp(-(x[1] * x[1]))} end)
   R.isnan, R.isinf, R.isfinite, R.logical_not = nondiff(), nondiff(), nondiff(), nondiff()
   R.cast = {
-    vjp = function(g, _, x) return {hl.astype(g, x[1].dtype)} end,
+    -- (a real value made complex: its cotangent is the real part, JAX's convert_element_type)
+    vjp = function(g, _, x)
+      local c = x[1].dtype == "complex64" or x[1].dtype == "complex128"
+      if not c and (g.dtype == "complex64" or g.dtype == "complex128") then g = hl.real(g) end
+      return {hl.astype(g, x[1].dtype)}
+    end,
     jvp = function(t, n) return hl.astype(t[1], n.dtype) end,
   }
   R.stop_gradient = zero()
@@ -499,6 +504,18 @@ return function(hl, core)
   }
 
   ---------------------------------------------------------------- shape
+  -- Complex values as their (re, im) pairs and back. Cotangents follow JAX's convention: the
+  -- cotangent of z = x + iy is dL/dx - i dL/dy (the pairing Re(g dz) is bilinear), so each
+  -- transpose conjugates, and grad of a real function of z is the conjugate of its steepest ascent.
+  local function flip_im(p) return p * core.array({1, -1}, p.dtype) end
+  R.view_as_real = {
+    vjp = function(g) return {core.view_as_complex(flip_im(g))} end,
+    jvp = function(t) return core.view_as_real(t[1]) end,
+  }
+  R.view_as_complex = {
+    vjp = function(g) return {flip_im(core.view_as_real(g))} end,
+    jvp = function(t) return core.view_as_complex(t[1]) end,
+  }
   R.reshape = {
     vjp = function(g, _, x) return {hl.reshape(g, x[1].shape)} end,
     jvp = function(t, n) return hl.reshape(t[1], n.shape) end,
@@ -721,6 +738,9 @@ return function(hl, core)
     if b[1] ~= b[2] then x = {lift(x[1], b[1], size), lift(x[2], b[2], size)} end
     return core.matmul(x[1], x[2]), b[1] or b[2]
   end
+  -- the pairs' axis is the last: a leading batch axis stays where it is
+  R.view_as_real.batch = function(_, x, b) return core.view_as_real(x[1]), b[1] end
+  R.view_as_complex.batch = function(_, x, b) return core.view_as_complex(x[1]), b[1] end
   R.reshape.batch = function(n, x, b, size)
     return core.reshape(x[1], b[1] and with_batch(size, n.shape) or n.shape), b[1]
   end

@@ -206,6 +206,7 @@ static void test_strides_and_dtypes(lua_State *L) {
       case HALUA_FLOAT64: ((double *)raw)[i] = i != 1; break;
       case HALUA_FLOAT16: ((uint16_t *)raw)[i] = i != 1 ? 0x3c00 : 0; break;   /* 1.0 */
       case HALUA_BFLOAT16: ((uint16_t *)raw)[i] = i != 1 ? 0x3f80 : 0; break;
+      case HALUA_COMPLEX64: case HALUA_COMPLEX128: break;   /* (below: where has no complex condition) */
       }
     }
     CHECK(halua_push_array(L, raw, dts[k].t, 1, n3, NULL, NULL, NULL) == HALUA_OK);
@@ -224,6 +225,19 @@ static void test_strides_and_dtypes(lua_State *L) {
     lua_pop(L, 1);
   }
   CHECK(halua_dtype_name((halua_dtype)99) == NULL);
+  /* complex: interleaved (re, im) pairs, both ways */
+  _Alignas(8) float cz[6] = {1, 2, 3, -4, 0.5f, 0};
+  int64_t n3[1] = {3};
+  CHECK(halua_push_array(L, cz, HALUA_COMPLEX64, 1, n3, NULL, NULL, NULL) == HALUA_OK);
+  CHECK(halua_setglobal(L, "Z") == HALUA_OK);
+  CHECK(eval(L, "assert(Z.dtype == 'complex64', Z.dtype) return hl.real(Z * Z):sum():item()") == -3 + -7 + 0.25);
+  CHECK(halua_dostring(L, "return hl.conj(Z):astype('complex128')", "=conj", 1) == HALUA_OK);
+  halua_array za;
+  CHECK(halua_to_array(L, -1, &za) == HALUA_OK && za.dtype == HALUA_COMPLEX128);
+  double zd[6];
+  CHECK(halua_copy_array(L, -1, HALUA_COMPLEX128, zd, sizeof zd) == HALUA_OK);
+  CHECK(zd[0] == 1 && zd[1] == -2 && zd[2] == 3 && zd[3] == 4 && zd[4] == 0.5 && zd[5] == 0);
+  lua_pop(L, 1);
 }
 
 static void test_errors_of_reading(lua_State *L) {

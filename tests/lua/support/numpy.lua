@@ -21,7 +21,11 @@ local function encode_input(x)
   if type(x) == "number" then return string.format('{"dtype":"scalar","shape":[],"values":[%s]}', json_number(x)) end
   local flat = hl.reshape(x, {x.size}):totable()
   local vals = {}
-  for i, v in ipairs(flat) do vals[i] = type(v) == "boolean" and tostring(v) or json_number(v) end
+  for i, v in ipairs(flat) do
+    -- (a complex element is the pair {re, im}: sent as [re, im])
+    if type(v) == "table" then vals[i] = "[" .. json_number(v[1]) .. "," .. json_number(v[2]) .. "]"
+    else vals[i] = type(v) == "boolean" and tostring(v) or json_number(v) end
+  end
   return string.format('{"dtype":"%s","shape":[%s],"values":[%s]}', x.dtype, table.concat(x.shape, ","), table.concat(vals, ","))
 end
 
@@ -59,7 +63,8 @@ end
 -- {rtol, atol} by dtype. The 2-byte floats compute in float32 and round once, so one unit in the
 -- last place of the result: 2^-10 relative for float16 (atol its smallest subnormal), 2^-7 for
 -- bfloat16 (which has float32's range: atol float32's smallest normal)
-M.tolerance = {float32 = {2e-5, 1e-6}, float64 = {1e-12, 1e-14}, float16 = {1e-3, 6e-8}, bfloat16 = {8e-3, 1.2e-38}}
+M.tolerance = {float32 = {2e-5, 1e-6}, float64 = {1e-12, 1e-14}, float16 = {1e-3, 6e-8}, bfloat16 = {8e-3, 1.2e-38},
+               complex64 = {2e-5, 1e-6}, complex128 = {1e-12, 1e-14}}
 
 -- actual: an hl array; expected: a result from a batch. opts.dtype: the dtype actual must have
 -- (default: NumPy's dtype; false: no dtype check, for ops whose dtype rule differs from NumPy's);
@@ -89,7 +94,16 @@ function M.assert_close(actual, expected, opts, atol_arg)
   assert(#got == #expected.values, "got " .. #got .. " values, NumPy " .. #expected.values)
   for i, w in ipairs(expected.values) do
     local g = got[i]
-    if type(w) == "boolean" or type(g) == "boolean" then
+    if type(w) == "table" or type(g) == "table" then
+      -- complex {re, im}: each part within the tolerance relative to the modulus
+      assert(type(w) == "table" and type(g) == "table", string.format("at %s: got %s, NumPy %s (one is complex)", where(i), tostring(g), tostring(w)))
+      local mod = math.sqrt(w[1] * w[1] + w[2] * w[2])
+      for k = 1, 2 do
+        local a, b = g[k], w[k]
+        local ok = (b ~= b and a ~= a) or a == b or (a == a and math.abs(a - b) <= atol + rtol * mod)
+        assert(ok, string.format("at %s: got %.17g%+.17gi, NumPy %.17g%+.17gi (rtol %g, atol %g)", where(i), g[1], g[2], w[1], w[2], rtol, atol))
+      end
+    elseif type(w) == "boolean" or type(g) == "boolean" then
       local gb, wb = g, w
       if type(gb) ~= "boolean" then gb = gb ~= 0 end
       if type(wb) ~= "boolean" then wb = wb ~= 0 end

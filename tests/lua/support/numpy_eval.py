@@ -123,6 +123,8 @@ def absum(x, axis=None, keepdims=False):
     return np.sum(np.abs(np.asarray(x, dtype=np.float64)), axis=axis, keepdims=keepdims)
 
 def lua_value(v):
+    if isinstance(v, (complex, np.complexfloating)):   # the pair {re, im}, as halua gives it
+        return "{%s, %s}" % (lua_value(v.real), lua_value(v.imag))
     if isinstance(v, (bool, np.bool_)):
         return "true" if v else "false"
     if isinstance(v, (int, np.integer)):
@@ -145,6 +147,11 @@ def main():
                 env[name] = inp["values"][0]
             elif inp["dtype"] == "bfloat16":   # exact in float32; expressions compute in float32 and wrap with bf16()
                 env[name] = np.array(inp["values"], dtype=np.float32).reshape(inp["shape"])
+            elif inp["dtype"] in ("complex64", "complex128"):   # elements arrive as [re, im]
+                v = np.array(inp["values"], dtype=np.float64).reshape(-1, 2)
+                c = np.empty(len(v), dtype=inp["dtype"])   # (not re + 1j * im: 1j * inf has a NaN real part)
+                c.real, c.imag = v[:, 0], v[:, 1]
+                env[name] = c.reshape(inp["shape"])
             else:
                 env[name] = np.array(inp["values"], dtype=inp["dtype"]).reshape(inp["shape"])
         try:
