@@ -383,7 +383,8 @@ E("dynamic_slice", "hl.dynamic_slice(x, starts, sizes) -> array",
   "The block of x of static shape sizes (a table, one size per axis) at starts, as " ..
   "jax.lax.dynamic_slice: starts is a table of numbers or 0-d integer arrays (traced ones " ..
   "included), or a 1-d integer array, one per axis, 1-based, negatives from the end. Each start " ..
-  "is clamped so the block stays inside x (jax.lax's rule). Differentiable in x; batches under " ..
+  "is clamped so the block stays inside x (jax.lax's rule: a start of 0, like one past the end, " ..
+  "is clamped too, to 1; traced starts cannot be checked). Differentiable in x; batches under " ..
   "vmap with mapped starts.",
   [[local x = hl.arange(12):reshape({3, 4})
 print(hl.dynamic_slice(x, {2, hl.array(2, "int32")}, {2, 2}), hl.dynamic_slice(x, {3, 4}, {2, 2}))]])
@@ -727,6 +728,8 @@ alias("lax.fori_loop", "fori_loop")
 alias("lax.while_loop", "while_loop")
 alias("lax.scan", "scan")
 alias("lax.stop_gradient", "stop_gradient")
+alias("lax.dynamic_slice", "dynamic_slice")
+alias("lax.dynamic_update_slice", "dynamic_update_slice")
 
 G "Pytrees (hl.tree)"
 E("tree.map", "hl.tree.map(f, tree, ...) -> tree",

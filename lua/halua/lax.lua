@@ -293,7 +293,8 @@ return function(hl, core, shared)
 
   ---------------------------------------------------------------- aliases
 
-  for _, name in ipairs {"cond", "switch", "fori_loop", "while_loop", "scan", "checkpoint", "stop_gradient"} do
+  for _, name in ipairs {"cond", "switch", "fori_loop", "while_loop", "scan", "checkpoint", "stop_gradient",
+                         "dynamic_slice", "dynamic_update_slice"} do
     L[name] = hl[name]
   end
   L.remat = hl.checkpoint

@@ -192,7 +192,8 @@ return function(hl, core, shared)
 
   -- embedding(table, ids): rows of table [vocab, dim] at the 1-based integer ids, shaped
   -- ids' shape + [dim]; one gather, so the gradient is a scatter-add into the table
-  function nn.embedding(tbl, ids)
+  function nn.embedding(tbl, ids, extra)
+    if extra ~= nil then fail("embedding: takes (table, ids) and no options, got a third argument (a %s)", type(extra)) end
     tbl = as_array(tbl, "embedding", 1)
     if tbl.ndim ~= 2 then fail("embedding: table must be [vocab, dim], got shape %s", shape_str(tbl.shape)) end
     if not is_array(ids) then

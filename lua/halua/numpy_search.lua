@@ -108,6 +108,8 @@ return function(hl, core, shared)
       r = hl.where(P.isnan(r), alt, r)
       r = hl.where(hl.logical_and(P.isnan(r), hl.eq(fa, fb)), fa, r)
       r = hl.where(hl.eq(x, xn), fn, r)
+      -- a NaN x stays NaN (the equal-values fallback above must not replace it), as NumPy's
+      r = hl.where(P.isnan(x), x, r)
     end
     r = hl.where(hl.lt(x, x0), left, hl.where(hl.gt(x, xn), right, r))
     return back(r:astype(t), dt)

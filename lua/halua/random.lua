@@ -226,6 +226,10 @@ return function(hl, core, shared)
       return hl.take(x, R.permutation(key, x.shape[a]), a)
     end
     if type(n) ~= "number" or n < 0 or n ~= math.floor(n) then fail("random.permutation: n must be a non-negative integer, got %s", tostring(n)) end
+    if axis ~= nil then
+      fail("random.permutation: permutation(key, n) takes no third argument (an axis is for an array: permutation(key, x, axis)), got %s",
+           type(axis) == "table" and "a table" or tostring(axis))
+    end
     if n == 0 then return on(k, hl.zeros({0}, "int64")) end
     -- the positions in the order of their words, ties by position: a stable argsort, O(n log n)
     -- (the same permutation as ranking each word among all n, without the n x n comparisons)

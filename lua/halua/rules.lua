@@ -352,7 +352,8 @@ return function(hl, core)
       local v = swap_last(vh)
       local ds_mat = hl.matmul(swap_last(u), hl.matmul(da, v))
       local ds = diag_of(ds_mat, ds_mat)
-      if n.mode == 2 then return pack_of(n, a, nil, ds) end
+      -- (values only: the layout's factor 2 holds them, as it does in the full mode)
+      if n.mode == 2 then return pack_of(n, a, nil, nil, ds) end
       local f = off_inverse((row(s) + col(s)) * (row(s) - col(s)), ds_mat)
       local dss, sds = ds_mat * row(s), col(s) * ds_mat
       local du = hl.matmul(u, f * (dss + swap_last(dss)))

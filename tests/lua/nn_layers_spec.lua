@@ -617,3 +617,11 @@ describe("nn layers under forward mode", function()
     end
   end)
 end)
+
+describe("nn.embedding's arguments", function()
+  it("a third argument (such as an options table) is an error, not ignored", function()
+    local ok, err = pcall(hl.nn.embedding, hl.ones({4, 2}), hl.array({1, 2}, "int32"), {scale = 2})
+    assert.is_false(ok)
+    assert.are.equal("halua: embedding: takes (table, ids) and no options, got a third argument (a table)", err)
+  end)
+end)

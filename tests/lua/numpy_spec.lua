@@ -580,3 +580,13 @@ describe("NumPy functions' errors", function()
     assert.are.same({1, 0, 2}, g(hl.array({0, 2, 2, 5}, "int32")):totable())   -- 5 is past the length: dropped
   end)
 end)
+
+describe("interp of NaN", function()
+  it("a NaN x gives NaN, also on a flat segment (NumPy's answer)", function()
+    local r = hl.interp(hl.array({0 / 0, 0.5, 1.5}), {0, 1, 2}, {1, 1, 3}):totable()
+    assert(r[1] ~= r[1], "NaN expected, got " .. tostring(r[1]))
+    assert.are.same({1, 2}, {r[2], r[3]})
+    local j = hl.jit(function(x) return hl.interp(x, hl.array({0, 1, 2}), hl.array({1, 1, 1})) end)(hl.array({0 / 0, 0.5})):totable()
+    assert(j[1] ~= j[1] and j[2] == 1)
+  end)
+end)
