@@ -8,7 +8,7 @@ return function(hl, core, ad)
   local fail, pack, type_str = util.fail, util.pack, util.type_str
   local record, gather, backward, forward = ad.record, ad.gather, ad.backward, ad.forward
   local var_nodes, node_in, plain_tree, check_argnums = ad.var_nodes, ad.node_in, ad.plain_tree, ad.check_argnums
-  local function is_float(dtype) return dtype == "float32" or dtype == "float64" or dtype == "float16" or dtype == "bfloat16" end
+  local is_float = util.is_float
 
   -- the shape outer .. inner
   local function stack_shape(outer, inner)

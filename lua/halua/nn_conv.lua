@@ -11,7 +11,7 @@ return function(hl, core, shared)
   local nn = hl.nn
   local shape_str = util.shape_str
 
-  local function is_float(d) return d == "float32" or d == "float64" or d == "float16" or d == "bfloat16" end
+  local is_float = util.is_float
   local function is_int(v) return type(v) == "number" and v == math.floor(v) end
 
   local LAYOUT = {"NCW (3-D)", "NCHW (4-D)", "NCDHW (5-D)"}

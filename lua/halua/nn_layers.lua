@@ -9,7 +9,7 @@ return function(hl, core, shared)
   local nn = hl.nn
   local shape_str = util.shape_str
 
-  local function is_float(d) return d == "float32" or d == "float64" or d == "float16" or d == "bfloat16" end
+  local is_float = util.is_float
   local function floating(x) return is_float(x.dtype) and x or x:astype("float32") end
 
   local function opts_of(op, opts, names)

@@ -12,6 +12,10 @@ end
 
 function M.type_str(x) return x.dtype .. M.shape_str(x.shape) end
 
+-- whether dtype (a name such as "float32") is one of the floating-point dtypes: float32, float64,
+-- float16 or bfloat16 (the ones that differentiate and that NaN can occur in)
+function M.is_float(dtype) return dtype == "float32" or dtype == "float64" or dtype == "float16" or dtype == "bfloat16" end
+
 -- options(op, opts, {"a", "b"}, example) -> opts (or {} for nil): an options table whose every key
 -- is one of the names given; anything else is op's error naming the key and the accepted ones (an
 -- option halua does not have must not be silently ignored: conv2d's {dilation = 2} once returned

@@ -410,7 +410,10 @@ describe("odd arguments to every op", function()
                "transpose", "reshape", "broadcast_to", "concatenate", "where", "clip", "array", "full", "arange",
                "linspace", "eye", "astype", "expand_dims", "squeeze", "softmax", "index", "item", "linalg.solve", "linalg.inv",
                "linalg.cholesky", "linalg.qr", "linalg.svd", "linalg.eigh", "linalg.eigvalsh", "linalg.slogdet", "linalg.det",
-               "linalg.pinv", "linalg.norm", "linalg.matrix_power", "linalg.lstsq", "linalg.solve_triangular", "sort", "argsort"}
+               "linalg.pinv", "linalg.norm", "linalg.matrix_power", "linalg.lstsq", "linalg.solve_triangular", "sort", "argsort",
+               "lax.associative_scan", "cummax", "cummin", "lax.top_k", "lax.reduce_window", "checkpoint", "random.gamma",
+               "random.poisson", "random.beta", "random.dirichlet", "random.truncated_normal", "random.choice",
+               "random.categorical", "random.permutation"}
   for _, op in ipairs(ops) do
     it("give errors from " .. op .. " that start 'halua: " .. op .. ":'", function()
       local bad = by_op[op]
