@@ -1,6 +1,5 @@
 #include "hl_complex_ops.h"
 #include "hl_error.h"
-#include "hl_frontend.h"
 #include <string.h>
 
 int hl_complex_composed(int prim) {
@@ -36,29 +35,46 @@ static void drop(arena *A) {
   A->n = 0;
 }
 
-/* real ops; NULL after an error (recorded), which every op passes on */
+/* Real ops on the parts, straight to the primitives: their operands have one shape and dtype
+ * already (the frontend promoted and broadcast the complex operands before composing here), so
+ * nothing needs the frontend's rules. NULL after an error (recorded), which every op passes on. */
 static const hl_array *op(arena *A, int prim, const hl_array *a, const hl_array *b) {
   if (!a || (hl_prims[prim].arity == 2 && !b) || full(A, 1)) return NULL;
-  hl_operand ops[2] = {{.array = a}, {.array = b}};
+  const hl_array *in[2] = {a, b};
   hl_array r;
-  if (hl_op_elemwise(prim, b ? 2 : 1, ops, NULL, &r)) return NULL;
+  if (hl_apply(prim, b ? 2 : 1, in, NULL, &r)) return NULL;
   return keep(A, &r);
 }
 
+/* prim(a, v) with v a number of a's dtype, broadcast to a's shape */
 static const hl_array *opn(arena *A, int prim, const hl_array *a, double v) {
-  if (!a || full(A, 1)) return NULL;
-  hl_operand ops[2] = {{.array = a}, {.number = v}};
-  hl_array r;
-  if (hl_op_elemwise(prim, 2, ops, NULL, &r)) return NULL;
+  if (!a || full(A, 3)) return NULL;
+  hl_array c, b, r;
+  if (hl_scalar_like(v, a->dtype, a, &c)) return NULL;
+  const hl_array *pc = keep(A, &c);
+  if (a->ndim > 0) {
+    hl_attrs at = {.nshape = a->ndim};
+    memcpy(at.shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+    if (hl_apply(HL_P_BROADCAST, 1, &pc, &at, &b)) return NULL;
+    pc = keep(A, &b);
+  }
+  const hl_array *in[2] = {a, pc};
+  if (hl_apply(prim, 2, in, NULL, &r)) return NULL;
   return keep(A, &r);
 }
 
 static const hl_array *sel(arena *A, const hl_array *c, const hl_array *a, const hl_array *b) {
   if (!c || !a || !b || full(A, 1)) return NULL;
-  hl_operand ops[3] = {{.array = c}, {.array = a}, {.array = b}};
+  const hl_array *in[3] = {c, a, b};
   hl_array r;
-  if (hl_op_elemwise(HL_P_SELECT, 3, ops, NULL, &r)) return NULL;
+  if (hl_apply(HL_P_SELECT, 3, in, NULL, &r)) return NULL;
   return keep(A, &r);
+}
+
+static int reshape(const hl_array *a, int ndim, const int64_t *shape, hl_array *out) {
+  hl_attrs at = {.nshape = ndim};
+  memcpy(at.shape, shape, sizeof(int64_t) * (size_t)ndim);
+  return hl_apply(HL_P_RESHAPE, 1, &a, &at, out);
 }
 
 /* z's real (k = 0) or imaginary (k = 1) part: a slice of its pairs */
@@ -78,7 +94,7 @@ static const hl_array *part(arena *A, const hl_array *z, int k) {
   in[0] = p;
   if (hl_apply(HL_P_SLICE, 1, in, &at, &s)) return NULL;
   p = keep(A, &s);
-  if (hl_op_reshape(p, z->ndim, z->shape, &r)) return NULL;
+  if (reshape(p, z->ndim, z->shape, &r)) return NULL;
   return keep(A, &r);
 }
 
@@ -91,9 +107,9 @@ static int make(arena *A, const hl_array *re, const hl_array *im, hl_array *out)
   memcpy(s, re->shape, sizeof(int64_t) * (size_t)nd);
   s[nd] = 1;
   hl_array a, b, c;
-  if (hl_op_reshape(re, nd + 1, s, &a)) return -1;
+  if (reshape(re, nd + 1, s, &a)) return -1;
   const hl_array *pa = keep(A, &a);
-  if (hl_op_reshape(im, nd + 1, s, &b)) return -1;
+  if (reshape(im, nd + 1, s, &b)) return -1;
   const hl_array *pb = keep(A, &b);
   const hl_array *both[2] = {pa, pb};
   hl_attrs at = {0};

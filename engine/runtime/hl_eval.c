@@ -582,6 +582,29 @@ int hl_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs
   return eager_apply(prim, nin, vin, attrs, out);
 }
 
+/* ---- constants ---- */
+
+int hl_scalar_like(double v, hl_dtype t, const hl_array *like, hl_array *out) {
+  hl_attrs at = {.dtype = t, .f = v};
+  if (like && hl_is_abstract(like)) {
+    /* record the constant into the same trace (a tape records the concrete one when used) */
+    hl_trace *tr = (hl_trace *)like->graph;
+    int id = hl_graph_add(&tr->g, HL_P_CONST, 0, NULL, &at);
+    if (id < 0) return -1;
+    memset(out, 0, sizeof *out);
+    out->dtype = t;
+    out->graph = like->graph;
+    out->node = id;
+    return 0;
+  }
+  if (!like || hl_array_device(like) == 0) return hl_apply(HL_P_CONST, 0, NULL, &at, out);
+  hl_array host;
+  if (hl_apply(HL_P_CONST, 0, NULL, &at, &host)) return -1;
+  int rc = hl_to_device(&host, hl_array_device(like), out);
+  hl_array_release(&host);
+  return rc;
+}
+
 /* ---- programs ---- */
 
 int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, const char *name, hl_program *p) {

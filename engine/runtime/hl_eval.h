@@ -66,6 +66,9 @@ int hl_trace_apply(hl_trace *t, int prim, int nin, const hl_array *const *in, co
 
 /* out = prim(inputs...) with attrs; inputs follow the primitive's rules (see hl_frontend.h). */
 int hl_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out);
+/* The number v as a 0-d array of dtype t beside `like` (may be NULL): a CONST node in like's
+ * trace when like is traced, else a concrete array on like's device. */
+int hl_scalar_like(double v, hl_dtype t, const hl_array *like, hl_array *out);
 
 /* A compiled trace: the pruned graph, its kernel (one reference, released by hl_program_free),
  * and which outputs share a node. */

@@ -67,27 +67,6 @@ int hl_op_broadcast_to(const hl_array *a, int ndim, const int64_t *shape, hl_arr
   return hl_apply(HL_P_BROADCAST, 1, &a, &at, out);
 }
 
-/* A Lua number as a 0-d array of dtype t: a CONST node in a trace, else a concrete array. */
-static int scalar(double v, hl_dtype t, const hl_array *like, hl_array *out) {
-  hl_attrs at = {.dtype = t, .f = v};
-  if (like && hl_is_abstract(like)) {
-    /* record the constant into the same trace (a tape records the concrete one when used) */
-    hl_trace *tr = (hl_trace *)like->graph;
-    int id = hl_graph_add(&tr->g, HL_P_CONST, 0, NULL, &at);
-    if (id < 0) return -1;
-    memset(out, 0, sizeof *out);
-    out->dtype = t;
-    out->graph = like->graph;
-    out->node = id;
-    return 0;
-  }
-  if (!like || hl_array_device(like) == 0) return hl_apply(HL_P_CONST, 0, NULL, &at, out);
-  hl_array host;
-  if (hl_apply(HL_P_CONST, 0, NULL, &at, &host)) return -1;
-  int rc = hl_to_device(&host, hl_array_device(like), out);
-  hl_array_release(&host);
-  return rc;
-}
 
 static hl_dtype input_rule(int prim, hl_dtype t) {
   if (hl_dtype_is_complex(t)) return t;   /* (the primitive or the composition says whether it can) */
@@ -129,7 +108,7 @@ int hl_op_elemwise(int prim, int nin, const hl_operand *ops, const hl_attrs *att
   for (int k = 0; k < nin; k++) {
     hl_dtype tk = k < first ? HL_BOOL : want;
     if (!ops[k].array) {
-      if (scalar(ops[k].is_bool ? (ops[k].number != 0) : ops[k].number, tk, like, &tmp[ntmp])) goto done;
+      if (hl_scalar_like(ops[k].is_bool ? (ops[k].number != 0) : ops[k].number, tk, like, &tmp[ntmp])) goto done;
       in[k] = &tmp[ntmp++];
     } else if (ops[k].array->dtype != tk) {
       if (hl_op_cast(ops[k].array, tk, &tmp[ntmp])) goto done;
