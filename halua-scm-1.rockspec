@@ -12,6 +12,7 @@ source = {
   url = "git+https://example.com/halua.git",
 }
 description = {
+  license = "MIT",
   summary = "A Lua-scriptable numerical engine: NumPy-style arrays, jit through Halide, autodiff",
   detailed = [[
 Scripts running on LuaJIT build array programs with a NumPy-like API; pure functions are traced
