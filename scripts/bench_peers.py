@@ -130,14 +130,11 @@ def section_numpy():
             np.add.at(y, idx, u)
             return y
         put("scatter_add_ms", "numpy", best_of(run, 3, 3) * 1e3)
-    for name, f in [("small", small), ("streams", streams), ("matmuls", matmuls),
-                    ("reductions", reductions), ("heat", heat), ("solve", solve),
-                    ("scatter_add", scatter_add)]:
-
     def decomps():
         decomp_rows("numpy", np, lambda x: x, np.linalg.svd, np.linalg.qr, np.linalg.eigh)
     for name, f in [("small", small), ("streams", streams), ("matmuls", matmuls),
-                    ("reductions", reductions), ("heat", heat), ("solve", solve), ("decompositions", decomps)]:
+                    ("reductions", reductions), ("heat", heat), ("solve", solve),
+                    ("scatter_add", scatter_add), ("decompositions", decomps)]:
         attempt("numpy " + name, f)
 
 def section_torch():
@@ -228,16 +225,12 @@ def section_torch():
             put("attention_ms", "torch", best_of(lambda: sdpa(q, k, v), 5, 3) * 1e3)
         qg, kg, vg = (t.clone().requires_grad_() for t in (q, k, v))
         put("attention_grad_ms", "torch", best_of(lambda: torch.autograd.grad(sdpa(qg, kg, vg).sum(), (qg, kg, vg)), 5, 3) * 1e3)
-    for name, f in [("small", small), ("streams", streams), ("matmuls", matmuls), ("reductions", reductions),
-                    ("mlp", mlp), ("heat grad", heat_grad), ("heat jvp", heat_jvp), ("solve", solve),
-                    ("attention", attention)]:
-
     def decomps():
         import numpy as np
         decomp_rows("torch", np, torch.from_numpy, torch.linalg.svd, torch.linalg.qr, torch.linalg.eigh)
     for name, f in [("small", small), ("streams", streams), ("matmuls", matmuls), ("reductions", reductions),
                     ("mlp", mlp), ("heat grad", heat_grad), ("heat jvp", heat_jvp), ("solve", solve),
-                    ("decompositions", decomps)]:
+                    ("attention", attention), ("decompositions", decomps)]:
         attempt("torch " + name, f)
 
 # JAX: float32 on the CPU; every timed call ends in block_until_ready() (JAX dispatches
