@@ -95,6 +95,10 @@ local function read_peers(cmd)
       for k, v in body:gmatch('"(%w+)": ([%d%.e%-+]+)') do peers[row][k] = tonumber(v) end
     end
   end
+  -- a script that does not run at all (a syntax error) gives nothing: say so, not just n/a
+  if next(peers) == nil then
+    io.stderr:write("bench: the peers' script gave no results; run it by hand to see why: " .. cmd:gsub(" 2>/dev/null$", "") .. "\n")
+  end
   return peers
 end
 

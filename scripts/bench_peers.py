@@ -54,16 +54,17 @@ def mlp_data(np):
     return params, x, y
 
 def decomp_rows(peer, np, conv, svd, qr, eigh, ready=lambda r: r):
-    """The decomposition rows (bench.lua's): svd (reduced), qr, eigh of one 256x256 matrix and of a
-    batch of 64 32x32 ones, float64 and float32; eigh's matrices symmetric. conv makes the peer's
-    array from a NumPy one; ready waits for an asynchronous result."""
+    """The decomposition rows (bench.lua's): svd (reduced: svd is called with full_matrices=False),
+    qr, eigh of one 256x256 matrix and of a batch of 64 32x32 ones, float64 and float32; eigh's
+    matrices symmetric. conv makes the peer's array from a NumPy one; ready waits for an
+    asynchronous result."""
     rng = np.random.default_rng(0)
     for dt, tag in (("float64", "f64"), ("float32", "f32")):
         one = (rng.random((256, 256)) - 0.5 + 256 * np.eye(256)).astype(dt)
         many = (rng.random((64, 32, 32)) - 0.5 + 32 * np.eye(32)).astype(dt)
         args = {"svd": (one, many), "qr": (one, many),
                 "eigh": ((one + one.T) / 2, (many + many.transpose(0, 2, 1)) / 2)}
-        fs = {"svd": lambda x: svd(x, full_matrices=False), "qr": qr, "eigh": eigh}
+        fs = {"svd": svd, "qr": qr, "eigh": eigh}
         for name, f in fs.items():
             a, b = conv(np.ascontiguousarray(args[name][0])), conv(np.ascontiguousarray(args[name][1]))
             put("%s256_%s_ms" % (name, tag), peer, best_of(lambda: ready(f(a)), 3, 3) * 1e3)
@@ -131,7 +132,7 @@ def section_numpy():
             return y
         put("scatter_add_ms", "numpy", best_of(run, 3, 3) * 1e3)
     def decomps():
-        decomp_rows("numpy", np, lambda x: x, np.linalg.svd, np.linalg.qr, np.linalg.eigh)
+        decomp_rows("numpy", np, lambda x: x, lambda x: np.linalg.svd(x, full_matrices=False), np.linalg.qr, np.linalg.eigh)
     for name, f in [("small", small), ("streams", streams), ("matmuls", matmuls),
                     ("reductions", reductions), ("heat", heat), ("solve", solve),
                     ("scatter_add", scatter_add), ("decompositions", decomps)]:
@@ -227,7 +228,8 @@ def section_torch():
         put("attention_grad_ms", "torch", best_of(lambda: torch.autograd.grad(sdpa(qg, kg, vg).sum(), (qg, kg, vg)), 5, 3) * 1e3)
     def decomps():
         import numpy as np
-        decomp_rows("torch", np, torch.from_numpy, torch.linalg.svd, torch.linalg.qr, torch.linalg.eigh)
+        decomp_rows("torch", np, torch.from_numpy, lambda x: torch.linalg.svd(x, full_matrices=False), torch.linalg.qr,
+                    torch.linalg.eigh)
     for name, f in [("small", small), ("streams", streams), ("matmuls", matmuls), ("reductions", reductions),
                     ("mlp", mlp), ("heat grad", heat_grad), ("heat jvp", heat_jvp), ("solve", solve),
                     ("attention", attention), ("decompositions", decomps)]:
@@ -353,7 +355,9 @@ def section_jax_x64():
     attempt("jax solve", solve)
     def decomps():
         ready = lambda r: jax.block_until_ready(r)
-        decomp_rows("jax", np, jnp.asarray, jax.jit(jnp.linalg.svd), jax.jit(jnp.linalg.qr), jax.jit(jnp.linalg.eigh), ready)
+        # (full_matrices is static for JAX: it goes inside the jitted function)
+        decomp_rows("jax", np, jnp.asarray, jax.jit(lambda x: jnp.linalg.svd(x, full_matrices=False)),
+                    jax.jit(jnp.linalg.qr), jax.jit(jnp.linalg.eigh), ready)
     attempt("jax decompositions", decomps)
 
 def section_compile(cache, phase):
