@@ -220,7 +220,8 @@ static size_t elem_size(halua_dtype t) {
   case HALUA_BOOL: case HALUA_UINT8: case HALUA_INT8: return 1;
   case HALUA_FLOAT16: case HALUA_BFLOAT16: return 2;
   case HALUA_INT32: case HALUA_FLOAT32: return 4;
-  case HALUA_INT64: case HALUA_FLOAT64: return 8;
+  case HALUA_INT64: case HALUA_FLOAT64: case HALUA_COMPLEX64: return 8;
+  case HALUA_COMPLEX128: return 16;
   }
   return 0;
 }
