@@ -253,13 +253,7 @@ return function(hl, core, shared)
 
   -- a number start is a static slice; an array start reads its window through one gather
   local function window(v, d, start, size)
-    if type(start) == "number" then
-      local starts, steps, counts = {}, {}, v.shape
-      for k = 1, v.ndim do starts[k], steps[k] = 0, 1 end
-      starts[d] = start
-      counts[d] = size
-      return core.slice(v, starts, steps, counts)
-    end
+    if type(start) == "number" then return util.slice_axis(core, v, d - 1, start, size) end
     return core.gather(v, hl.arange(size, start.dtype) + start, d - 1)
   end
 

@@ -176,32 +176,7 @@ function hl.astype(x, dtype) return core.cast(x, dtype) end
 
 -- ---------------------------------------------------------------- axes
 
-local function norm_axis(op, ax, ndim)
-  if type(ax) ~= "number" or ax ~= math.floor(ax) then
-    fail("%s: axis must be an integer, got %s", op, tostring(ax))
-  end
-  local a = ax < 0 and ndim + ax or ax - 1
-  if a < 0 or a >= ndim then fail("%s: axis %d is out of range for %d dimensions", op, ax, ndim) end
-  return a
-end
-
--- a table of 0-based axes (sorted, unique) from nil, a number or a table
-local function norm_axes(op, axes, ndim)
-  local out, seen = {}, {}
-  if axes == nil then
-    for a = 0, ndim - 1 do out[#out + 1] = a end
-    return out
-  end
-  if type(axes) ~= "table" then axes = {axes} end
-  for _, ax in ipairs(axes) do
-    local a = norm_axis(op, ax, ndim)
-    if seen[a] then fail("%s: axis %d repeated", op, ax) end
-    seen[a] = true
-    out[#out + 1] = a
-  end
-  table.sort(out)
-  return out
-end
+local norm_axis, norm_axes = util.norm_axis, util.norm_axes
 
 local function mask_of(axes)
   local m = 0

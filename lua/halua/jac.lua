@@ -10,13 +10,7 @@ return function(hl, core, ad)
   local var_nodes, node_in, plain_tree, check_argnums = ad.var_nodes, ad.node_in, ad.plain_tree, ad.check_argnums
   local is_float = util.is_float
 
-  -- the shape outer .. inner
-  local function stack_shape(outer, inner)
-    local full = {}
-    for _, e in ipairs(outer) do full[#full + 1] = e end
-    for _, e in ipairs(inner) do full[#full + 1] = e end
-    return full
-  end
+  local stack_shape = util.concat   -- (outer, inner) -> the shape outer .. inner
 
   local function size_of(shape)
     local n = 1

@@ -11,23 +11,11 @@ return function(hl, core, shared)
   local is_array = core.is_array
   local L = {}
 
-  local function is_int(v) return type(v) == "number" and v == math.floor(v) end
+  local is_int = util.is_integer
 
-  -- the 0-based axis a (1-based, negative from the end) names in an array of ndim axes
-  local function axis0(op, axis, ndim)
-    if not is_int(axis) or axis == 0 or math.abs(axis) > ndim then
-      fail("%s: axis %s is out of range for an array of %d axes (1..%d, or negative from the end)", op, tostring(axis), ndim, ndim)
-    end
-    return axis < 0 and ndim + axis or axis - 1
-  end
+  local axis0 = util.norm_axis   -- (op, axis, ndim) -> the 0-based axis
+  local function slice_axis(x, a, start, count, step) return util.slice_axis(core, x, a, start, count, step) end
 
-  -- x[start::step] along axis a (0-based), count elements
-  local function slice(x, a, start, step, count)
-    local starts, steps, counts = {}, {}, x.shape
-    for i = 1, x.ndim do starts[i], steps[i] = 0, 1 end
-    starts[a + 1], steps[a + 1], counts[a + 1] = start, step, count
-    return core.slice(x, starts, steps, counts)
-  end
 
   ---------------------------------------------------------------- associative_scan
 
@@ -51,30 +39,30 @@ return function(hl, core, shared)
     end
     local function each(f) local r = {} for j, l in ipairs(leaves) do r[j] = f(l) end return r end
     local half = math.floor(n / 2)
-    local pairs_ = call(each(function(l) return slice(l, a, 0, 2, half) end),
-                        each(function(l) return slice(l, a, 1, 2, half) end))
+    local pairs_ = call(each(function(l) return slice_axis(l, a, 0, half, 2) end),
+                        each(function(l) return slice_axis(l, a, 1, half, 2) end))
     local odd = scan_leaves(fn, def, pairs_, a)             -- prefixes ending at 0-based 1, 3, 5, ...
     local n_even = n - half                                  -- places 0, 2, 4, ...
     local even
     if n_even > 1 then
       local before = {}
-      for j, o in ipairs(odd) do before[j] = slice(o, a, 0, 1, n_even - 1) end
-      local rest = call(before, each(function(l) return slice(l, a, 2, 2, n_even - 1) end))
+      for j, o in ipairs(odd) do before[j] = slice_axis(o, a, 0, n_even - 1, 1) end
+      local rest = call(before, each(function(l) return slice_axis(l, a, 2, n_even - 1, 2) end))
       even = {}
-      for j, l in ipairs(leaves) do even[j] = hl.concatenate({slice(l, a, 0, 1, 1), rest[j]}, a + 1) end
+      for j, l in ipairs(leaves) do even[j] = hl.concatenate({slice_axis(l, a, 0, 1, 1), rest[j]}, a + 1) end
     else
-      even = each(function(l) return slice(l, a, 0, 1, 1) end)
+      even = each(function(l) return slice_axis(l, a, 0, 1, 1) end)
     end
     -- interleave: even and odd stacked on a new axis after a, then merged into a
     local out = {}
     for j in ipairs(leaves) do
       local e, o = even[j], odd[j]
-      if half < n_even then o = hl.concatenate({o, slice(e, a, n_even - 1, 1, 1)}, a + 1) end
+      if half < n_even then o = hl.concatenate({o, slice_axis(e, a, n_even - 1, 1, 1)}, a + 1) end
       local both = hl.concatenate({hl.expand_dims(e, a + 2), hl.expand_dims(o, a + 2)}, a + 2)
       local s = e.shape
       s[a + 1] = 2 * n_even
       local merged = hl.reshape(both, s)
-      out[j] = half < n_even and slice(merged, a, 0, 1, n) or merged
+      out[j] = half < n_even and slice_axis(merged, a, 0, n, 1) or merged
     end
     return out
   end
@@ -172,7 +160,7 @@ return function(hl, core, shared)
     local e = hl.concatenate({hl.expand_dims(x, a + 2), hl.fill_like(x, value, holes, x.dtype)}, a + 2)
     local s = x.shape
     s[a + 1] = n * d
-    return slice(hl.reshape(e, s), a, 0, 1, (n - 1) * d + 1)
+    return slice_axis(hl.reshape(e, s), a, 0, (n - 1) * d + 1, 1)
   end
 
   -- reduce_window(x, init, op, window_dims [, strides] [, padding] [, base_dilation] [, window_dilation])
@@ -286,7 +274,7 @@ return function(hl, core, shared)
     -- a stable ascending argsort of the reversed row, read backwards: descending, ties by index
     local p = hl.flip(hl.argsort(hl.flip(x, -1), -1), -1)
     local idx = (n + 1) - p
-    if k < n then idx = slice(idx, x.ndim - 1, 0, 1, k) end
+    if k < n then idx = slice_axis(idx, x.ndim - 1, 0, k, 1) end
     local vals = hl.take_along_axis(x, idx, -1)
     return vals, idx
   end

@@ -11,18 +11,10 @@ return function(hl, core, shared)
   local is_array, is_tracer = core.is_array, core.is_tracer
   local shape_str = util.shape_str
 
-  local function is_float(d) return d == "float32" or d == "float64" end
-  local function is_half(d) return d == "float16" or d == "bfloat16" end
-  local function is_intv(v) return type(v) == "number" and v == math.floor(v) end
+  local is_float, is_half, is_intv = util.is_full_float, util.is_half, util.is_integer
   local is_opts = util.is_options
 
-  -- x in a float dtype to compute in, and the dtype to round the result to (nil: keep)
-  local function floated(x)
-    if is_float(x.dtype) then return x, nil end
-    if is_half(x.dtype) then return x:astype("float32"), x.dtype end
-    return x:astype("float32"), nil
-  end
-  local function back(r, dt) if dt then return r:astype(dt) end return r end
+  local floated, back = util.floated, util.back
 
   -- the constant v like x (on x's device, or in x's trace)
   local function const(x, v, dtype) return hl.fill_like(x, v, {}, dtype or x.dtype) end
@@ -47,7 +39,7 @@ return function(hl, core, shared)
     end
     return x, axes, keepdims, ddof
   end
-  local function has_nan(x) return is_float(x.dtype) or is_half(x.dtype) end
+  local function has_nan(x) return util.is_float(x.dtype) end   -- (any float dtype)
 
   function hl.nansum(x, axes, keepdims)
     x, axes, keepdims = nan_args("nansum", x, axes, keepdims)
@@ -110,12 +102,7 @@ return function(hl, core, shared)
 
   ---------------------------------------------------------------- quantiles
 
-  local function slice_axis(x, a, from, count)
-    local starts, steps, counts = {}, {}, x.shape
-    for i = 1, x.ndim do starts[i], steps[i] = 0, 1 end
-    starts[a + 1], counts[a + 1] = from, count
-    return core.slice(x, starts, steps, counts)
-  end
+  local function slice_axis(x, a, from, count) return util.slice_axis(core, x, a, from, count) end
 
   -- x's axes `axes` (nil: all) moved last and merged into one lane axis; also the shape of the
   -- other axes and x's shape with the lane axes kept as 1 (for keepdims)

@@ -10,12 +10,10 @@ return function(hl, core, shared)
   local is_array, is_tracer = core.is_array, core.is_tracer
   local shape_str = util.shape_str
 
-  local function is_float(d) return d == "float32" or d == "float64" end
-  local function is_half(d) return d == "float16" or d == "bfloat16" end
-  local function is_intv(v) return type(v) == "number" and v == math.floor(v) end
-  local function has_nan(x) return is_float(x.dtype) or is_half(x.dtype) end
+  local is_float, is_half, is_intv = util.is_full_float, util.is_half, util.is_integer
+  local function has_nan(x) return util.is_float(x.dtype) end   -- (any float dtype)
   local is_opts = util.is_options
-  local function back(r, dt) if dt then return r:astype(dt) end return r end
+  local back = util.back
 
   ---------------------------------------------------------------- searching
 

@@ -7,7 +7,7 @@ return function(hl, core, shared)
   local fail, as_array, norm_axis, norm_axes = util.fail, shared.as_array, shared.norm_axis, shared.norm_axes
   local is_array, is_tracer = core.is_array, core.is_tracer
   local shape_str = util.shape_str
-  local function is_int(v) return type(v) == "number" and v == math.floor(v) end
+  local is_int = util.is_integer
   local is_opts = util.is_options
 
   -- x's elements at the 0-based positions `idx` (a Lua list) along axis a (0-based): one gather
@@ -295,14 +295,9 @@ return function(hl, core, shared)
     end
     local function comps(x, ax, n)
       local c = {}
-      for i = 1, n do
-        local starts, steps, counts = {}, {}, x.shape
-        for d = 1, x.ndim do starts[d], steps[d] = 0, 1 end
-        starts[ax + 1], counts[ax + 1] = i - 1, 1
-        local s = x.shape
-        table.remove(s, ax + 1)
-        c[i] = hl.reshape(core.slice(x, starts, steps, counts), s)
-      end
+      local s = x.shape
+      table.remove(s, ax + 1)
+      for i = 1, n do c[i] = hl.reshape(util.slice_axis(core, x, ax, i - 1, 1), s) end
       return c
     end
     local x, y = comps(a, aa, na), comps(b, ba, nb)

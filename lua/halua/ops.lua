@@ -8,8 +8,7 @@ return function(hl, core, shared)
   local is_array = core.is_array
 
   local shape_str = util.shape_str
-  local function is_float(d) return d == "float32" or d == "float64" end
-  local function is_int(v) return type(v) == "number" and v == math.floor(v) end
+  local is_float, is_int = util.is_full_float, util.is_integer
 
   ---------------------------------------------------------------- statistics
 
@@ -140,10 +139,7 @@ return function(hl, core, shared)
     local out = {}
     for k, s in ipairs(starts_at) do
       local e = (starts_at[k + 1] or n + 1) - 1
-      local starts, steps, counts = {}, {}, x.shape
-      for i = 1, x.ndim do starts[i], steps[i] = 0, 1 end
-      starts[a + 1], counts[a + 1] = e >= s and s - 1 or 0, math.max(0, e - s + 1)
-      out[k] = core.slice(x, starts, steps, counts)
+      out[k] = util.slice_axis(core, x, a, e >= s and s - 1 or 0, math.max(0, e - s + 1))
     end
     return out
   end

@@ -13,14 +13,8 @@ return function(hl, core, R, priv)
   local shape_of, check_float, on = priv.shape_of, priv.check_float, priv.on
 
   local ROUNDS = 16
-  local HALF = {float16 = true, bfloat16 = true}
 
-  local function cat(a, b)
-    local r = {}
-    for _, e in ipairs(a) do r[#r + 1] = e end
-    for _, e in ipairs(b) do r[#r + 1] = e end
-    return r
-  end
+  local cat = util.concat
 
   -- a parameter (a number or an array) as an array of dtype broadcast to shape s; numbers are
   -- checked with ok(v) (the rule's words in what)
@@ -98,7 +92,7 @@ return function(hl, core, R, priv)
 
   local function float_out(op, dtype)
     dtype = check_float(op, dtype)
-    return dtype, HALF[dtype] and "float32" or dtype
+    return dtype, util.is_half(dtype) and "float32" or dtype
   end
 
   local function positive(v) return v > 0 end

@@ -43,6 +43,68 @@ function M.is_options(t)
   return false
 end
 
+-- the 0-based axis that ax (1-based, negative from the end) names in an array of ndim axes
+function M.norm_axis(op, ax, ndim)
+  if type(ax) ~= "number" or ax ~= math.floor(ax) then
+    M.fail("%s: axis must be an integer, got %s", op, tostring(ax))
+  end
+  local a = ax < 0 and ndim + ax or ax - 1
+  if a < 0 or a >= ndim then
+    M.fail("%s: axis %d is out of range for %d dimensions (axes are 1-based, negative from the end)", op, ax, ndim)
+  end
+  return a
+end
+
+-- a table of 0-based axes (sorted, unique) from nil, a number or a table
+function M.norm_axes(op, axes, ndim)
+  local out, seen = {}, {}
+  if axes == nil then
+    for a = 0, ndim - 1 do out[#out + 1] = a end
+    return out
+  end
+  if type(axes) ~= "table" then axes = {axes} end
+  for _, ax in ipairs(axes) do
+    local a = M.norm_axis(op, ax, ndim)
+    if seen[a] then M.fail("%s: axis %d repeated", op, ax) end
+    seen[a] = true
+    out[#out + 1] = a
+  end
+  table.sort(out)
+  return out
+end
+
+-- x[start : start + count*step : step] along its 0-based axis a, the other axes whole (core is
+-- the engine module: util needs none of its own)
+function M.slice_axis(core, x, a, start, count, step)
+  local starts, steps, counts = {}, {}, x.shape
+  for i = 1, x.ndim do starts[i], steps[i] = 0, 1 end
+  starts[a + 1], counts[a + 1], steps[a + 1] = start, count, step or 1
+  return core.slice(x, starts, steps, counts)
+end
+
+-- float32 or float64: the float dtypes halua computes in (float16 and bfloat16 compute in float32)
+function M.is_full_float(d) return d == "float32" or d == "float64" end
+function M.is_half(d) return d == "float16" or d == "bfloat16" end
+-- a Lua number with no fraction
+function M.is_integer(v) return type(v) == "number" and v == math.floor(v) end
+
+-- x in a dtype to compute in (float32 or float64), and the dtype to round results back to with
+-- M.back (a half float's; nil: keep what was computed)
+function M.floated(x)
+  if M.is_full_float(x.dtype) then return x, nil end
+  if M.is_half(x.dtype) then return x:astype("float32"), x.dtype end
+  return x:astype("float32"), nil
+end
+function M.back(r, dtype) if dtype then return r:astype(dtype) end return r end
+
+-- the list a followed by the list b (shapes: outer .. inner)
+function M.concat(a, b)
+  local r = {}
+  for _, e in ipairs(a) do r[#r + 1] = e end
+  for _, e in ipairs(b) do r[#r + 1] = e end
+  return r
+end
+
 function M.pack(...) return {n = select("#", ...), ...} end
 
 function M.is_callable(f)

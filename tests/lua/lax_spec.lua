@@ -349,7 +349,7 @@ describe("lax errors", function()
   it("name the function, the shapes and what to do", function()
     assert.matches("halua: lax.associative_scan: unknown option 'axes' (the options are reverse, axis)",
                    err(hl.lax.associative_scan, hl.add, x, {axes = 1}), 1, true)
-    assert.matches("halua: lax.associative_scan: axis 3 is out of range for an array of 2 axes",
+    assert.matches("halua: lax.associative_scan: axis 3 is out of range for 2 dimensions",
                    err(hl.lax.associative_scan, hl.add, x, {axis = 3}), 1, true)
     assert.matches("leaf 2 has 5 elements along the scanned axis, leaf 1 has 3",
                    err(hl.lax.associative_scan, function(a, b) return a end, {x, hl.ones({5})}), 1, true)
