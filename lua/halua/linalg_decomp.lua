@@ -9,18 +9,14 @@ return function(hl, core, linalg, shared)
   local layout = require "halua.linalg_layout"
   local fail, operand = util.fail, shared.operand
 
-  local function shape_str(s) return "[" .. table.concat(s, ",") .. "]" end
+  local shape_str = util.shape_str
   local function float_of(a) return (a.dtype == "float64" or a.dtype == "float32") and a.dtype or "float32" end
   local function as_float(a)
     local t = float_of(a)
     return a.dtype == t and a or hl.astype(a, t)
   end
-  local function swap_last(x)
-    local perm = {}
-    for i = 1, x.ndim do perm[i] = i end
-    perm[x.ndim - 1], perm[x.ndim] = x.ndim, x.ndim - 1
-    return hl.transpose(x, perm)
-  end
+  local mat = require("halua.matrix")(hl, core)
+  local swap_last = mat.swap_last
   local function need_matrix(op, a, square)
     local s = a.shape
     if #s < 2 or (square and s[#s] ~= s[#s - 1]) then
@@ -33,15 +29,7 @@ return function(hl, core, linalg, shared)
     local m, n = a.shape[a.ndim - 1], a.shape[a.ndim]
     return layout.unpack(core, op, mode, core.linalg_decomp(op, a, mode), m, n)
   end
-  -- masks of the lower (strict), diagonal and upper (strict) parts of n x n matrices, where
-  -- `like` lives (see rules.lua's triangle_masks)
-  local function masks(like, n)
-    local r, c = core.iota("int32", {n, n}, 0, like), core.iota("int32", {n, n}, 1, like)
-    if not core.is_tracer(like) and core.device_of(like) ~= core.device_of(r) then
-      r, c = core.to_device(r, core.device_of(like)), core.to_device(c, core.device_of(like))
-    end
-    return hl.gt(r, c), hl.eq(r, c), hl.lt(r, c)
-  end
+  local masks = mat.triangle_masks
   local function eps(dtype) return dtype == "float64" and 2.220446049250313e-16 or 1.1920928955078125e-07 end
 
   local qr_modes = {reduced = 0, complete = 1, r = 2}
@@ -162,12 +150,8 @@ return function(hl, core, linalg, shared)
 
   -- numpy.linalg.norm(x, ord, axis, keepdims), or norm(x, {ord =, axis =, keepdims =})
   local inf = math.huge
-  local function norm_axis(op, ax, ndim)
-    if type(ax) ~= "number" or ax % 1 ~= 0 or ax < -ndim or ax > ndim or ax == 0 then
-      fail("%s: axis %s is out of range for an array of %d dimensions (axes are 1-based, negative from the end)", op, tostring(ax), ndim)
-    end
-    return ax < 0 and ndim + 1 + ax or ax
-  end
+  -- a 1-based axis of x
+  local function norm_axis(op, ax, ndim) return util.norm_axis(op, ax, ndim) + 1 end
   local function vector_norm(op, x, ord, ax)
     if ord == nil or ord == 2 then return hl.sqrt(hl.sum(x * x, ax)) end
     if type(ord) ~= "number" then fail("%s: invalid norm order %s for vectors (use nil, 2, 1, inf, -inf, 0 or a number p)", op, tostring(ord)) end

@@ -17,12 +17,8 @@
 return function(hl, core)
   local R = {}
 
-  local function swap_last(x)
-    local perm = {}
-    for i = 1, x.ndim do perm[i] = i end
-    perm[x.ndim - 1], perm[x.ndim] = x.ndim, x.ndim - 1
-    return hl.transpose(x, perm)
-  end
+  local mat = require("halua.matrix")(hl, core)
+  local swap_last = mat.swap_last
 
   local function as(x, dtype) return x.dtype == dtype and x or hl.astype(x, dtype) end
   local function zeros(shape, dtype, like) return hl.fill_like(like, 0, shape, dtype) end
@@ -198,17 +194,7 @@ return function(hl, core)
     end,
   }
   -- (linalg.solve_triangular's rules follow triangle_masks, below)
-  -- masks of the strictly lower triangle and the diagonal of n x n matrices, where `like` lives:
-  -- values of its trace under jit (a host constant there would meet the tangents and cotangents
-  -- that are concrete arrays, captured by the jitted function, on their device: a jvp with a
-  -- GPU tangent mixed devices), else arrays on its device
-  local function triangle_masks(like, n)
-    local r, c = core.iota("int32", {n, n}, 0, like), core.iota("int32", {n, n}, 1, like)
-    if not core.is_tracer(like) and core.device_of(like) ~= core.device_of(r) then
-      r, c = core.to_device(r, core.device_of(like)), core.to_device(c, core.device_of(like))
-    end
-    return hl.gt(r, c), hl.eq(r, c)
-  end
+  local triangle_masks = mat.triangle_masks   -- lower, diagonal (and upper)
   -- L = cholesky(a) reads a's lower triangle: it factors s = tril(a) + tril(a, -1)^T. With
   -- phi(m) = the lower triangle of m with its diagonal halved, dL = L phi(L^-1 ds L^-T)
   -- (Murray 2016, "Differentiation of the Cholesky decomposition"). Reverse mode: the cotangent
@@ -809,29 +795,39 @@ return function(hl, core)
     for d = ni + npre + 1, r.ndim - 1 do p[#p + 1] = d end
     return core.transpose(r, p), true
   end
+  -- what the batched scatters share: the updates (B, pre..., I..., post...) with their index axes
+  -- first, (B, I..., pre..., post...); each example's indices as rows of one (B * len)-long axis
+  -- (out-of-range ones -1: dropped); and the result's len axis back in place,
+  -- (B, len, pre..., post...) -> (B, pre..., len, post...)
+  local function index_axes_first(u, ni, npre)
+    local p = {0}
+    for d = 1, ni do p[#p + 1] = npre + d end
+    for d = 1, npre do p[#p + 1] = d end
+    for d = npre + ni + 1, u.ndim - 1 do p[#p + 1] = d end
+    return core.transpose(u, p)
+  end
+  local function batched_rows(idx, size, len)
+    local valid = hl.logical_and(hl.ge(idx, 0), hl.lt(idx, len))
+    return hl.where(valid, idx + offsets(idx, size, len, idx.ndim), -1)
+  end
+  local function len_axis_back(r, npre)
+    local q = {0}
+    for d = 1, npre do q[#q + 1] = d + 1 end
+    q[#q + 1] = 1
+    for d = npre + 2, r.ndim - 1 do q[#q + 1] = d end
+    return core.transpose(r, q)
+  end
   R.scatter_add.batch = function(n, x, b, size)
     local v, idx, ax, len = x[1], x[2], n.axis - 1, n.shape[n.axis]
     if not b[2] then return core.scatter_add(v, idx, ax + (b[1] and 1 or 0), len), b[1] end
     if idx.dtype == "uint8" or idx.dtype == "int8" then idx = idx:astype("int32") end
     v = lift(v, b[1], size)
-    -- v (B, pre..., I..., post...) -> (B, I..., pre..., post...), scattered into B * len rows
-    local ni, npre = idx.ndim - 1, ax
-    local p = {0}
-    for d = 1, ni do p[#p + 1] = npre + d end
-    for d = 1, npre do p[#p + 1] = d end
-    for d = npre + ni + 1, v.ndim - 1 do p[#p + 1] = d end
-    local moved = core.transpose(v, p)
-    local valid = hl.logical_and(hl.ge(idx, 0), hl.lt(idx, len))
-    local lin = hl.where(valid, idx + offsets(idx, size, len, idx.ndim), -1)
-    local r = core.scatter_add(moved, lin, 0, size * len)   -- (B * len, pre..., post...)
+    -- v's index axes first, scattered into B * len rows
+    local npre = ax
+    local r = core.scatter_add(index_axes_first(v, idx.ndim - 1, npre), batched_rows(idx, size, len), 0, size * len)
     local rs = {size, len}
     for d = 2, r.ndim do rs[#rs + 1] = r.shape[d] end
-    r = core.reshape(r, rs)                                 -- (B, len, pre..., post...)
-    local q = {0}
-    for d = 1, npre do q[#q + 1] = d + 1 end
-    q[#q + 1] = 1
-    for d = npre + 2, r.ndim - 1 do q[#q + 1] = d end
-    return core.transpose(r, q), true
+    return len_axis_back(core.reshape(r, rs), npre), true   -- from (B, len, pre..., post...)
   end
   -- scatter: unbatched indices scatter along the axis one to the right; batched ones are offset by
   -- their example's row of a (B * len)-long axis, as scatter_add's are
@@ -841,26 +837,15 @@ return function(hl, core)
     op, u = lift(op, b[1], size), lift(u, b[2], size)
     if not b[3] then return core.scatter(op, u, idx, ax + 1, n.mode), true end
     if idx.dtype == "uint8" or idx.dtype == "int8" then idx = idx:astype("int32") end
-    local ni, npre = idx.ndim - 1, ax
+    local npre = ax
     -- operand (B, pre..., len, post...) -> (B, len, pre..., post...) -> (B * len, pre..., post...)
     local front = moved_to_front(op, ax + 1)
     local fs = front.shape
     local flat_shape = {size * len}
     for d = 3, #fs do flat_shape[#flat_shape + 1] = fs[d] end
-    -- updates (B, pre..., I..., post...) -> (B, I..., pre..., post...)
-    local p = {0}
-    for d = 1, ni do p[#p + 1] = npre + d end
-    for d = 1, npre do p[#p + 1] = d end
-    for d = npre + ni + 1, u.ndim - 1 do p[#p + 1] = d end
-    local valid = hl.logical_and(hl.ge(idx, 0), hl.lt(idx, len))
-    local lin = hl.where(valid, idx + offsets(idx, size, len, idx.ndim), -1)
-    local r = core.scatter(core.reshape(front, flat_shape), core.transpose(u, p), lin, 0, n.mode)
-    r = core.reshape(r, fs)                                  -- (B, len, pre..., post...)
-    local q = {0}
-    for d = 1, npre do q[#q + 1] = d + 1 end
-    q[#q + 1] = 1
-    for d = npre + 2, r.ndim - 1 do q[#q + 1] = d end
-    return core.transpose(r, q), true
+    local r = core.scatter(core.reshape(front, flat_shape), index_axes_first(u, idx.ndim - 1, npre),
+                           batched_rows(idx, size, len), 0, n.mode)
+    return len_axis_back(core.reshape(r, fs), npre), true   -- from (B, len, pre..., post...)
   end
   -- hl.linalg's primitives work on leading batch axes already: a batched operand's new axis is
   -- one more (the other operand gets it too); sort's axis moves one place right
