@@ -12,7 +12,7 @@ return function(hl, core, shared)
   local shape_str = util.shape_str
 
   local is_float = util.is_float
-  local function is_int(v) return type(v) == "number" and v == math.floor(v) end
+  local is_int = util.is_integer
 
   local LAYOUT = {"NCW (3-D)", "NCHW (4-D)", "NCDHW (5-D)"}
   local KERNEL = {"(out, in, kw)", "(out, in, kh, kw)", "(out, in, kd, kh, kw)"}
@@ -193,18 +193,25 @@ return function(hl, core, shared)
   local CONV_OPTS = {"bias", "stride", "padding", "dilation", "groups"}
 
   -- conv(x, w [, opts]) with n spatial dims (from w when n is nil)
-  local function conv(op, x, w, opts, n)
+  -- what both convolutions check first: x and w arrays, the options (names), the spatial rank n
+  -- (from the weights, laid out as `layout`, when nil) and the groups
+  local function conv_args(op, x, w, opts, n, names, kernels, layout)
     x, w = as_array(x, op, 1), as_array(w, op, 2)
     if opts ~= nil and (type(opts) ~= "table" or is_array(opts)) then fail("%s: options must be a table, got %s", op, type(opts)) end
-    opts = util.options(op, opts, CONV_OPTS)
+    opts = util.options(op, opts, names)
     if n == nil then
       n = w.ndim - 2
-      if n < 1 or n > 3 then fail("%s: weights must be (out, in/groups, k...) with 1 to 3 spatial axes, got shape %s", op, shape_str(w.shape)) end
+      if n < 1 or n > 3 then fail("%s: weights must be (%s, k...) with 1 to 3 spatial axes, got shape %s", op, layout, shape_str(w.shape)) end
     end
     check_input(op, x, n)
-    if w.ndim ~= n + 2 then fail("%s: weights must be %s, got shape %s", op, KERNEL[n], shape_str(w.shape)) end
+    if w.ndim ~= n + 2 then fail("%s: weights must be %s, got shape %s", op, kernels[n], shape_str(w.shape)) end
+    return x, w, opts, n, check_groups(op, opts.groups)
+  end
+
+  local function conv(op, x, w, opts, n)
+    local groups
+    x, w, opts, n, groups = conv_args(op, x, w, opts, n, CONV_OPTS, KERNEL, "out, in/groups")
     local xs, ws = x.shape, w.shape
-    local groups = check_groups(op, opts.groups)
     if ws[2] * groups ~= xs[2] then
       if groups == 1 then
         fail("%s: input has %d channels but weights %s expect %d", op, xs[2], shape_str(ws), ws[2])
@@ -236,17 +243,10 @@ return function(hl, core, shared)
   -- by the stride (gap - 1 holes) and padded by dilation * (k - 1) - padding (+ output_padding on
   -- the high side), with the weights flipped and their in/out axes swapped per group.
   local function conv_transpose(op, x, w, opts, n)
-    x, w = as_array(x, op, 1), as_array(w, op, 2)
-    if opts ~= nil and (type(opts) ~= "table" or is_array(opts)) then fail("%s: options must be a table, got %s", op, type(opts)) end
-    opts = util.options(op, opts, {"bias", "stride", "padding", "output_padding", "dilation", "groups"})
-    if n == nil then
-      n = w.ndim - 2
-      if n < 1 or n > 3 then fail("%s: weights must be (in, out/groups, k...) with 1 to 3 spatial axes, got shape %s", op, shape_str(w.shape)) end
-    end
-    check_input(op, x, n)
-    if w.ndim ~= n + 2 then fail("%s: weights must be %s, got shape %s", op, TKERNEL[n], shape_str(w.shape)) end
+    local groups
+    x, w, opts, n, groups = conv_args(op, x, w, opts, n, {"bias", "stride", "padding", "output_padding", "dilation", "groups"},
+                                      TKERNEL, "in, out/groups")
     local xs, ws = x.shape, w.shape
-    local groups = check_groups(op, opts.groups)
     if ws[1] ~= xs[2] then
       fail("%s: input has %d channels but weights %s expect %d (weights are %s)", op, xs[2], shape_str(ws), ws[1], TKERNEL[n])
     end

@@ -28,22 +28,12 @@ return function(hl, core, shared)
     return opts, args
   end
 
-  -- the axes to normalise over (0-based, sorted), from opts.axis: a number or a list, default -1
+  -- the axes to normalise over (0-based, sorted), from opts.axis: a number or a list, default -1;
+  -- also the set of them
   local function norm_axes(op, axis, ndim)
-    if axis == nil then axis = -1 end
-    local list = type(axis) == "table" and axis or {axis}
-    if #list == 0 then fail("%s: axis must name at least one axis", op) end
-    local seen, out = {}, {}
-    for _, a in ipairs(list) do
-      if type(a) ~= "number" or a ~= math.floor(a) or a == 0 or a > ndim or a < -ndim then
-        fail("%s: axis %s is out of range for a %d-D input (axes are 1-based, negative from the end)", op, tostring(a), ndim)
-      end
-      local z = a > 0 and a - 1 or ndim + a
-      if seen[z] then fail("%s: axis %s is given twice", op, tostring(a)) end
-      seen[z] = true
-      out[#out + 1] = z
-    end
-    table.sort(out)
+    if type(axis) == "table" and #axis == 0 then fail("%s: axis must name at least one axis", op) end
+    local out, seen = util.norm_axes(op, axis == nil and -1 or axis, ndim), {}
+    for _, a in ipairs(out) do seen[a] = true end
     return out, seen
   end
 
@@ -88,20 +78,27 @@ return function(hl, core, shared)
 
   ---------------------------------------------------------------- normalisation
 
+  -- what layer_norm and rms_norm share: x as floats, their parameters (`names`, each optional,
+  -- shaped as the normalised axes) and options {axis, eps}; returns x, the axes (1-based, for the
+  -- means), eps and the parameters
+  local function norm_setup(op, x, names, default_eps, usage, ...)
+    x = floating(as_array(x, op, 1))
+    local opts, args = split_args(#names, ...)
+    if not args then fail("%s: expected %s", op, usage) end
+    opts = opts_of(op, opts, {"axis", "eps"})
+    local axes, seen = norm_axes(op, opts.axis, x.ndim)
+    local eps = eps_of(op, opts.eps, default_eps)
+    local params = {}
+    for i, name in ipairs(names) do params[i] = affine(op, name, args[i], x, axes, seen) end
+    return x, axes_list(axes), eps, params[1], params[2]
+  end
+
   -- layer_norm(x [, gamma [, beta]] [, opts]): (x - mean) / sqrt(var + eps) * gamma + beta over
   -- opts.axis (default -1, the features); the biased variance, as PyTorch and Flax
   function nn.layer_norm(x, ...)
-    x = floating(as_array(x, "layer_norm", 1))
-    local opts, args = split_args(2, ...)
-    if not args then fail("layer_norm: expected (x [, gamma [, beta]] [, opts])") end
-    opts = opts_of("layer_norm", opts, {"axis", "eps"})
-    local axes, seen = norm_axes("layer_norm", opts.axis, x.ndim)
-    local eps = eps_of("layer_norm", opts.eps, 1e-5)
-    local gamma = affine("layer_norm", "gamma", args[1], x, axes, seen)
-    local beta = affine("layer_norm", "beta", args[2], x, axes, seen)
-    local ax = axes_list(axes)
-    local mean = hl.mean(x, ax, true)
-    local c = x - mean
+    local ax, eps, gamma, beta
+    x, ax, eps, gamma, beta = norm_setup("layer_norm", x, {"gamma", "beta"}, 1e-5, "(x [, gamma [, beta]] [, opts])", ...)
+    local c = x - hl.mean(x, ax, true)
     local y = c * hl.rsqrt(hl.mean(c * c, ax, true) + eps)
     if gamma then y = y * gamma end
     if beta then y = y + beta end
@@ -110,14 +107,9 @@ return function(hl, core, shared)
 
   -- rms_norm(x [, gamma] [, opts]): x / sqrt(mean(x^2) + eps) * gamma over opts.axis (default -1)
   function nn.rms_norm(x, ...)
-    x = floating(as_array(x, "rms_norm", 1))
-    local opts, args = split_args(1, ...)
-    if not args then fail("rms_norm: expected (x [, gamma] [, opts])") end
-    opts = opts_of("rms_norm", opts, {"axis", "eps"})
-    local axes, seen = norm_axes("rms_norm", opts.axis, x.ndim)
-    local eps = eps_of("rms_norm", opts.eps, 1e-6)
-    local gamma = affine("rms_norm", "gamma", args[1], x, axes, seen)
-    local y = x * hl.rsqrt(hl.mean(x * x, axes_list(axes), true) + eps)
+    local ax, eps, gamma
+    x, ax, eps, gamma = norm_setup("rms_norm", x, {"gamma"}, 1e-6, "(x [, gamma] [, opts])", ...)
+    local y = x * hl.rsqrt(hl.mean(x * x, ax, true) + eps)
     if gamma then y = y * gamma end
     return y
   end
