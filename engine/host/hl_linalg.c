@@ -199,16 +199,7 @@ static int run(job *j, const char *op) {
   hl_linalg_single_threaded();
   /* batches of small matrices spread over the engine's threads */
   double work = (double)j->nbatch * (double)n * (double)n * (double)(n + k);
-  int threads = hl_pool_threads();
-  if (j->nbatch > 1 && threads > 1 && work >= 65536.0) {
-    int64_t tasks = j->nbatch < 4 * (int64_t)threads ? j->nbatch : 4 * (int64_t)threads;
-    j->chunk = (j->nbatch + tasks - 1) / tasks;
-    tasks = (j->nbatch + j->chunk - 1) / j->chunk;
-    hl_pool_par_for(j, task, 0, (int)tasks, NULL);
-  } else {
-    j->chunk = j->nbatch;
-    task(j, 0, NULL);
-  }
+  hl_pool_for_chunks(j, task, j->nbatch, work >= 65536.0, &j->chunk);
   if (j->oom) return hl_error("%s: out of memory for LAPACK's workspace (matrices of order %lld)", op, (long long)n);
   if (j->bad < j->nbatch) {
     const char *what = j->what == CHOLESKY ? "matrix is not positive definite"

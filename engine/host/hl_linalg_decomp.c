@@ -288,16 +288,7 @@ int hl_linalg_decomp_into(hl_decomp what, int mode, const hl_array *a, hl_array 
   if (j.nbatch == 0 || out->shape[out->ndim - 1] == 0) return 0;
   hl_linalg_single_threaded();
   double work = (double)j.nbatch * (double)m * (double)n * (double)(m > n ? m : n);
-  int threads = hl_pool_threads();
-  if (j.nbatch > 1 && threads > 1 && work >= 65536.0) {
-    int64_t tasks = j.nbatch < 4 * (int64_t)threads ? j.nbatch : 4 * (int64_t)threads;
-    j.chunk = (j.nbatch + tasks - 1) / tasks;
-    tasks = (j.nbatch + j.chunk - 1) / j.chunk;
-    hl_pool_par_for(&j, task, 0, (int)tasks, NULL);
-  } else {
-    j.chunk = j.nbatch;
-    task(&j, 0, NULL);
-  }
+  hl_pool_for_chunks(&j, task, j.nbatch, work >= 65536.0, &j.chunk);
   if (j.oom) return hl_error("%s: out of memory for LAPACK's workspace (matrices of shape %lldx%lld)", op, (long long)m, (long long)n);
   if (j.bad < j.nbatch) {
     const char *what_failed = what == HL_DECOMP_SVD ? "SVD did not converge" : "eigenvalues did not converge";

@@ -151,3 +151,15 @@ int hl_pool_par_for(void *ctx, hl_task_fn f, int min, int extent, uint8_t *closu
   __atomic_store_n(&pool.busy, 0, __ATOMIC_RELEASE);
   return rc;
 }
+
+int hl_pool_for_chunks(void *ctx, hl_task_fn f, int64_t n, int worth, int64_t *chunk) {
+  int threads = hl_pool_threads();
+  if (n > 1 && worth && threads > 1) {
+    int64_t tasks = n < 4 * (int64_t)threads ? n : 4 * (int64_t)threads;
+    *chunk = (n + tasks - 1) / tasks;
+    tasks = (n + *chunk - 1) / *chunk;
+    return hl_pool_par_for(ctx, f, 0, (int)tasks, NULL);
+  }
+  *chunk = n;
+  return f(ctx, 0, NULL);
+}

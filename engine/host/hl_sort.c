@@ -167,17 +167,7 @@ int hl_sort_into(const hl_array *x, int axis, int arg, hl_array *out, int64_t st
   if (j.n == 0 || hl_shape_size(out->ndim, out->shape) == 0) return 0;
   j.nlanes = hl_shape_size(x->ndim, x->shape) / j.n;
   /* many lanes spread over the engine's threads; a task is worth it past ~16K elements */
-  int threads = hl_pool_threads();
-  int64_t total = j.nlanes * j.n;
-  if (j.nlanes > 1 && threads > 1 && total >= (1 << 14)) {
-    int64_t tasks = j.nlanes < 4 * (int64_t)threads ? j.nlanes : 4 * (int64_t)threads;
-    j.chunk = (j.nlanes + tasks - 1) / tasks;
-    tasks = (j.nlanes + j.chunk - 1) / j.chunk;
-    hl_pool_par_for(&j, task, 0, (int)tasks, NULL);
-  } else {
-    j.chunk = j.nlanes;
-    task(&j, 0, NULL);
-  }
+  hl_pool_for_chunks(&j, task, j.nlanes, j.nlanes * j.n >= (1 << 14), &j.chunk);
   if (j.oom) return hl_error("%s: out of memory sorting lanes of %lld elements", op, (long long)j.n);
   return 0;
 }
