@@ -240,7 +240,7 @@ static int run_single(int prim, int nin, const hl_array *const *in, const hl_att
   for (int k = 0; k < nin; k++) {
     hl_attrs pa = {.dtype = in[k]->dtype, .nshape = in[k]->ndim};
     pa.i[0] = k;
-    pa.i[1] = stride_class(in[k]);
+    pa.i[1] = k < HL_MEMO_MAX_IN ? stride[k] : stride_class(in[k]);   /* (the memo's, when it took them) */
     memcpy(pa.shape, in[k]->shape, sizeof(int64_t) * (size_t)in[k]->ndim);
     if ((ids[k] = hl_graph_add(g, HL_P_PARAM, 0, NULL, &pa)) < 0) return -1;
     g->nparams++;

@@ -184,10 +184,10 @@ return function(hl, core, shared)
     end
     if not tables then return end   -- (plain arrays: the call memo of __call has it)
     local tm = self.tree_memo
-    local same = tm and tm.n == n
+    local same = tm and #tm.defs == n
     for i = 1, n do same = same and tm.defs[i] == defs[i] end
     if not same then
-      tm = {n = n, defs = defs, memo = core.call_memo(), entries = {}}
+      tm = {defs = defs, memo = core.call_memo(), entries = {}}   -- (defs: one per argument)
       self.tree_memo = tm
     end
     local slot = call_memo_add(tm.memo, entry.program, unpack(arrays))
@@ -234,7 +234,7 @@ return function(hl, core, shared)
     local n = select("#", ...)
     local args = {...}
     local tm = self.tree_memo
-    if tm and tm.n == n then
+    if tm and #tm.defs == n then
       local arrays, same = {}, true
       for i = 1, n do
         if not tree.match(tm.defs[i], args[i], arrays) then   -- (an array argument's def is "*")
