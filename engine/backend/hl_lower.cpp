@@ -638,6 +638,15 @@ struct Lowerer {
     L.funcs[i].define_extern("hl_stage_sort", args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, DeviceAPI::Host);
   }
 
+  /* a Fourier transform of each lane, as an extern stage on the host (hl_extern_fft.cpp) */
+  void fft(int i) {
+    const hl_node &n = node(i);
+    int ax = (int)n.attrs.i[0], src = input(n, 0);
+    std::vector<ExternFuncArgument> args = {host_operand(src), Expr(n.type.ndim - 1 - ax), Expr((int)n.type.shape[ax]),
+                                            Expr(n.prim == HL_P_FFT_BACKWARD ? 1 : 0)};
+    L.funcs[i].define_extern("hl_stage_fft", args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, DeviceAPI::Host);
+  }
+
   /* a collective of hl.dist, as an extern stage on the host (hl_extern_dist.cpp) */
   void dist(int i) {
     const hl_node &n = node(i);
@@ -917,6 +926,7 @@ void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
     case HL_K_LINALG: lw.linalg(i); break;
     case HL_K_SORT: lw.sort(i); break;
     case HL_K_DIST: lw.dist(i); break;
+    case HL_K_FFT: lw.fft(i); break;
     case HL_K_INDEXED: lw.indexed(i); break;
     }
   }

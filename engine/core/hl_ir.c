@@ -134,6 +134,18 @@ static int infer_sort(int prim, const hl_type *in, const hl_attrs *a, hl_type *o
   return 0;
 }
 
+/* Fourier transforms: float pairs S..[2], along an axis of S */
+static int infer_fft(int prim, const hl_type *in, const hl_attrs *a, hl_type *out) {
+  const char *name = hl_prims[prim].name;
+  if (in->dtype != HL_FLOAT32 && in->dtype != HL_FLOAT64)
+    return hl_error("%s: takes float32 or float64 (re, im) pairs, got %s", name, hl_dtype_name(in->dtype));
+  if (in->ndim < 2 || in->shape[in->ndim - 1] != 2)
+    return hl_error("%s: the last axis must hold (re, im) pairs (extent 2), got shape %s", name, SHAPE(*in));
+  if (a->i[0] < 0 || a->i[0] >= in->ndim - 1) return hl_error("%s: axis out of range for shape %s", name, SHAPE(*in));
+  *out = *in;
+  return 0;
+}
+
 /* Collectives: the shape a rank gets, given the job's size in i[2] (the same on every rank). */
 static int infer_dist(int prim, const hl_type *in, const hl_attrs *a, hl_type *out) {
   const char *name = hl_prims[prim].name;
@@ -374,6 +386,7 @@ int hl_infer(int prim, int nin, const hl_type *in, const hl_attrs *a, hl_type *o
   case HL_K_CONCAT: return infer_concat(nin, in, a, out);
   case HL_K_LINALG: return infer_linalg(prim, nin, in, a, out);
   case HL_K_SORT: return infer_sort(prim, in, a, out);
+  case HL_K_FFT: return infer_fft(prim, in, a, out);
   case HL_K_INDEXED: return infer_indexed(prim, in, a, out);
   case HL_K_DIST: return infer_dist(prim, in, a, out);
   }

@@ -14,7 +14,7 @@ typedef enum {
 } hl_prim;
 
 typedef enum { HL_K_SOURCE, HL_K_ELEMWISE, HL_K_REDUCE, HL_K_MATMUL, HL_K_VIEW, HL_K_CONCAT, HL_K_LOOP, HL_K_INDEXED, HL_K_LINALG,
-               HL_K_SORT, HL_K_DIST } hl_prim_kind;
+               HL_K_SORT, HL_K_DIST, HL_K_FFT } hl_prim_kind;
 /* a compiled loop's kind (its LOOP nodes run it: engine/runtime/hl_loop.h) */
 typedef enum { HL_LOOP_FORI, HL_LOOP_WHILE, HL_LOOP_SCAN } hl_loop_kind;
 /* the most inputs one loop takes: carries, scanned arrays and enclosing values together */

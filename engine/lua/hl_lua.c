@@ -372,6 +372,19 @@ static int l_sort(lua_State *L) {
   return 1;
 }
 
+/* fft(x, axis0, backward): the unnormalised transform of the (re, im) pairs x along the axis */
+static int l_fft(lua_State *L) {
+  int back = lua_toboolean(L, 3);
+  hl_array *x = check_array(L, 1, back ? "fft.backward" : "fft.forward");
+  hl_attrs at = {0};
+  at.i[0] = (int64_t)luaL_checknumber(L, 2);
+  hl_array r;
+  const hl_array *in[1] = {x};
+  if (hl_apply(back ? HL_P_FFT_BACKWARD : HL_P_FFT_FORWARD, 1, in, &at, &r)) return raise(L);
+  push_result(L, &r, 1, 1);
+  return 1;
+}
+
 /* dist(name, x, a, b, size): the collective `name` (a dist.* primitive) with its attributes,
  * ranks and axes 0-based (lua/halua/dist.lua checks them and converts) */
 static int l_dist(lua_State *L) {
@@ -1163,8 +1176,8 @@ static int l_cache_clear(lua_State *L) {
 
 /* prim_names() -> every primitive's name, in table order; and {name = kind} */
 static int l_prim_names(lua_State *L) {
-  static const char *kinds[] = {"source", "elemwise", "reduce", "matmul", "view", "concat", "loop", "indexed", "linalg", "sort", "dist"};
-  _Static_assert(sizeof kinds / sizeof kinds[0] == HL_K_DIST + 1, "a name for every kind of primitive");
+  static const char *kinds[] = {"source", "elemwise", "reduce", "matmul", "view", "concat", "loop", "indexed", "linalg", "sort", "dist", "fft"};
+  _Static_assert(sizeof kinds / sizeof kinds[0] == HL_K_FFT + 1, "a name for every kind of primitive");
   lua_createtable(L, HL_NPRIMS, 0);
   lua_createtable(L, 0, HL_NPRIMS);
   for (int p = 0; p < HL_NPRIMS; p++) {
@@ -1200,6 +1213,7 @@ static const luaL_Reg core_funcs[] = {
     {"linalg_solve_triangular", l_linalg_solve_triangular},
     {"linalg_decomp", l_linalg_decomp},
     {"sort", l_sort},
+    {"fft", l_fft},
     {"dist", l_dist},
     {"dist_set_transport", l_dist_set_transport},
     {"reshape", l_reshape},

@@ -7,6 +7,7 @@
 #include "hl_error.h"
 #include "hl_linalg.h"
 #include "hl_sort.h"
+#include "hl_fft.h"
 #include "hl_dist.h"
 #include "hl_thread_exit.h"
 #include <stdio.h>
@@ -483,6 +484,8 @@ static int eager_host(int prim, int nin, const hl_array *const *in, const hl_att
   case HL_P_SLOGDET: rc = hl_linalg_decomp_into(HL_DECOMP_SLOGDET, (int)at->i[0], in[0], out, 0, HL_LINALG_RAISE); break;
   case HL_P_SORT:
   case HL_P_ARGSORT: rc = hl_sort_into(in[0], (int)at->i[0], prim == HL_P_ARGSORT, out, 0); break;
+  case HL_P_FFT_FORWARD:
+  case HL_P_FFT_BACKWARD: rc = hl_fft_into(in[0], (int)at->i[0], prim == HL_P_FFT_BACKWARD, out, 0, 0); break;
   default: rc = hl_dist_into(prim, in[0], at->i, out); break;
   }
   if (rc) hl_array_release(out);
@@ -512,6 +515,7 @@ static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_at
   case HL_K_MATMUL: return eager_matmul(in, &ty, out);
   case HL_K_LINALG:
   case HL_K_SORT:
+  case HL_K_FFT:
   case HL_K_DIST: return eager_host(prim, nin, in, at, &ty, out);
   case HL_K_SOURCE:
     if (prim == HL_P_PARAM) return hl_error("param: not an eager operation");

@@ -1,0 +1,9 @@
+/* Fourier transforms as a Halide extern stage of CPU pipelines: hl_stage_fft(X, dim, n, inverse, Out)
+ * transforms each lane of X (float (re, im) pairs, the pairs in Halide dimension 0) along Halide
+ * dimension `dim` (of extent n) with engine/host/hl_fft.c, forward (inverse = 0) or backward. */
+#ifndef HL_EXTERN_FFT_H
+#define HL_EXTERN_FFT_H
+#include <HalideRuntime.h>
+
+extern "C" int hl_stage_fft(halide_buffer_t *X, int dim, int n, int inverse, halide_buffer_t *out);
+#endif
