@@ -440,6 +440,19 @@ return function(hl, core)
   }
   R.argsort = nondiff()
 
+  ---------------------------------------------------------------- Fourier transforms
+  -- Both are linear and act on the (re, im) pairs as real vectors. The forward matrix F is
+  -- symmetric, so its transpose in the real inner product (sum of re*re + im*im) is its conjugate,
+  -- the unscaled backward transform, and the other way round.
+  R["fft.forward"] = {
+    vjp = function(g, n) return {core.fft(g, n.axis - 1, true)} end,
+    jvp = function(t, n) return core.fft(t[1], n.axis - 1, false) end,
+  }
+  R["fft.backward"] = {
+    vjp = function(g, n) return {core.fft(g, n.axis - 1, false)} end,
+    jvp = function(t, n) return core.fft(t[1], n.axis - 1, true) end,
+  }
+
   ---------------------------------------------------------------- collectives (hl.dist)
   -- JAX's convention: a gradient under hl.dist is that of the sum of every rank's loss. So the
   -- cotangent of psum is psum (each rank's input reaches every rank's output), all_gather's is
@@ -863,6 +876,8 @@ return function(hl, core)
   end
   R.sort.batch = function(n, x, b) return core.sort(x[1], n.axis - 1 + (b[1] and 1 or 0), false), b[1] end
   R.argsort.batch = function(n, x, b) return core.sort(x[1], n.axis - 1 + (b[1] and 1 or 0), true), b[1] end
+  R["fft.forward"].batch = function(n, x, b) return core.fft(x[1], n.axis - 1 + (b[1] and 1 or 0), false), b[1] end
+  R["fft.backward"].batch = function(n, x, b) return core.fft(x[1], n.axis - 1 + (b[1] and 1 or 0), true), b[1] end
 
   -- collectives: elementwise ones keep the batch axis (the front); the others' axes move one right
   for _, name in ipairs({"dist.psum", "dist.pmax", "dist.pmin"}) do
