@@ -64,6 +64,7 @@ class HalideFFT {
                   .with_feature(Target::NoAsserts)
                   .with_feature(Target::NoBoundsQuery)
                   .with_feature(Target::DisableLLVMLoopOpt);
+    if (getenv("FFT_CHOICE_PROFILE")) target_ = target_.with_feature(Target::Profile);   // per-stage times
     V_ = target_.natural_vector_size<T>();
     in_ = ImageParam(type_of<T>(), 2, "in");
     in_.dim(0).set_bounds(0, 2).dim(1).set_bounds(0, n).set_stride(2);
@@ -81,7 +82,9 @@ class HalideFFT {
     }
     out.output_buffer().dim(0).set_bounds(0, 2).dim(1).set_bounds(0, n).set_stride(2);
     out.bound(ri, 0, 2).reorder(ri, i).unroll(ri).vectorize(i, V_);
-    if (parallel_ && n >= kParallelMin) out.parallel(i, 8192);
+    /* (task sizes never above the loop's extent: a split larger than its loop shifts inwards
+     * to negative indices) */
+    if (parallel_ && n >= kParallelMin) out.parallel(i, std::max(1, n / V_ / 16));
     std::vector<Argument> args = {in_};
     for (auto &t : tables_) args.push_back(t.param);
     Module m = Pipeline(out).compile_to_module(args, "fft_" + std::to_string(n), target_);
@@ -172,7 +175,7 @@ class HalideFFT {
       /* early stages (short strides): vectors along p */
       if (s == 1) Y.unroll(qq).split(p, po, pv, V_).vectorize(pv).reorder(pv, qq, po);
       else Y.split(qq, co, qi, s).unroll(co).unroll(qi).split(p, po, pv, V_).vectorize(pv).reorder(pv, qi, co, po);
-      if (big) Y.parallel(po, 64);
+      if (big) Y.parallel(po, std::max(1, m / V_ / 16));
     }
     /* the next stage vectorises along p too: store p fastest for it */
     if (next_vec_p) Y.reorder_storage(p, qq);
