@@ -82,9 +82,7 @@ class HalideFFT {
     }
     out.output_buffer().dim(0).set_bounds(0, 2).dim(1).set_bounds(0, n).set_stride(2);
     out.bound(ri, 0, 2).reorder(ri, i).unroll(ri).vectorize(i, V_);
-    /* (task sizes never above the loop's extent: a split larger than its loop shifts inwards
-     * to negative indices) */
-    if (parallel_ && n >= kParallelMin) out.parallel(i, std::max(1, n / V_ / 16));
+    if (parallel_ && n >= kParallelMin) out.parallel(i, std::max(1, n / V_ / 16), TailStrategy::GuardWithIf);
     std::vector<Argument> args = {in_};
     for (auto &t : tables_) args.push_back(t.param);
     Module m = Pipeline(out).compile_to_module(args, "fft_" + std::to_string(n), target_);
@@ -117,6 +115,8 @@ class HalideFFT {
 
  private:
   static constexpr int kParallelMin = 1 << 15;   // below this a parallel loop costs more than it gives
+  /* (parallel task splits guard their tail: at lengths that are not powers of two a task size
+   * seldom divides its loop, and a split that shifts inwards would read out of bounds) */
 
   /* the stages of one transform of length len, reading src; returns the last stage, whose
    * (i, 0) is output i */
@@ -168,14 +168,14 @@ class HalideFFT {
       /* vectors along q: every load of the previous stage and every store is dense */
       Y.split(qq, co, qi, s).split(qi, qo, qv, V_).vectorize(qv).unroll(co).reorder(qv, co, qo, p);
       if (big) {
-        if (m >= 16) Y.parallel(p, std::max(1, m / 16));
-        else Y.parallel(qo, std::max(1, s / V_ / 16));
+        if (m >= 16) Y.parallel(p, std::max(1, m / 16), TailStrategy::GuardWithIf);
+        else Y.parallel(qo, std::max(1, s / V_ / 16), TailStrategy::GuardWithIf);
       }
     } else if (m >= V_) {
       /* early stages (short strides): vectors along p */
       if (s == 1) Y.unroll(qq).split(p, po, pv, V_).vectorize(pv).reorder(pv, qq, po);
       else Y.split(qq, co, qi, s).unroll(co).unroll(qi).split(p, po, pv, V_).vectorize(pv).reorder(pv, qi, co, po);
-      if (big) Y.parallel(po, std::max(1, m / V_ / 16));
+      if (big) Y.parallel(po, std::max(1, m / V_ / 16), TailStrategy::GuardWithIf);
     }
     /* the next stage vectorises along p too: store p fastest for it */
     if (next_vec_p) Y.reorder_storage(p, qq);
