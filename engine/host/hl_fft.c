@@ -19,7 +19,7 @@ typedef struct plan {
   int nst;
   int radix[MAX_STAGES];
   int64_t L[MAX_STAGES];    /* the transforms' length before each stage */
-  void *tw[MAX_STAGES];     /* (p - 1) L twiddles W^(j q): real parts, then imaginary */
+  void *tw[MAX_STAGES];     /* (p - 1) L twiddles W^(j q) at (q - 1) L + j: real parts, then imaginary */
   void *wp[MAX_STAGES];     /* odd radices past 5: the p-th roots of unity, real then imaginary */
   struct plan *sub;         /* Bluestein: the forward transform of length m */
   int64_t m;
@@ -193,8 +193,8 @@ static plan *plan_new(int64_t n, int sign, int dbl) {
       for (int q = 1; q < p; q++) {
         double re, im;
         root(&r, mm * j * q, &re, &im);
-        put(pl->tw[s], j * (p - 1) + q - 1, re, dbl);
-        put(pl->tw[s], (int64_t)(p - 1) * L + j * (p - 1) + q - 1, im, dbl);
+        put(pl->tw[s], (int64_t)(q - 1) * L + j, re, dbl);
+        put(pl->tw[s], (int64_t)(p - 1) * L + (int64_t)(q - 1) * L + j, im, dbl);
       }
     if (p > 5 && !bad) {
       if (!(pl->wp[s] = malloc(es * 2 * (size_t)p))) bad = 1;
