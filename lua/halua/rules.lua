@@ -452,6 +452,26 @@ return function(hl, core)
     vjp = function(g, n) return {core.fft(g, n.axis - 1, false)} end,
     jvp = function(t, n) return core.fft(t[1], n.axis - 1, true) end,
   }
+  -- fft.real keeps the first h = n // 2 + 1 values of the forward transform of real x; its adjoint
+  -- takes the cotangent's pairs padded with zeros to n, transforms them backward and keeps the real
+  -- parts: x_bar[j] = Re sum_{k < h} g[k] exp(2 pi i j k / n)
+  R["fft.real"] = {
+    vjp = function(g, n, x)
+      local a, len = n.axis - 1, x[1].shape[n.axis]
+      local h = g.shape[a + 1]
+      if len > h then
+        local zshape = g.shape
+        zshape[a + 1] = len - h
+        g = hl.concatenate({g, hl.zeros(zshape, g.dtype)}, a + 1)
+      end
+      local y = core.fft(g, a, true)
+      local start, step, count = {}, {}, y.shape
+      for i = 1, y.ndim do start[i], step[i] = 0, 1 end
+      count[y.ndim] = 1
+      return {core.reshape(core.slice(y, start, step, count), x[1].shape)}
+    end,
+    jvp = function(t, n) return core.fft(t[1], n.axis - 1, "real") end,
+  }
 
   ---------------------------------------------------------------- collectives (hl.dist)
   -- JAX's convention: a gradient under hl.dist is that of the sum of every rank's loss. So the
@@ -878,6 +898,7 @@ return function(hl, core)
   R.argsort.batch = function(n, x, b) return core.sort(x[1], n.axis - 1 + (b[1] and 1 or 0), true), b[1] end
   R["fft.forward"].batch = function(n, x, b) return core.fft(x[1], n.axis - 1 + (b[1] and 1 or 0), false), b[1] end
   R["fft.backward"].batch = function(n, x, b) return core.fft(x[1], n.axis - 1 + (b[1] and 1 or 0), true), b[1] end
+  R["fft.real"].batch = function(n, x, b) return core.fft(x[1], n.axis - 1 + (b[1] and 1 or 0), "real"), b[1] end
 
   -- collectives: elementwise ones keep the batch axis (the front); the others' axes move one right
   for _, name in ipairs({"dist.psum", "dist.pmax", "dist.pmin"}) do
