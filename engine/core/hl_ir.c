@@ -110,6 +110,7 @@ static int infer_linalg(int prim, int nin, const hl_type *in, const hl_attrs *at
   if (!hl_dtype_is_float(a->dtype)) return hl_error("%s: operands of dtype %s are not accepted here", name, hl_dtype_name(a->dtype));
   if (prim == HL_P_SOLVE_TRIANGULAR && (at->i[0] < 0 || at->i[0] > 7)) return hl_error("%s: internal: mode %lld", name, (long long)at->i[0]);
   if (what == HL_DECOMP_EIGH && (at->i[0] < 0 || at->i[0] > 3)) return hl_error("%s: internal: mode %lld", name, (long long)at->i[0]);
+  if (what == HL_DECOMP_SLOGDET && (at->i[0] < 0 || at->i[0] > 1)) return hl_error("%s: internal: mode %lld", name, (long long)at->i[0]);
   *out = *a;
   if (what >= 0) {
     out->ndim = r - 1;
