@@ -195,7 +195,7 @@ static void FN(lanes)(const job *jb, int64_t lo, int64_t hi, T *r, T *i, T *sr, 
  * W = exp(-2 pi i / n). An odd length is transformed as complex values with zero imaginary parts. */
 static void FN(lanes_real)(const job *jb, int64_t lo, int64_t hi, T *r, T *i, T *sr, T *si) {
   const hl_array *x = jb->x, *o = jb->out;
-  const int64_t n = x->shape[jb->axis], cnt = o->shape[jb->axis], np = o->shape[o->ndim - 1];
+  const int64_t n = jb->n, cnt = o->shape[jb->axis], np = o->shape[o->ndim - 1];
   const int64_t sx = x->strides[jb->axis], so = o->strides[jb->axis], po = o->strides[o->ndim - 1];
   const int64_t m = n / 2;
   const T *wr = jb->half, *wi = wr ? wr + m + 1 : NULL;
@@ -220,6 +220,47 @@ static void FN(lanes_real)(const job *jb, int64_t lo, int64_t hi, T *r, T *i, T 
       /* O = D / i = (di, -dr); X = E + W^k O */
       T xr = er + wr[k] * di + wi[k] * dr, xi = ei + wi[k] * di - wr[k] * dr;
       for (int64_t q = 0; q < np; q++) dst[c * so + q * po] = jb->pstart + q ? xi : xr;
+    }
+  }
+}
+
+/* The lanes [lo, hi) of an inverse real job: X (n / 2 + 1 pairs) extended by conjugates, its
+ * imaginary parts at 0 and n / 2 dropped. An even n = 2m is a complex transform of m: with
+ * A = X[k], B = conj(X[m - k]) = X[k + m] (the extension), the even-indexed outputs are the
+ * transform of A + B and the odd-indexed ones of (A - B) W^k, W = exp(2 pi i / n), so one transform
+ * of (A + B) + i (A - B) W^k gives them as its real and imaginary parts. */
+static void FN(lanes_real_inverse)(const job *jb, int64_t lo, int64_t hi, T *r, T *i, T *sr, T *si) {
+  const hl_array *x = jb->x, *o = jb->out;
+  const int64_t n = jb->n, cnt = o->shape[jb->axis], h = n / 2 + 1;
+  const int64_t sx = x->strides[jb->axis], px = x->strides[x->ndim - 1], so = o->strides[jb->axis];
+  const int64_t m = n / 2;
+  const T *wr = jb->half, *wi = wr ? wr + m + 1 : NULL;
+  for (int64_t lane = lo; lane < hi; lane++) {
+    int64_t ox, oo;
+    lane_offsets(jb, lane, &ox, &oo);
+    const T *src = (const T *)x->storage->data + ox;
+    T *dst = (T *)o->storage->data + oo;
+    if (!wr) {
+      r[0] = src[0], i[0] = 0;
+      for (int64_t k = 1; k < h; k++) {
+        r[k] = src[k * sx], i[k] = src[k * sx + px];
+        r[n - k] = r[k], i[n - k] = -i[k];
+      }
+      FN(transform)(jb->pl, r, i, sr, si);
+      for (int64_t c = 0; c < cnt; c++) dst[c * so] = r[jb->start + c];
+      continue;
+    }
+    for (int64_t k = 0; k < m; k++) {
+      T ar = src[k * sx], ai = k ? src[k * sx + px] : 0;
+      T br = src[(m - k) * sx], bi = k ? -src[(m - k) * sx + px] : 0;
+      T er = ar + br, ei = ai + bi, dr = ar - br, di = ai - bi;
+      T fr = dr * wr[k] - di * wi[k], fi = dr * wi[k] + di * wr[k];   /* (A - B) W^k */
+      r[k] = er - fi, i[k] = ei + fr;                                  /* E + i F */
+    }
+    FN(transform)(jb->pl, r, i, sr, si);
+    for (int64_t c = 0; c < cnt; c++) {
+      int64_t j = jb->start + c;
+      dst[c * so] = (j & 1 ? i : r)[j / 2];
     }
   }
 }

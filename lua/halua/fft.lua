@@ -108,12 +108,10 @@ return function(hl, core, shared)
   -- ones are conjugates of those (X[n - k] = conj(X[k])), the imaginary parts of X[0] and, for an
   -- even n, X[n / 2] are ignored (as NumPy)
   local function irfft_axis(x, n, a, norm)
-    local h = math.floor(n / 2) + 1
-    local z = fit(as_complex(x), a, h)
-    local parts = {z}
-    if n - h > 0 then parts[2] = hl.conj(hl.flip(util.slice_axis(core, z, a, 1, n - h), a + 1)) end
-    local full = #parts > 1 and hl.concatenate(parts, a + 1) or z
-    return hl.real(transform(full, a, true, factor(norm, n, true)))
+    local z = fit(as_complex(x), a, math.floor(n / 2) + 1)
+    local y = core.fft(core.view_as_real(z), a, "real_inverse", n)
+    local scale = factor(norm, n, true)
+    return scale ~= 1 and y * scale or y
   end
 
   function fft.rfft(x, n, axis, norm, opts)

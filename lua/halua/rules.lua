@@ -499,6 +499,22 @@ return function(hl, core)
     end,
     jvp = function(t, n) return core.fft(t[1], n.axis - 1, "real") end,
   }
+  -- fft.real_inverse's adjoint is fft.real weighted: each of the h = n // 2 + 1 values stands for
+  -- itself and its conjugate partner (weight 2), except the first and, n even, the middle one
+  R["fft.real_inverse"] = {
+    vjp = function(g, n)
+      local a = n.axis - 1
+      local f = core.fft(g, a, "real")
+      local h = f.shape[a + 1]
+      local w = {}
+      for k = 1, h do w[k] = (k == 1 or (n.n % 2 == 0 and k == h)) and 1 or 2 end
+      local shape = {}
+      for i = 1, f.ndim do shape[i] = 1 end
+      shape[a + 1] = h
+      return {f * hl.reshape(hl.array(w, f.dtype), shape)}
+    end,
+    jvp = function(t, n) return core.fft(t[1], n.axis - 1, "real_inverse", n.n) end,
+  }
 
   ---------------------------------------------------------------- collectives (hl.dist)
   -- JAX's convention: a gradient under hl.dist is that of the sum of every rank's loss. So the
@@ -926,6 +942,9 @@ return function(hl, core)
   R["fft.forward"].batch = function(n, x, b) return core.fft(x[1], n.axis - 1 + (b[1] and 1 or 0), false), b[1] end
   R["fft.backward"].batch = function(n, x, b) return core.fft(x[1], n.axis - 1 + (b[1] and 1 or 0), true), b[1] end
   R["fft.real"].batch = function(n, x, b) return core.fft(x[1], n.axis - 1 + (b[1] and 1 or 0), "real"), b[1] end
+  R["fft.real_inverse"].batch = function(n, x, b)
+    return core.fft(x[1], n.axis - 1 + (b[1] and 1 or 0), "real_inverse", n.n), b[1]
+  end
 
   -- collectives: elementwise ones keep the batch axis (the front); the others' axes move one right
   for _, name in ipairs({"dist.psum", "dist.pmax", "dist.pmin"}) do

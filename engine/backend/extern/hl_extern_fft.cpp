@@ -47,3 +47,26 @@ extern "C" int hl_stage_fft_real(halide_buffer_t *X, int dim, int n, halide_buff
   hl_view_of_buffer(out, &so, &o);
   return hl_fft_real_into(&x, r - dim, &o, out->dim[dim].min, out->dim[0].min) ? hl_stage_failed(-1, nullptr) : 0;
 }
+
+/* X has the output's dimensions after the pairs' (output dimension d is X's d + 1): its region is
+ * the output's with the lane widened to the n / 2 + 1 values and both parts of each pair. */
+extern "C" int hl_stage_fft_real_inverse(halide_buffer_t *X, int dim, int n, halide_buffer_t *out) {
+  int r = out->dimensions, min[HL_MAX_DIMS], ext[HL_MAX_DIMS];
+  if (dim < 0 || dim >= r || X->dimensions != r + 1 || n < 1)
+    return hl_stage_failed(-1, "fft: internal: a bad inverse real fft stage");
+  min[0] = 0, ext[0] = 2;
+  for (int d = 0; d < r; d++) min[d + 1] = out->dim[d].min, ext[d + 1] = out->dim[d].extent;
+  min[dim + 1] = 0, ext[dim + 1] = n / 2 + 1;
+  if (X->is_bounds_query() || out->is_bounds_query()) {
+    if (X->is_bounds_query())
+      for (int d = 0; d <= r; d++) X->dim[d].min = min[d], X->dim[d].extent = ext[d];
+    return 0;
+  }
+  if (hl_stage_run_failed()) return -1;   /* (an earlier stage failed) */
+  if (hl_input_on_host(X)) return hl_stage_failed(-2, "fft: copying the operand from cuda failed");
+  hl_storage sx, so;
+  hl_array x, o;
+  hl_view_of_region(X, min, ext, &sx, &x);
+  hl_view_of_buffer(out, &so, &o);
+  return hl_fft_real_inverse_into(&x, r - 1 - dim, n, &o, out->dim[dim].min) ? hl_stage_failed(-1, nullptr) : 0;
+}
