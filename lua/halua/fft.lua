@@ -28,8 +28,9 @@ return function(hl, core, shared)
     return norm
   end
 
+  -- (an infinite n is an integer to math.floor: refused here rather than by the zeros it would pad with)
   local function check_length(op, n, what)
-    if type(n) ~= "number" or n ~= math.floor(n) or n < 1 then
+    if type(n) ~= "number" or n ~= math.floor(n) or n < 1 or n == math.huge then
       fail("%s: %s must be a positive integer, got %s", op, what, tostring(n))
     end
     return n
