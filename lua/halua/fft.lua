@@ -262,15 +262,16 @@ return function(hl, core, shared)
       elseif type(axes) ~= "table" then
         axes = {axes}
       end
-      local shifts = {}
+      -- (the normalised axes go to a new list: the caller's stays as it was given)
+      local shifts, dims = {}, {}
       for k, ax in ipairs(axes) do
         local a = util.norm_axis(op, ax, x.ndim)
-        axes[k] = a + 1
+        dims[k] = a + 1
         local n = x.shape[a + 1]
         shifts[k] = inverse and -(math.floor(n / 2)) or math.floor(n / 2)
       end
-      if #axes == 0 then return x end
-      return hl.roll(x, shifts, axes)
+      if #dims == 0 then return x end
+      return hl.roll(x, shifts, dims)
     end
   end
   fft.fftshift = shift("fft.fftshift", false)
