@@ -1,0 +1,491 @@
+-- hl.fft (lua/halua/fft.lua, engine/host/hl_fft.c) against numpy.fft: every function, the three
+-- norm modes, n and s cropping and padding, axes (negative, middle, non-contiguous inputs), the
+-- lengths of each kernel (radices 2 to 31, Bluestein past them, long transforms), dtypes; the
+-- transforms' identities; jit (the extern stage alone, fused, and asked for a region); vmap; grad,
+-- vjp and jvp against central differences and NumPy (JAX's convention for complex inputs); and
+-- every error message's words.
+local hl = require "halua"
+local np = require "support.numpy"
+local diff_check = require "support.diff_check"
+local errors = require "support.errors"
+local F = hl.fft
+local err_of, has = errors.err_of, errors.has
+
+math.randomseed(3131)
+
+local function rand(shape, dtype) return np.rand(shape, -1, 1, dtype or "float64") end
+-- complex values with parts in [-1, 1): complex64 from float32 parts, complex128 from float64 ones
+local function crand(shape, dtype)
+  local p = dtype == "complex64" and "float32" or "float64"
+  return hl.complex(rand(shape, p), rand(shape, p))
+end
+local function dims(s) return "[" .. table.concat(s, ",") .. "]" end
+-- halua's 1-based axes as Python's
+local function pyaxis(a) return a < 0 and a or a - 1 end
+local function pyaxes(t)
+  local r = {}
+  for i, a in ipairs(t) do r[i] = tostring(pyaxis(a)) end
+  return "(" .. table.concat(r, ",") .. ",)"
+end
+local function pytuple(t) return "(" .. table.concat(t, ",") .. ",)" end
+local function pynorm(norm) return norm and string.format("%q", norm) or "None" end
+
+-- The bound on a transform's error: relative to the largest modulus of the result, about ten
+-- times the largest error measured against NumPy over every length below (float32 2.4e-7, float64
+-- 1.2e-15, Bluestein's lengths included).
+local TOL = {complex64 = 2e-6, float32 = 2e-6, complex128 = 1e-14, float64 = 1e-14}
+
+local function part(v, k)
+  if type(v) == "table" then return v[k] end
+  return k == 1 and v or 0
+end
+
+-- got (an hl array) against want (a NumPy result from a batch): opts.dtype is the dtype got must
+-- have (NumPy 1.x computes every transform in float64), the values within opts.tol (default by
+-- that dtype) times the largest modulus of want
+local function check(got, want, opts)
+  assert(not want.error, "NumPy raised: " .. tostring(want.error))
+  assert(hl.core.is_array(got), "not an array: " .. tostring(got))
+  assert(got.dtype == opts.dtype, "dtype " .. got.dtype .. ", expected " .. opts.dtype)
+  assert(dims(got.shape) == dims(want.shape), "shape " .. dims(got.shape) .. ", NumPy's " .. dims(want.shape))
+  local g = hl.reshape(got, {got.size}):totable()
+  assert(#g == #want.values, "got " .. #g .. " values, NumPy " .. #want.values)
+  local scale, worst, at = 0, 0, 0
+  for i, w in ipairs(want.values) do
+    assert(type(g[i]) == type(w), "element " .. i .. ": one value is complex, the other is not")
+    local wr, wi, gr, gi = part(w, 1), part(w, 2), part(g[i], 1), part(g[i], 2)
+    scale = math.max(scale, math.sqrt(wr * wr + wi * wi))
+    local e = math.sqrt((gr - wr) ^ 2 + (gi - wi) ^ 2)
+    if not (e <= worst) then worst, at = e, i end
+  end
+  local tol = opts.tol or TOL[opts.dtype]
+  assert(worst <= tol * math.max(scale, 1e-300), string.format(
+    "element %d is off by %.3g, %.3g of the largest modulus %.6g (tolerance %g): got %s, NumPy %s", at, worst,
+    worst / math.max(scale, 1e-300), scale, tol, tostring(part(g[at], 1)) .. "," .. tostring(part(g[at], 2)),
+    tostring(part(want.values[at], 1)) .. "," .. tostring(part(want.values[at], 2))))
+end
+
+-- as support.suite, with check() as the comparison: case(name, function() return <hl array> end,
+-- "<NumPy expression of a, b, ...>", {inputs}, {dtype = halua's dtype [, tol]})
+local function fft_suite(title, build)
+  describe(title, function()
+    local batch, checks = np.batch(), {}
+    local function case(name, got, expr, inputs, opts)
+      assert(opts and opts.dtype, "case " .. name .. " names no dtype")
+      checks[#checks + 1] = {name = name, got = got, want = batch:add(expr, inputs), opts = opts}
+    end
+    build(case)
+    setup(function() batch:run() end)
+    for _, c in ipairs(checks) do
+      it(c.name, function() check(c.got(), c.want(), c.opts) end)
+    end
+  end)
+end
+
+local CDT = {float32 = "complex64", float64 = "complex128"}
+local RDT = {complex64 = "float32", complex128 = "float64"}
+
+-- lengths of every kernel: 1; radices 4 and 2, 3, 5, 7, their products; 31, the largest odd
+-- radix; 37, 97, 101 and 257, primes past it (Bluestein); 1000 = 2^3 5^3 and 1024 = 4^5
+local LENGTHS = {1, 2, 3, 5, 7, 8, 12, 16, 30, 31, 37, 97, 101, 257, 1000, 1024}
+
+fft_suite("hl.fft over lengths of every kernel, against NumPy", function(case)
+  for _, n in ipairs(LENGTHS) do
+    for _, cdt in ipairs {"complex128", "complex64"} do
+      local z = crand({n}, cdt)
+      case(string.format("fft of %s[%d]", cdt, n), function() return F.fft(z) end, "np.fft.fft(a)", {z}, {dtype = cdt})
+      case(string.format("ifft of %s[%d]", cdt, n), function() return F.ifft(z) end, "np.fft.ifft(a)", {z}, {dtype = cdt})
+      local rdt = RDT[cdt]
+      local x = rand({n}, rdt)
+      case(string.format("rfft of %s[%d]", rdt, n), function() return F.rfft(x) end, "np.fft.rfft(a)", {x}, {dtype = cdt})
+      local h = crand({math.floor(n / 2) + 1}, cdt)
+      case(string.format("irfft of %s[%d] to %d values", cdt, h.size, n), function() return F.irfft(h, n) end,
+           string.format("np.fft.irfft(a, %d)", n), {h}, {dtype = rdt})
+    end
+  end
+  -- many lanes: spread over the engine's threads (past 16K values), along the last axis and along
+  -- the first, whose lanes are strided
+  local zl = crand({48, 384}, "complex128")
+  case("fft of 48 lanes of 384 values", function() return F.fft(zl) end, "np.fft.fft(a)", {zl}, {dtype = "complex128"})
+  case("fft of 384 lanes of 48 values along axis 1", function() return F.fft(zl, nil, 1) end, "np.fft.fft(a, axis=0)", {zl},
+       {dtype = "complex128"})
+  local zb = crand({40, 257}, "complex64")
+  case("ifft of 40 lanes of 257 values (Bluestein)", function() return F.ifft(zb) end, "np.fft.ifft(a)", {zb}, {dtype = "complex64"})
+end)
+
+-- Long transforms go through .npy files (a table of 65537 complex values is no Lua constant):
+-- NumPy gives the largest error relative to the largest modulus of its result.
+describe("long transforms against NumPy", function()
+  it("2^16 and 65537 points (a Bluestein length), float32 and float64, fft, ifft and rfft", function()
+    local key = hl.random.key(7)
+    local runs, script = {}, {"import numpy as np"}
+    for _, n in ipairs {65536, 65537} do
+      for _, dt in ipairs {"float32", "float64"} do
+        key = hl.random.fold_in(key, n)
+        local ks = hl.random.split(key, 2)
+        local k1, k2 = ks[1], ks[2]
+        local re, im = hl.random.uniform(k1, {n}, dt, -1, 1), hl.random.uniform(k2, {n}, dt, -1, 1)
+        local z = hl.complex(re, im)
+        for _, c in ipairs {{"fft", z, F.fft(z)}, {"ifft", z, F.ifft(z)}, {"rfft", re, F.rfft(re)}} do
+          local i = #runs + 1
+          local xp, yp = os.tmpname(), os.tmpname()
+          hl.save(xp .. ".npy", c[2])
+          hl.save(yp .. ".npy", c[3])
+          runs[i] = {name = string.format("%s of %s[%d]", c[1], dt, n), dtype = c[3].dtype, tol = TOL[c[3].dtype], files = {xp, yp}}
+          script[#script + 1] = string.format(
+            "w = np.fft.%s(np.load(%q)); y = np.load(%q); print(y.dtype, np.max(np.abs(y - w)) / np.max(np.abs(w)))",
+            c[1], xp .. ".npy", yp .. ".npy")
+        end
+      end
+    end
+    local py = os.tmpname()
+    local f = assert(io.open(py, "w"))
+    f:write(table.concat(script, "\n"), "\n")
+    f:close()
+    local p = assert(io.popen("/usr/bin/python3 " .. py))
+    local out = p:read("*a")
+    p:close()
+    os.remove(py)
+    local i = 0
+    for dtype, e in out:gmatch("(%S+) (%S+)\n") do
+      i = i + 1
+      local r = runs[i]
+      assert.are.equal(r.dtype, dtype, r.name .. ": the saved dtype")
+      assert(tonumber(e) <= r.tol, string.format("%s: relative error %s past %g", r.name, e, r.tol))
+    end
+    assert.are.equal(#runs, i, "NumPy answered " .. i .. " of " .. #runs .. " comparisons: " .. out)
+    for _, r in ipairs(runs) do
+      for _, fp in ipairs(r.files) do
+        os.remove(fp)
+        os.remove(fp .. ".npy")
+      end
+    end
+  end)
+end)
+
+fft_suite("dtypes", function(case)
+  local xi = hl.array({3, -1, 4, 1, -5, 9, 2}, "int32")
+  local x16 = rand({6}, "float16")
+  local x32, x64 = rand({6}, "float32"), rand({6}, "float64")
+  local z64, z128 = crand({6}, "complex64"), crand({6}, "complex128")
+  local xb = hl.array({true, false, true, true}, "bool")
+  case("fft of int32 gives complex64", function() return F.fft(xi) end, "np.fft.fft(a)", {xi}, {dtype = "complex64"})
+  case("fft of int64 gives complex64", function() return F.fft(xi:astype("int64")) end, "np.fft.fft(a)", {xi}, {dtype = "complex64"})
+  case("fft of bool gives complex64", function() return F.fft(xb) end, "np.fft.fft(a)", {xb}, {dtype = "complex64"})
+  case("fft of float16 gives complex64", function() return F.fft(x16) end, "np.fft.fft(a)", {x16}, {dtype = "complex64"})
+  case("fft of float32 gives complex64", function() return F.fft(x32) end, "np.fft.fft(a)", {x32}, {dtype = "complex64"})
+  case("fft of float64 gives complex128", function() return F.fft(x64) end, "np.fft.fft(a)", {x64}, {dtype = "complex128"})
+  case("fft of complex64 stays complex64", function() return F.fft(z64) end, "np.fft.fft(a)", {z64}, {dtype = "complex64"})
+  case("ifft of complex128 stays complex128", function() return F.ifft(z128) end, "np.fft.ifft(a)", {z128}, {dtype = "complex128"})
+  case("ifft of float32 gives complex64", function() return F.ifft(x32) end, "np.fft.ifft(a)", {x32}, {dtype = "complex64"})
+  case("ifft of int32 gives complex64", function() return F.ifft(xi) end, "np.fft.ifft(a)", {xi}, {dtype = "complex64"})
+  case("rfft of int32 gives complex64", function() return F.rfft(xi) end, "np.fft.rfft(a)", {xi}, {dtype = "complex64"})
+  case("rfft of float16 gives complex64", function() return F.rfft(x16) end, "np.fft.rfft(a)", {x16}, {dtype = "complex64"})
+  case("rfft of float64 gives complex128", function() return F.rfft(x64) end, "np.fft.rfft(a)", {x64}, {dtype = "complex128"})
+  case("irfft of complex64 gives float32", function() return F.irfft(z64) end, "np.fft.irfft(a)", {z64}, {dtype = "float32"})
+  case("irfft of complex128 gives float64", function() return F.irfft(z128, 11) end, "np.fft.irfft(a, 11)", {z128}, {dtype = "float64"})
+  case("irfft of a real float64 array gives float64", function() return F.irfft(x64) end, "np.fft.irfft(a)", {x64}, {dtype = "float64"})
+  case("irfft of int32 gives float32", function() return F.irfft(xi) end, "np.fft.irfft(a)", {xi}, {dtype = "float32"})
+  local m16, mi = rand({3, 4}, "float16"), hl.reshape(hl.arange(12, "int32"), {3, 4})
+  case("fft2 of int32 gives complex64", function() return F.fft2(mi) end, "np.fft.fft2(a)", {mi}, {dtype = "complex64"})
+  case("rfftn of float16 gives complex64", function() return F.rfftn(m16) end, "np.fft.rfftn(a)", {m16}, {dtype = "complex64"})
+  local c34 = crand({3, 4}, "complex64")
+  case("irfftn of complex64 gives float32", function() return F.irfftn(c34) end, "np.fft.irfftn(a)", {c34}, {dtype = "float32"})
+end)
+
+fft_suite("norm modes: backward (the default), ortho, forward; positional and as an option", function(case)
+  local z = crand({4, 6}, "complex128")
+  local x = rand({4, 6}, "float64")
+  local h = crand({4, 4}, "complex128")
+  local z3, x3, h3 = crand({3, 4, 5}, "complex128"), rand({3, 4, 5}, "float64"), crand({3, 4, 5}, "complex128")
+  for _, norm in ipairs {false, "backward", "ortho", "forward"} do
+    norm = norm or nil
+    local tag = " norm " .. tostring(norm)
+    for _, c in ipairs {{"fft", z, "complex128"}, {"ifft", z, "complex128"}, {"rfft", x, "complex128"}, {"irfft", h, "float64"}} do
+      local fn, input, dt = F[c[1]], c[2], c[3]
+      local expr = string.format("np.fft.%s(a, norm=%s)", c[1], pynorm(norm))
+      case(c[1] .. tag, function() return fn(input, nil, nil, norm) end, expr, {input}, {dtype = dt})
+      if norm then case(c[1] .. tag .. " as an option", function() return fn(input, {norm = norm}) end, expr, {input}, {dtype = dt}) end
+    end
+    for _, c in ipairs {{"fft2", z3, "complex128"}, {"ifft2", z3, "complex128"}, {"fftn", z3, "complex128"},
+                        {"ifftn", z3, "complex128"}, {"rfft2", x3, "complex128"}, {"rfftn", x3, "complex128"},
+                        {"irfft2", h3, "float64"}, {"irfftn", h3, "float64"}} do
+      local fn, input, dt = F[c[1]], c[2], c[3]
+      local expr = string.format("np.fft.%s(a, norm=%s)", c[1], pynorm(norm))
+      case(c[1] .. tag, function() return fn(input, nil, nil, norm) end, expr, {input}, {dtype = dt})
+      if norm then case(c[1] .. tag .. " as an option", function() return fn(input, {norm = norm}) end, expr, {input}, {dtype = dt}) end
+    end
+  end
+  -- float32 too: the scaling keeps the dtype
+  local z32 = crand({10}, "complex64")
+  case("ifft of complex64 norm ortho", function() return F.ifft(z32, nil, nil, "ortho") end, "np.fft.ifft(a, norm='ortho')",
+       {z32}, {dtype = "complex64"})
+  case("irfft of complex64 norm forward", function() return F.irfft(z32, 15, nil, "forward") end,
+       "np.fft.irfft(a, 15, norm='forward')", {z32}, {dtype = "float32"})
+end)
+
+fft_suite("n and s: cropping and zero-padding", function(case)
+  local z, x = crand({8}, "complex128"), rand({8}, "float64")
+  local h = crand({5}, "complex128")
+  for _, n in ipairs {1, 3, 5, 8, 11, 12, 16} do
+    case("fft n " .. n .. " of 8 values", function() return F.fft(z, n) end, "np.fft.fft(a, " .. n .. ")", {z}, {dtype = "complex128"})
+    case("ifft n " .. n .. " of 8 values", function() return F.ifft(z, n) end, "np.fft.ifft(a, " .. n .. ")", {z}, {dtype = "complex128"})
+    case("rfft n " .. n .. " of 8 values", function() return F.rfft(x, n) end, "np.fft.rfft(a, " .. n .. ")", {x}, {dtype = "complex128"})
+    -- irfft of 5 values: n 8 uses them all, less crops, more pads
+    case("irfft n " .. n .. " of 5 values", function() return F.irfft(h, n) end, "np.fft.irfft(a, " .. n .. ")", {h}, {dtype = "float64"})
+  end
+  case("irfft of 5 values infers n 8", function() return F.irfft(h) end, "np.fft.irfft(a)", {h}, {dtype = "float64"})
+  case("irfft n 9 of 5 values (odd: no Nyquist value)", function() return F.irfft(h, 9) end, "np.fft.irfft(a, 9)", {h}, {dtype = "float64"})
+  local z2 = crand({3, 8}, "complex128")
+  case("fft n 5 along axis 1 pads 3 rows", function() return F.fft(z2, 5, 1) end, "np.fft.fft(a, 5, axis=0)", {z2}, {dtype = "complex128"})
+  case("fft n 2 along axis 1 crops", function() return F.fft(z2, 2, 1) end, "np.fft.fft(a, 2, axis=0)", {z2}, {dtype = "complex128"})
+  case("n and norm as options after n", function() return F.fft(z2, 6, {norm = "ortho"}) end, "np.fft.fft(a, 6, norm='ortho')",
+       {z2}, {dtype = "complex128"})
+  case("n, axis and norm as options", function() return F.ifft(z2, {n = 4, axis = 1, norm = "forward"}) end,
+       "np.fft.ifft(a, 4, axis=0, norm='forward')", {z2}, {dtype = "complex128"})
+  local r38 = rand({3, 8})
+  case("rfft with norm as an option after n and axis", function() return F.rfft(r38, 5, 2, {norm = "ortho"}) end,
+       "np.fft.rfft(a, 5, axis=1, norm='ortho')", {r38}, {dtype = "complex128"})
+  local m, mz = rand({4, 5}, "float64"), crand({4, 5}, "complex128")
+  local t, tz = rand({3, 4, 5}, "float64"), crand({3, 4, 5}, "complex128")
+  local s_cases = {
+    {"fft2", mz, {3, 7}, nil, "complex128"}, {"ifft2", mz, {6, 2}, nil, "complex128"},
+    {"fftn", tz, {2, 6}, nil, "complex128"}, {"fftn", tz, {4, 3, 6}, nil, "complex128"},
+    {"fftn", tz, {5, 2}, {1, 3}, "complex128"}, {"ifftn", tz, {2, 2, 2}, nil, "complex128"},
+    {"ifftn", tz, {1, 7}, {-1, 2}, "complex128"},
+    {"rfft2", m, {6, 4}, nil, "complex128"}, {"rfft2", m, {3, 9}, nil, "complex128"},
+    {"rfftn", t, {2, 3, 7}, nil, "complex128"}, {"rfftn", t, {4, 9}, {1, 3}, "complex128"},
+    {"rfftn", t, {6}, nil, "complex128"},
+    {"irfft2", mz, {3, 7}, nil, "float64"}, {"irfft2", mz, {5, 12}, nil, "float64"},
+    {"irfftn", tz, {3, 4, 9}, nil, "float64"}, {"irfftn", tz, {2, 5}, {1, 2}, "float64"},
+    {"irfftn", tz, {1}, nil, "float64"},
+  }
+  for _, c in ipairs(s_cases) do
+    local fn, input, s, axes, dt = F[c[1]], c[2], c[3], c[4], c[5]
+    local expr = string.format("np.fft.%s(a, s=%s%s)", c[1], pytuple(s), axes and ", axes=" .. pyaxes(axes) or "")
+    case(string.format("%s of %s s %s%s", c[1], dims(input.shape), dims(s), axes and " axes " .. dims(axes) or ""),
+         function() return fn(input, s, axes) end, expr, {input}, {dtype = dt})
+  end
+  case("fftn with s, axes and norm as options", function() return F.fftn(tz, {s = {2, 6}, axes = {1, 3}, norm = "forward"}) end,
+       "np.fft.fftn(a, s=(2,6), axes=(0,2), norm='forward')", {tz}, {dtype = "complex128"})
+  case("irfftn with s and norm as options after axes", function() return F.irfftn(tz, {3, 6}, {2, 3}, {norm = "ortho"}) end,
+       "np.fft.irfftn(a, s=(3,6), axes=(1,2), norm='ortho')", {tz}, {dtype = "float64"})
+end)
+
+fft_suite("axes: positive, negative, a middle one; non-contiguous inputs", function(case)
+  local tz, t = crand({3, 4, 5}, "complex128"), rand({3, 4, 5}, "float64")
+  for _, axis in ipairs {1, 2, 3, -1, -2, -3} do
+    local a = pyaxis(axis)
+    case("fft axis " .. axis .. " of [3,4,5]", function() return F.fft(tz, nil, axis) end,
+         "np.fft.fft(a, axis=" .. a .. ")", {tz}, {dtype = "complex128"})
+    case("ifft axis " .. axis .. " of [3,4,5]", function() return F.ifft(tz, nil, axis) end,
+         "np.fft.ifft(a, axis=" .. a .. ")", {tz}, {dtype = "complex128"})
+    case("rfft axis " .. axis .. " of [3,4,5]", function() return F.rfft(t, nil, axis) end,
+         "np.fft.rfft(a, axis=" .. a .. ")", {t}, {dtype = "complex128"})
+    case("irfft n 7 axis " .. axis .. " of [3,4,5]", function() return F.irfft(tz, 7, axis) end,
+         "np.fft.irfft(a, 7, axis=" .. a .. ")", {tz}, {dtype = "float64"})
+  end
+  local axes_cases = {
+    {"fftn", tz, {2}}, {"fftn", tz, {-1, 1}}, {"fftn", tz, {3, 2, 1}}, {"ifftn", tz, {2, -1}},
+    {"fft2", tz, {1, 3}}, {"ifft2", tz, {-3, -2}},
+    {"rfftn", t, {3, 1}}, {"rfftn", t, {1, 3}}, {"rfftn", t, {2}}, {"rfft2", t, {-1, -3}}, {"rfft2", t, {3, 2}},
+    {"irfftn", tz, {3, 1}}, {"irfftn", tz, {1, 2}}, {"irfft2", tz, {1, 2}}, {"irfft2", tz, {-1, -2}},
+  }
+  for _, c in ipairs(axes_cases) do
+    local fn, input, axes = F[c[1]], c[2], c[3]
+    case(string.format("%s of [3,4,5] axes %s", c[1], dims(axes)), function() return fn(input, nil, axes) end,
+         string.format("np.fft.%s(a, axes=%s)", c[1], pyaxes(axes)), {input}, {dtype = c[1]:match("^irfft") and "float64" or "complex128"})
+  end
+  case("fftn with one axis given as a number", function() return F.fftn(tz, nil, 2) end, "np.fft.fftn(a, axes=(1,))", {tz},
+       {dtype = "complex128"})
+  case("irfftn with one axis given as a number", function() return F.irfftn(tz, nil, -2) end, "np.fft.irfftn(a, axes=(-2,))", {tz},
+       {dtype = "float64"})
+  -- inputs that are views: transposed, sliced with a step, a broadcast row (stride 0)
+  local x = rand({4, 6}, "float64")
+  local xt = hl.transpose(x)
+  case("fft of a transposed array along axis 1", function() return F.fft(xt, nil, 1) end, "np.fft.fft(a, axis=0)", {xt},
+       {dtype = "complex128"})
+  case("rfft of a transposed array along axis 2", function() return F.rfft(xt) end, "np.fft.rfft(a)", {xt}, {dtype = "complex128"})
+  local zt = hl.transpose(tz, {3, 1, 2})
+  case("fftn of a permuted complex array", function() return F.fftn(zt) end, "np.fft.fftn(a)", {zt}, {dtype = "complex128"})
+  case("ifft of a permuted complex array along its middle axis", function() return F.ifft(zt, nil, 2) end,
+       "np.fft.ifft(a, axis=1)", {zt}, {dtype = "complex128"})
+  local big = rand({9, 10}, "float64")
+  local sl = big[{{1, 9, 2}, {2, 10, 3}}]
+  case("fft of a sliced array (steps 2 and 3)", function() return F.fft(sl) end, "np.fft.fft(a)", {sl}, {dtype = "complex128"})
+  case("fft2 of a sliced array", function() return F.fft2(sl) end, "np.fft.fft2(a)", {sl}, {dtype = "complex128"})
+  local col = big[{{}, 4}]
+  case("rfft of a column", function() return F.rfft(col) end, "np.fft.rfft(a)", {col}, {dtype = "complex128"})
+  local zs = crand({6, 8}, "complex64")[{{2, 6, 2}, {1, 8, 3}}]
+  case("fft of a sliced complex64 array along axis 1", function() return F.fft(zs, nil, 1) end, "np.fft.fft(a, axis=0)", {zs},
+       {dtype = "complex64"})
+  local row = hl.broadcast_to(rand({8}, "float32"), {3, 8})
+  case("fft of a broadcast row", function() return F.fft(row) end, "np.fft.fft(a)", {row}, {dtype = "complex64"})
+  case("irfft of a broadcast row", function() return F.irfft(row) end, "np.fft.irfft(a)", {row}, {dtype = "float32"})
+end)
+
+fft_suite("fftfreq and rfftfreq", function(case)
+  for _, n in ipairs {1, 2, 5, 8, 9, 16} do
+    case("fftfreq " .. n, function() return F.fftfreq(n) end, "np.fft.fftfreq(" .. n .. ")", {}, {dtype = "float32"})
+    case("rfftfreq " .. n, function() return F.rfftfreq(n) end, "np.fft.rfftfreq(" .. n .. ")", {}, {dtype = "float32"})
+    case("fftfreq " .. n .. " d 0.1 float64", function() return F.fftfreq(n, 0.1, "float64") end,
+         "np.fft.fftfreq(" .. n .. ", 0.1)", {}, {dtype = "float64"})
+    case("rfftfreq " .. n .. " d 0.1 float64", function() return F.rfftfreq(n, 0.1, "float64") end,
+         "np.fft.rfftfreq(" .. n .. ", 0.1)", {}, {dtype = "float64"})
+  end
+  case("fftfreq with d and dtype as options", function() return F.fftfreq(7, {d = 2.5, dtype = "float64"}) end,
+       "np.fft.fftfreq(7, 2.5)", {}, {dtype = "float64"})
+  case("rfftfreq with only dtype as an option", function() return F.rfftfreq(7, {dtype = "float64"}) end,
+       "np.fft.rfftfreq(7)", {}, {dtype = "float64"})
+  case("fftfreq with a negative d", function() return F.fftfreq(6, -0.5) end, "np.fft.fftfreq(6, -0.5)", {}, {dtype = "float32"})
+  case("fftfreq with the dtype alone", function() return F.fftfreq(4, nil, "float64") end, "np.fft.fftfreq(4)", {}, {dtype = "float64"})
+end)
+
+fft_suite("fftshift and ifftshift", function(case)
+  for _, n in ipairs {1, 2, 5, 6} do
+    local v = hl.arange(n, "float32")
+    case("fftshift of " .. n .. " values", function() return F.fftshift(v) end, "np.fft.fftshift(a)", {v}, {dtype = "float32", tol = 0})
+    case("ifftshift of " .. n .. " values", function() return F.ifftshift(v) end, "np.fft.ifftshift(a)", {v}, {dtype = "float32", tol = 0})
+  end
+  local m = hl.reshape(hl.arange(35, "int32"), {5, 7})
+  case("fftshift of [5,7] over every axis", function() return F.fftshift(m) end, "np.fft.fftshift(a)", {m}, {dtype = "int32", tol = 0})
+  case("ifftshift of [5,7] over every axis", function() return F.ifftshift(m) end, "np.fft.ifftshift(a)", {m}, {dtype = "int32", tol = 0})
+  case("fftshift axis 1 as a number", function() return F.fftshift(m, 1) end, "np.fft.fftshift(a, axes=0)", {m}, {dtype = "int32", tol = 0})
+  case("ifftshift axes {-1}", function() return F.ifftshift(m, {-1}) end, "np.fft.ifftshift(a, axes=(-1,))", {m}, {dtype = "int32", tol = 0})
+  case("fftshift no axes", function() return F.fftshift(m, {}) end, "np.fft.fftshift(a, axes=())", {m}, {dtype = "int32", tol = 0})
+  local t = crand({4, 3, 5}, "complex128")
+  case("fftshift of complex [4,3,5] axes {3, 1}", function() return F.fftshift(t, {3, 1}) end, "np.fft.fftshift(a, axes=(2,0))", {t},
+       {dtype = "complex128", tol = 0})
+  case("ifftshift of complex [4,3,5] middle axis", function() return F.ifftshift(t, 2) end, "np.fft.ifftshift(a, axes=1)", {t},
+       {dtype = "complex128", tol = 0})
+  local f = F.fftfreq(9, 0.5, "float64")
+  case("fftshift of fftfreq sorts the frequencies", function() return F.fftshift(f) end, "np.fft.fftshift(np.fft.fftfreq(9, 0.5))", {},
+       {dtype = "float64"})
+end)
+
+local function max_abs(x) return hl.max(hl.abs(x)):item() end
+-- got within tol times the largest modulus of want (arrays of one shape)
+local function close(got, want, tol, what)
+  assert(dims(got.shape) == dims(want.shape), what .. ": shape " .. dims(got.shape) .. ", expected " .. dims(want.shape))
+  assert(got.dtype == want.dtype, what .. ": dtype " .. got.dtype .. ", expected " .. want.dtype)
+  local e, s = max_abs(got - want), max_abs(want)
+  assert(e <= tol * math.max(s, 1e-300), string.format("%s: off by %.3g, %.3g of the largest modulus %.6g (tolerance %g)",
+                                                      what, e, e / math.max(s, 1e-300), s, tol))
+end
+
+describe("identities", function()
+  it("ifft(fft(z)) is z, in every norm mode, for lengths of each kernel", function()
+    for _, n in ipairs {1, 2, 7, 8, 31, 37, 100, 257} do
+      for _, dt in ipairs {"complex128", "complex64"} do
+        local z = crand({3, n}, dt)
+        for _, norm in ipairs {"backward", "ortho", "forward"} do
+          close(F.ifft(F.fft(z, nil, nil, norm), nil, nil, norm), z, TOL[dt], dt .. " n " .. n .. " " .. norm)
+        end
+        close(F.fft(F.ifft(z)), z, TOL[dt], dt .. " n " .. n .. " fft(ifft)")
+      end
+    end
+  end)
+  it("irfft(rfft(x), n) is x for odd and even n", function()
+    for _, n in ipairs {1, 2, 3, 7, 8, 31, 37, 64, 101} do
+      for _, dt in ipairs {"float64", "float32"} do
+        local x = rand({2, n}, dt)
+        close(F.irfft(F.rfft(x), n), x, TOL[dt], dt .. " n " .. n)
+        close(F.irfft(F.rfft(x, nil, nil, "ortho"), n, nil, "ortho"), x, TOL[dt], dt .. " n " .. n .. " ortho")
+      end
+    end
+    local x = rand({3, 5, 7})
+    close(F.irfftn(F.rfftn(x), x.shape), x, 1e-14, "irfftn(rfftn) [3,5,7]")
+    close(F.irfft2(F.rfft2(x, nil, {1, 2}), {3, 5}, {1, 2}), x, 1e-14, "irfft2(rfft2) over axes 1 and 2")
+    local z = crand({4, 3, 6})
+    close(F.ifftn(F.fftn(z)), z, 1e-14, "ifftn(fftn)")
+  end)
+  it("keeps Parseval's sum: |X|^2 sums to n sum |x|^2 (backward), sum |x|^2 (ortho), sum |x|^2 / n (forward)", function()
+    for _, n in ipairs {12, 37, 64} do
+      local z = crand({n})
+      local e = hl.sum(hl.square(hl.abs(z))):item()
+      local want = {backward = n * e, ortho = e, forward = e / n}
+      for norm, w in pairs(want) do
+        local got = hl.sum(hl.square(hl.abs(F.fft(z, nil, nil, norm)))):item()
+        assert(math.abs(got - w) <= 1e-13 * w, string.format("n %d %s: %.17g, expected %.17g", n, norm, got, w))
+      end
+      local x = rand({n})
+      local X = F.rfft(x, nil, nil, "ortho")
+      -- the half spectrum counts its conjugate half twice (not X[0], nor X[n / 2] for even n)
+      local a = hl.square(hl.abs(X))
+      local twice = n % 2 == 0 and hl.sum(a[{{2, n / 2}}]):item() or hl.sum(a[{{2, (n + 1) / 2}}]):item()
+      local got = a[1]:item() + 2 * twice + (n % 2 == 0 and a[n / 2 + 1]:item() or 0)
+      local w = hl.sum(hl.square(x)):item()
+      assert(math.abs(got - w) <= 1e-13 * w, string.format("rfft n %d: %.17g, expected %.17g", n, got, w))
+    end
+  end)
+  it("is linear", function()
+    local x, y = crand({2, 30}), crand({2, 30})
+    local a, b = hl.complex(2.5, -1):astype("complex128"), hl.complex(-0.5, 3):astype("complex128")
+    close(F.fft(a * x + b * y), a * F.fft(x) + b * F.fft(y), 1e-14, "fft")
+    close(F.ifft2(a * x - y), a * F.ifft2(x) - F.ifft2(y), 1e-14, "ifft2")
+    local u, v = rand({40}), rand({40})
+    close(F.rfft(3 * u - 2 * v), 3 * F.rfft(u) - 2 * F.rfft(v), 1e-14, "rfft")
+  end)
+  it("transforms a shifted impulse to exp(-2 pi i j k / n), and back to exp(2 pi i j k / n) / n", function()
+    for _, c in ipairs {{12, 5}, {37, 3}, {16, 0}, {7, 6}} do
+      local n, k = c[1], c[2]
+      local e = {}
+      for j = 1, n do e[j] = j == k + 1 and 1 or 0 end
+      local x = hl.array(e, "float64")
+      local re, im, ire, iim = {}, {}, {}, {}
+      for j = 0, n - 1 do
+        local t = 2 * math.pi * ((j * k) % n) / n
+        re[j + 1], im[j + 1] = math.cos(t), -math.sin(t)
+        ire[j + 1], iim[j + 1] = math.cos(t) / n, math.sin(t) / n
+      end
+      close(F.fft(x), hl.complex(hl.array(re, "float64"), hl.array(im, "float64")), 1e-14, "fft of e_" .. k .. " n " .. n)
+      close(F.ifft(x), hl.complex(hl.array(ire, "float64"), hl.array(iim, "float64")), 1e-14, "ifft of e_" .. k .. " n " .. n)
+    end
+  end)
+  it("gives Hermitian spectra for real input, of which rfft is the first half", function()
+    for _, n in ipairs {9, 10} do
+      local x = rand({n})
+      local X = F.fft(x)
+      local h = math.floor(n / 2) + 1
+      close(F.rfft(x), X[{{1, h}}], 1e-15, "rfft n " .. n)
+      -- X[n - k] = conj(X[k]) for k = 1 .. n - 1
+      close(hl.flip(X[{{2, n}}], 1), hl.conj(X[{{2, n}}]), 1e-14, "Hermitian n " .. n)
+    end
+  end)
+  it("does many axes one after another", function()
+    local z = crand({3, 4, 5})
+    close(F.fft2(z), F.fft(F.fft(z, nil, 2), nil, 3), 1e-15, "fft2")
+    close(F.fftn(z), F.fft(F.fft(F.fft(z, nil, 1), nil, 2), nil, 3), 1e-15, "fftn")
+    local x = rand({3, 4, 5})
+    close(F.rfftn(x), F.fft(F.fft(F.rfft(x), nil, 1), nil, 2), 1e-15, "rfftn")
+  end)
+  it("fftshift and ifftshift undo each other, for odd and even lengths", function()
+    for _, shape in ipairs {{5}, {6}, {5, 6}, {3, 4, 7}} do
+      local x = rand(shape)
+      close(F.ifftshift(F.fftshift(x)), x, 0, "ifftshift(fftshift) " .. dims(shape))
+      close(F.fftshift(F.ifftshift(x)), x, 0, "fftshift(ifftshift) " .. dims(shape))
+      close(F.ifftshift(F.fftshift(x, {-1}), -1), x, 0, "over the last axis " .. dims(shape))
+    end
+    -- the frequencies in increasing order, zero in the middle
+    assert.are.same({-3, -2, -1, 0, 1, 2}, F.fftshift(F.fftfreq(6, 1 / 6, "float64")):totable())
+    assert.are.same({-2, -1, 0, 1, 2}, F.fftshift(F.fftfreq(5, 0.2, "float64")):totable())
+  end)
+  it("fftshift leaves the caller's axes list as it was", function()
+    local axes = {-1, 1}
+    F.fftshift(rand({3, 4}), axes)
+    F.ifftshift(rand({3, 4}), axes)
+    assert.are.same({-1, 1}, axes)
+  end)
+  it("transforms strided real views of one rank but new shapes (their cast to complex is a shape-generic kernel)", function()
+    -- the first view's shape must not be baked into the kernel the second one reuses
+    local big = rand({9, 10})
+    local sl = big[{{1, 9, 2}, {2, 10, 3}}]   -- [5, 3], strides [20, 3]
+    local tr = hl.transpose(rand({4, 6}))     -- [6, 4], strides [1, 6]
+    for _, x in ipairs {sl, tr, hl.transpose(rand({8, 10}))} do
+      local dense = hl.array(x:totable(), "float64")
+      close(x:astype("complex128"), dense:astype("complex128"), 0, "cast of " .. dims(x.shape))
+      close(F.fft(x), F.fft(dense), 0, "fft of " .. dims(x.shape))
+      close(F.rfft(x, nil, 1), F.rfft(dense, nil, 1), 0, "rfft of " .. dims(x.shape))
+    end
+  end)
+end)
