@@ -489,3 +489,208 @@ describe("identities", function()
     end
   end)
 end)
+
+fft_suite("under hl.jit, against NumPy", function(case)
+  local z, x = crand({5, 12}), rand({5, 12})
+  local x32, h = rand({4, 10}, "float32"), crand({3, 5})
+  local z3, x3 = crand({3, 4, 6}), rand({3, 4, 6})
+  local xi = hl.array({3, -1, 4, 1, -5, 9, 2, 6}, "int32")
+  local jits = {
+    {"fft", function(u) return F.fft(u) end, "np.fft.fft(a)", z, "complex128"},
+    {"ifft along axis 1", function(u) return F.ifft(u, nil, 1) end, "np.fft.ifft(a, axis=0)", z, "complex128"},
+    {"fft of a Bluestein length", function(u) return F.fft(u, 37) end, "np.fft.fft(a, 37)", z, "complex128"},
+    {"rfft n 10 of float32", function(u) return F.rfft(u, 10) end, "np.fft.rfft(a, 10)", x32, "complex64"},
+    {"irfft n 9", function(u) return F.irfft(u, 9) end, "np.fft.irfft(a, 9)", h, "float64"},
+    {"fft of int32", function(u) return F.fft(u) end, "np.fft.fft(a)", xi, "complex64"},
+    {"fft2 ortho", function(u) return F.fft2(u, nil, nil, "ortho") end, "np.fft.fft2(a, norm='ortho')", z3, "complex128"},
+    {"fftn with s padding and cropping", function(u) return F.fftn(u, {5, 2, 8}) end, "np.fft.fftn(a, s=(5,2,8))", z3, "complex128"},
+    {"ifftn forward over axes 3 and 1", function(u) return F.ifftn(u, nil, {3, 1}, "forward") end,
+     "np.fft.ifftn(a, axes=(2,0), norm='forward')", z3, "complex128"},
+    {"rfftn axes {3, 1}", function(u) return F.rfftn(u, nil, {3, 1}) end, "np.fft.rfftn(a, axes=(2,0))", x3, "complex128"},
+    {"irfftn s {3, 4, 7}", function(u) return F.irfftn(u, {3, 4, 7}) end, "np.fft.irfftn(a, s=(3,4,7))", z3, "float64"},
+    {"irfft2 over axes 1 and 2", function(u) return F.irfft2(u, nil, {1, 2}) end, "np.fft.irfft2(a, axes=(0,1))", z3, "float64"},
+    {"fftshift and ifftshift", function(u) return F.ifftshift(F.fftshift(u) * 2, 1) end,
+     "np.fft.ifftshift(np.fft.fftshift(a) * 2, axes=0)", x, "float64"},
+    {"fftfreq scaling an input", function(u) return u * F.fftfreq(12, 0.5, "float64") end, "a * np.fft.fftfreq(12, 0.5)", x, "float64"},
+    -- the extern stage inside a fused pipeline: elementwise work before and after it
+    {"fft between elementwise ops", function(u) return hl.real(F.ifft(F.fft(u * 2 + 1) * hl.exp(u))) + hl.sin(u) end,
+     "np.real(np.fft.ifft(np.fft.fft(a * 2 + 1) * np.exp(a))) + np.sin(a)", x, "float64"},
+    {"abs(fft)^2 summed over rows", function(u) return hl.sum(hl.square(hl.abs(F.rfft(u - hl.mean(u, 2, true)))), 1) end,
+     "np.sum(np.abs(np.fft.rfft(a - a.mean(axis=1, keepdims=True)))**2, axis=0)", x, "float64"},
+    {"two transforms of one input", function(u) return hl.real(F.fft(u, nil, 1)) * hl.imag(F.fft(u, nil, 2)) end,
+     "np.fft.fft(a, axis=0).real * np.fft.fft(a, axis=1).imag", z, "float64"},
+    -- only part of the transform used: the stage is asked for a region along the lane, of the
+    -- other axes, and of one part of the pairs
+    {"real part of 7 frequencies", function(u) return hl.real(F.fft(u))[{{}, {3, 9}}] end, "np.fft.fft(a).real[:, 2:9]", z, "float64"},
+    {"imaginary part of a window along axis 1", function(u) return hl.imag(F.fft(u, nil, 1))[{{2, 4}, {5, 11, 3}}] end,
+     "np.fft.fft(a, axis=0).imag[1:4, 4:11:3]", z, "float64"},
+    {"real part of a Bluestein transform's tail", function(u) return hl.real(F.fft(u, 37))[{{2, 3}, {30, 37}}] end,
+     "np.fft.fft(a, 37).real[1:3, 29:37]", z, "float64"},
+    {"the last value of an rfft", function(u) return F.rfft(u)[{{}, 7}] end, "np.fft.rfft(a)[:, 6]", x, "complex128"},
+  }
+  for _, c in ipairs(jits) do
+    case(c[1], function() return hl.jit(c[2])(c[4]) end, c[3], {c[4]}, {dtype = c[5]})
+  end
+  -- the pipeline's values are the eager ones (the same kernel)
+  case("jit of fft is the eager fft", function() return hl.jit(function(u) return F.fft(u) end)(z) - F.fft(z) end,
+       "np.zeros((5, 12), complex)", {}, {dtype = "complex128", tol = 0})
+end)
+
+-- a Lua loop over axis `axis` of each mapped input, stacked along the first axis
+local function loop_of(f, inputs, in_axes)
+  local n
+  for i, x in ipairs(inputs) do if in_axes[i] then n = x.shape[in_axes[i]] end end
+  local outs = {}
+  for k = 1, n do
+    local args = {}
+    for i, x in ipairs(inputs) do
+      if in_axes[i] then
+        local idx = {}
+        for a = 1, x.ndim do idx[a] = a == in_axes[i] and k or {} end
+        args[i] = x[idx]
+      else
+        args[i] = x
+      end
+    end
+    outs[k] = f(unpack(args))
+  end
+  return hl.stack(outs, 1)
+end
+
+describe("under hl.vmap", function()
+  local z, x = crand({4, 8, 6}), rand({4, 8, 6})
+  local cases = {
+    {"fft over axis 1", function(u) return F.fft(u) end, {z}, {1}},
+    {"fft over axis 2", function(u) return F.fft(u) end, {z}, {2}},
+    {"fft over axis 3 (the examples' last axis is the mapped input's middle one)", function(u) return F.fft(u, nil, 1) end, {z}, {3}},
+    {"ifft with n and norm over axis 2", function(u) return F.ifft(u, 10, 1, "ortho") end, {z}, {2}},
+    {"rfft n 5 over axis 3", function(u) return F.rfft(u, 5, -2) end, {x}, {3}},
+    {"irfft n 7 over axis 1", function(u) return F.irfft(u, 7) end, {z}, {1}},
+    {"fft2 over axis 2", function(u) return F.fft2(u) end, {z}, {2}},
+    {"rfftn with s over axis 1", function(u) return F.rfftn(u, {3, 9}) end, {x}, {1}},
+    {"irfftn over axis 3", function(u) return F.irfftn(u, nil, {2, 1}) end, {z}, {3}},
+    {"fftshift over axis 2", function(u) return F.fftshift(u) end, {x}, {2}},
+    {"a mapped input and an unmapped one", function(u, w) return F.ifft(F.fft(u) * w) end, {z, crand({6})}, {1, false}},
+    {"two inputs mapped along different axes", function(u, w) return hl.real(F.fft(u * w)) end, {z, crand({6, 4})}, {1, 2}},
+  }
+  for _, c in ipairs(cases) do
+    it(c[1] .. " as a loop would", function()
+      local in_axes = {}
+      for i = 1, #c[3] do in_axes[i] = c[4][i] end
+      local want = loop_of(c[2], c[3], in_axes)
+      local got = hl.vmap(c[2], in_axes)(unpack(c[3]))
+      close(got, want, 1e-14, "vmap")
+      close(hl.jit(hl.vmap(c[2], in_axes))(unpack(c[3])), want, 1e-14, "jit of vmap")
+    end)
+  end
+  it("maps a gradient through fft", function()
+    local f = function(u) return hl.sum(hl.square(hl.abs(F.fft(u, 16)))) end
+    local xs = rand({3, 12})
+    local got = hl.vmap(hl.grad(f))(xs)
+    close(got, loop_of(hl.grad(f), {xs}, {1}), 1e-13, "vmap of grad")
+  end)
+end)
+
+-- JAX's convention for f real-valued of complex z = x + iy: grad f = df/dx - i df/dy (docs/complex.md),
+-- the partials by central differences in complex128
+local function numeric_cgrad(f, z)
+  local eps = 1e-6
+  local flat = hl.reshape(z, {z.size}):totable()
+  local function at(k, dre, dim)
+    local re, im = {}, {}
+    for i, p in ipairs(flat) do re[i], im[i] = p[1], p[2] end
+    re[k], im[k] = re[k] + dre, im[k] + dim
+    return f(hl.reshape(hl.complex(hl.array(re, "float64"), hl.array(im, "float64")), z.shape)):item()
+  end
+  local re, im = {}, {}
+  for k = 1, #flat do
+    re[k] = (at(k, eps, 0) - at(k, -eps, 0)) / (2 * eps)
+    im[k] = -(at(k, 0, eps) - at(k, 0, -eps)) / (2 * eps)
+  end
+  return hl.reshape(hl.complex(hl.array(re, "float64"), hl.array(im, "float64")), z.shape)
+end
+local function numeric_rgrad(f, x) return hl.reshape(hl.array(diff_check.numeric(f, x), "float64"), x.shape) end
+
+describe("derivatives against central differences", function()
+  local w7, w9 = rand({7}), rand({9})
+  local losses = {
+    {"sum(abs(fft(x))^2 w), x real", function(u) return hl.sum(hl.square(hl.abs(F.fft(u))) * w7) end, rand({7})},
+    {"sum(abs(fft(z))^2 w), z complex", function(u) return hl.sum(hl.square(hl.abs(F.fft(u))) * w7) end, crand({7})},
+    {"sum(irfft(z, 9) w), z complex (imaginary parts of z[1] ignored)", function(u) return hl.sum(F.irfft(u, 9) * w9) end, crand({5})},
+    {"sum(irfft(z, 8) w), z complex (the Nyquist value's imaginary part ignored)", function(u) return hl.sum(F.irfft(u, 8) * w9[{{1, 8}}]) end,
+     crand({5})},
+    {"sum(irfft(x) w), x real, ortho", function(u) return hl.sum(F.irfft(u, nil, nil, "ortho") * w9[{{1, 8}}]) end, rand({5})},
+    {"sum(real(rfftn(x)) w1 + imag(rfftn(x)) w2)", function(u)
+      local X = F.rfftn(u)
+      return hl.sum(hl.real(X) * hl.reshape(w9, {3, 3}) + hl.imag(X) * hl.reshape(hl.flip(w9, 1), {3, 3}))
+    end, rand({3, 4})},
+    {"sum(abs(fft2(z, ortho)) w)", function(u) return hl.sum(hl.abs(F.fft2(u, nil, nil, "ortho")) * hl.reshape(w9, {3, 3})) end, crand({3, 3})},
+    {"sum(abs(ifftn(z, s)) w) with s padding one axis and cropping the other", function(u)
+      return hl.sum(hl.abs(F.ifftn(u, {4, 2})) * hl.reshape(w9[{{1, 8}}], {4, 2}))
+    end, crand({3, 3})},
+    {"sum(abs(rfft(x, 5, forward))^2), cropped", function(u) return hl.sum(hl.square(hl.abs(F.rfft(u, 5, nil, "forward")))) end, rand({7})},
+    {"sum(real(fft(x, 37)) w) of a Bluestein length", function(u) return hl.sum(hl.real(F.fft(u, 37))[{{1, 9}}] * w9) end, rand({7})},
+    {"sum(fftshift(real(ifft(x))) w) along axis 1", function(u)
+      return hl.sum(F.fftshift(hl.real(F.ifft(u, nil, 1)), 1) * hl.reshape(w9[{{1, 6}}], {3, 2}))
+    end, crand({3, 2})},
+  }
+  for _, c in ipairs(losses) do
+    it(c[1] .. ", eagerly and under jit", function()
+      local f, x = c[2], c[3]
+      local want = x.dtype == "complex128" and numeric_cgrad(f, x) or numeric_rgrad(f, x)
+      close(hl.grad(f)(x), want, 1e-7, "grad")
+      close(hl.jit(hl.grad(f))(x), want, 1e-7, "jit of grad")
+      local v, g = hl.value_and_grad(f)(x)
+      assert(math.abs(v:item() - f(x):item()) <= 1e-14 * math.abs(f(x):item()), "value_and_grad's value")
+      close(g, want, 1e-7, "value_and_grad")
+    end)
+  end
+  it("gives 2 n conj(z) for sum(abs(fft(z))^2) (Parseval) and 2 x for the ortho transform", function()
+    local z = crand({2, 11})
+    close(hl.grad(function(u) return hl.sum(hl.square(hl.abs(F.fft(u)))) end)(z), hl.conj(z) * 22, 1e-14, "backward")
+    close(hl.grad(function(u) return hl.sum(hl.square(hl.abs(F.ifft(u, nil, 1, "ortho")))) end)(z), hl.conj(z) * 2, 1e-14, "ortho")
+    local x = rand({3, 8})
+    close(hl.grad(function(u) return hl.sum(hl.square(hl.abs(F.fftn(u, nil, nil, "ortho")))) end)(x), x * 2, 1e-14, "real ortho")
+  end)
+  it("second order: grad of grad against central differences of the gradient", function()
+    local w, v = rand({6}), rand({6})
+    local f = function(u) return hl.sum(hl.cos(hl.real(F.fft(u))) * w) + hl.sum(hl.square(hl.imag(F.rfft(u, 8)))) end
+    local gv = function(u) return hl.sum(hl.grad(f)(u) * v) end
+    local x = rand({6})
+    local want = numeric_rgrad(gv, x)
+    close(hl.grad(gv)(x), want, 1e-7, "grad of grad")
+    close(hl.jit(hl.grad(gv))(x), want, 1e-7, "jit of grad of grad")
+    -- and as a Hessian-vector product in forward mode over reverse
+    local _, hv = hl.jvp(hl.grad(f), {x}, {v})
+    close(hv, want, 1e-7, "jvp of grad")
+  end)
+end)
+
+fft_suite("vjp and jvp against NumPy", function(case)
+  local z, c = crand({10}), crand({10})
+  local x, ch = rand({10}), crand({6})
+  local function vjp(f, at, ct) return function() local _, back = hl.vjp(f, at) return back(ct) end end
+  local function jvp(f, at, t) return function() local _, dy = hl.jvp(f, {at}, {t}) return dy end end
+  -- fft and ifft are symmetric linear maps: with JAX's bilinear pairing their vjp is the map itself
+  case("vjp of fft", vjp(function(u) return F.fft(u) end, z, c), "np.fft.fft(a)", {c}, {dtype = "complex128"})
+  case("vjp of ifft", vjp(function(u) return F.ifft(u) end, z, c), "np.fft.ifft(a)", {c}, {dtype = "complex128"})
+  case("vjp of fft ortho", vjp(function(u) return F.fft(u, nil, nil, "ortho") end, z, c), "np.fft.fft(a, norm='ortho')", {c},
+       {dtype = "complex128"})
+  case("vjp of fft with n 6 (cropping)", vjp(function(u) return F.fft(u, 6) end, z, c[{{1, 6}}]),
+       "np.concatenate([np.fft.fft(a), np.zeros(4)])", {c[{{1, 6}}]}, {dtype = "complex128"})
+  -- rfft of real x: the real part of the transposed map, the half spectrum's cotangent padded to n
+  case("vjp of rfft", vjp(function(u) return F.rfft(u) end, x, ch), "np.real(np.fft.fft(a, 10))", {ch}, {dtype = "float64"})
+  case("jvp of fft", jvp(function(u) return F.fft(u) end, z, c), "np.fft.fft(a)", {c}, {dtype = "complex128"})
+  case("jvp of ifftn forward", jvp(function(u) return F.ifftn(u, nil, nil, "forward") end, z, c), "np.fft.ifftn(a, norm='forward')", {c},
+       {dtype = "complex128"})
+  case("jvp of rfft", jvp(function(u) return F.rfft(u) end, x, x * 2), "np.fft.rfft(a * 2)", {x}, {dtype = "complex128"})
+  case("jvp of irfft n 10", jvp(function(u) return F.irfft(u, 10) end, ch, ch * 3), "np.fft.irfft(a * 3, 10)", {ch}, {dtype = "float64"})
+  local z2, c2 = crand({3, 4}), crand({3, 4})
+  case("jvp of fft2 ortho", jvp(function(u) return F.fft2(u, nil, nil, "ortho") end, z2, c2), "np.fft.fft2(a, norm='ortho')", {c2},
+       {dtype = "complex128"})
+  case("vjp of fft2 ortho", vjp(function(u) return F.fft2(u, nil, nil, "ortho") end, z2, c2), "np.fft.fft2(a, norm='ortho')", {c2},
+       {dtype = "complex128"})
+  case("vjp of fft under jit", function()
+    return hl.jit(function(u, g) local _, back = hl.vjp(function(v) return F.fft(v) end, u) return back(g) end)(z, c)
+  end, "np.fft.fft(a)", {c}, {dtype = "complex128"})
+end)
