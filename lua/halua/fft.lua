@@ -146,20 +146,21 @@ return function(hl, core, shared)
     if s ~= nil and type(s) ~= "table" then fail("%s: s must be a list of lengths, got %s", op, type(s)) end
     if axes ~= nil and type(axes) ~= "table" then axes = {axes} end
     if axes == nil then
-      if s ~= nil then
+      -- (fft2's pair of axes stands even with s, as NumPy's: an s of another length is an error)
+      if default_axes then
+        axes = default_axes
+      elseif s ~= nil then
         axes = {}
         for k = 1, #s do axes[k] = k - #s - 1 end
-      elseif default_axes then
-        axes = default_axes
       else
         axes = {}
         for k = 1, x.ndim do axes[k] = k end
       end
     end
     if s ~= nil and #s ~= #axes then fail("%s: s has %d lengths for %d axes", op, #s, #axes) end
+    if x.ndim == 0 then fail("%s: needs at least one axis, got a scalar", op) end
     local a, seen = {}, {}
     for k, ax in ipairs(axes) do
-      if x.ndim == 0 then fail("%s: needs at least one axis, got a scalar", op) end
       a[k] = util.norm_axis(op, ax, x.ndim)
       if seen[a[k]] then fail("%s: axis %d is repeated", op, a[k] + 1) end
       seen[a[k]] = true
