@@ -259,6 +259,7 @@ fft_suite("n and s: cropping and zero-padding", function(case)
     {"irfft2", mz, {3, 7}, nil, "float64"}, {"irfft2", mz, {5, 12}, nil, "float64"},
     {"irfftn", tz, {3, 4, 9}, nil, "float64"}, {"irfftn", tz, {2, 5}, {1, 2}, "float64"},
     {"irfftn", tz, {1}, nil, "float64"},
+    {"fft2", tz, {2, 6}, nil, "complex128"}, {"rfft2", t, {3, 8}, nil, "complex128"}, {"irfft2", tz, {2, 5}, nil, "float64"},
   }
   for _, c in ipairs(s_cases) do
     local fn, input, s, axes, dt = F[c[1]], c[2], c[3], c[4], c[5]
@@ -693,4 +694,93 @@ fft_suite("vjp and jvp against NumPy", function(case)
   case("vjp of fft under jit", function()
     return hl.jit(function(u, g) local _, back = hl.vjp(function(v) return F.fft(v) end, u) return back(g) end)(z, c)
   end, "np.fft.fft(a)", {c}, {dtype = "complex128"})
+end)
+
+describe("errors", function()
+  local x, z = rand({3, 4}), crand({3, 4})
+  local NORM = "norm must be \"backward\", \"ortho\" or \"forward\", got "
+  local cases = {
+    -- norm
+    {"fft.fft: " .. NORM .. "bad", F.fft, x, nil, nil, "bad"},
+    {"fft.irfft: " .. NORM .. "Ortho", F.irfft, z, {norm = "Ortho"}},
+    {"fft.fftn: " .. NORM .. "1", F.fftn, z, nil, nil, 1},
+    {"fft.irfft2: " .. NORM .. "none", F.irfft2, z, {norm = "none"}},
+    -- n and s
+    {"fft.fft: n must be a positive integer, got 0", F.fft, x, 0},
+    {"fft.ifft: n must be a positive integer, got -1", F.ifft, x, -1},
+    {"fft.rfft: n must be a positive integer, got 2.5", F.rfft, x, 2.5},
+    {"fft.irfft: n must be a positive integer, got inf", F.irfft, z, math.huge},
+    {"fft.fft: n must be a positive integer, got nan", F.fft, x, {n = 0 / 0}},
+    {"fft.fftn: each length in s must be a positive integer, got 0", F.fftn, x, {0, 2}},
+    {"fft.rfftn: each length in s must be a positive integer, got 1.5", F.rfftn, x, {2, 1.5}},
+    {"fft.irfftn: each length in s must be a positive integer, got -4", F.irfftn, z, {s = {-4}}},
+    {"fft.fft2: s must be a list of lengths, got number", F.fft2, x, 3},
+    -- axes
+    {"fft.fft: axis 3 is out of range for 2 dimensions (axes are 1-based, negative from the end)", F.fft, x, nil, 3},
+    {"fft.rfft: axis 0 is out of range for 2 dimensions (axes are 1-based, negative from the end)", F.rfft, x, nil, 0},
+    {"fft.ifft: axis -3 is out of range for 2 dimensions (axes are 1-based, negative from the end)", F.ifft, x, {axis = -3}},
+    {"fft.fft: axis must be an integer, got 1.5", F.fft, x, nil, 1.5},
+    {"fft.fftn: axis 5 is out of range for 2 dimensions (axes are 1-based, negative from the end)", F.fftn, x, nil, {1, 5}},
+    {"fft.fftshift: axis 3 is out of range for 2 dimensions (axes are 1-based, negative from the end)", F.fftshift, x, {3}},
+    {"fft.ifftshift: axis -3 is out of range for 2 dimensions (axes are 1-based, negative from the end)", F.ifftshift, x, -3},
+    {"fft.fftn: axis 1 is repeated", F.fftn, x, nil, {1, -2}},
+    {"fft.rfft2: axis 2 is repeated", F.rfft2, x, nil, {2, 2}},
+    {"fft.irfftn: axis 2 is repeated", F.irfftn, z, {axes = {-1, 2}}},
+    {"fft.fftn: s has 2 lengths for 1 axes", F.fftn, x, {2, 3}, {1}},
+    {"fft.rfftn: s has 1 lengths for 2 axes", F.rfftn, x, {4}, {1, 2}},
+    {"fft.ifft2: s has 3 lengths for 2 axes", F.ifft2, z, {s = {1, 2, 3}}},
+    {"fft.fft2: s has 1 lengths for 2 axes", F.fft2, x, {3}},
+    {"fft.irfft2: s has 3 lengths for 2 axes", F.irfft2, crand({2, 3, 4}), {2, 3, 4}},
+    {"fft.fftn: needs at least one axis", F.fftn, x, nil, {}},
+    -- options
+    {"fft.fft: unknown option 'm' (the options are n, axis, norm)", F.fft, x, {m = 1}},
+    {"fft.irfft: unknown option 'axes' (the options are n, axis, norm)", F.irfft, z, 4, {axes = 1}},
+    {"fft.fftn: unknown option 'n' (the options are s, axes, norm)", F.fftn, x, {n = 3}},
+    {"fft.rfft2: unknown option 'axis' (the options are s, axes, norm)", F.rfft2, x, {2, 2}, {axis = 1}},
+    {"fft.fftfreq: unknown option 'e' (the options are d, dtype)", F.fftfreq, 4, {e = 1}},
+    -- scalars, non-arrays, complex input to the real transforms
+    {"fft.fft: needs at least one axis, got a scalar", F.fft, hl.array(1.5)},
+    {"fft.rfft: needs at least one axis, got a scalar", F.rfft, 2},
+    {"fft.fftn: needs at least one axis, got a scalar", F.fftn, hl.array(1.5)},
+    {"fft.ifft2: needs at least one axis, got a scalar", F.ifft2, hl.array(1.5)},
+    {"fft.irfftn: needs at least one axis, got a scalar", F.irfftn, hl.array(1.5), nil, {}},
+    {"fft.fft: argument 1 is a string, expected an array", F.fft, "abc"},
+    {"fft.rfft: takes a real array, got complex128 (use hl.fft.fft for complex input)", F.rfft, z},
+    {"fft.rfftn: takes a real array, got complex64 (use hl.fft.fft for complex input)", F.rfftn, z:astype("complex64")},
+    {"fft.rfft2: takes a real array, got complex128 (use hl.fft.fft for complex input)", F.rfft2, z},
+    -- lengths that cannot be inferred, empty axes
+    {"fft.irfft: cannot infer the output length from 1 value(s); give n", F.irfft, hl.ones({3, 1})},
+    {"fft.irfftn: cannot infer the last output length from 1 value(s); give s", F.irfftn, hl.ones({3, 1})},
+    {"fft.irfft2: cannot infer the last output length from 1 value(s); give s", F.irfft2, hl.ones({1, 4}), nil, {2, 1}},
+    {"fft.fft: the axis has no values (give n to pad it)", F.fft, hl.zeros({2, 0})},
+    {"fft.rfft: the axis has no values (give n to pad it)", F.rfft, hl.zeros({0})},
+    {"fft.fftn: axis 2 has no values (give s to pad it)", F.fftn, hl.zeros({2, 0})},
+    {"fft.rfftn: the axis has no values (give n to pad it)", F.rfftn, hl.zeros({2, 0})},
+    -- fftfreq and rfftfreq
+    {"fft.fftfreq: d must be a non-zero number, got 0", F.fftfreq, 4, 0},
+    {"fft.rfftfreq: d must be a non-zero number, got nan", F.rfftfreq, 4, 0 / 0},
+    {"fft.fftfreq: d must be a non-zero number, got x", F.fftfreq, 4, {d = "x"}},
+    {"fft.fftfreq: n must be a positive integer, got 0", F.fftfreq, 0},
+    {"fft.rfftfreq: n must be a positive integer, got 2.5", F.rfftfreq, 2.5},
+    {"fft.fftfreq: dtype must be \"float32\" or \"float64\", got int32", F.fftfreq, 4, 1, "int32"},
+  }
+  for _, c in ipairs(cases) do
+    it(c[1], function()
+      local msg = err_of(c[2], unpack(c, 3, 7))
+      has(msg, "halua: " .. c[1])
+    end)
+  end
+  it("says the same under jit, vmap and grad", function()
+    local msg = "halua: fft.fft: n must be a positive integer, got 0"
+    has(err_of(hl.jit(function(u) return F.fft(u, 0) end), x), msg)
+    has(err_of(hl.vmap(function(u) return F.fft(u, 0) end), x), msg)
+    has(err_of(hl.grad(function(u) return hl.sum(hl.abs(F.fft(u, 0))) end), x), msg)
+    has(err_of(hl.jit(function(u) return F.rfft(u) end), z), "halua: fft.rfft: takes a real array, got complex128")
+    has(err_of(hl.vmap(function(u) return F.fft(u, nil, 2) end), x), "halua: fft.fft: axis 2 is out of range for 1 dimensions")
+    has(err_of(hl.vmap(function(u) return F.irfft(u) end, 2), hl.ones({1, 3})), "halua: fft.irfft: cannot infer the output length")
+  end)
+  it("asks for a real part of a complex result under grad", function()
+    has(err_of(hl.grad(function(u) return hl.sum(F.fft(u)) end), x),
+        "grad: the function must return a real scalar but returned complex128[]; differentiate hl.real(f(x)) or hl.abs")
+  end)
 end)
