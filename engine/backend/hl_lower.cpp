@@ -642,9 +642,10 @@ struct Lowerer {
   void fft(int i) {
     const hl_node &n = node(i);
     int ax = (int)n.attrs.i[0], src = input(n, 0);
-    std::vector<ExternFuncArgument> args = {host_operand(src), Expr(n.type.ndim - 1 - ax), Expr((int)n.type.shape[ax]),
-                                            Expr(n.prim == HL_P_FFT_BACKWARD ? 1 : 0)};
-    L.funcs[i].define_extern("hl_stage_fft", args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, DeviceAPI::Host);
+    std::vector<ExternFuncArgument> args = {host_operand(src), Expr(n.type.ndim - 1 - ax), Expr((int)node(src).type.shape[ax])};
+    if (n.prim != HL_P_FFT_REAL) args.push_back(Expr(n.prim == HL_P_FFT_BACKWARD ? 1 : 0));
+    L.funcs[i].define_extern(n.prim == HL_P_FFT_REAL ? "hl_stage_fft_real" : "hl_stage_fft", args, hl_halide_type(n.type.dtype),
+                             n.type.ndim, NameMangling::C, DeviceAPI::Host);
   }
 
   /* a collective of hl.dist, as an extern stage on the host (hl_extern_dist.cpp) */

@@ -110,6 +110,7 @@ static int infer_linalg(int prim, int nin, const hl_type *in, const hl_attrs *at
   if (!hl_dtype_is_float(a->dtype)) return hl_error("%s: operands of dtype %s are not accepted here", name, hl_dtype_name(a->dtype));
   if (prim == HL_P_SOLVE_TRIANGULAR && (at->i[0] < 0 || at->i[0] > 7)) return hl_error("%s: internal: mode %lld", name, (long long)at->i[0]);
   if (what == HL_DECOMP_EIGH && (at->i[0] < 0 || at->i[0] > 3)) return hl_error("%s: internal: mode %lld", name, (long long)at->i[0]);
+  if (what == HL_DECOMP_SLOGDET && (at->i[0] < 0 || at->i[0] > 1)) return hl_error("%s: internal: mode %lld", name, (long long)at->i[0]);
   *out = *a;
   if (what >= 0) {
     out->ndim = r - 1;
@@ -134,11 +135,21 @@ static int infer_sort(int prim, const hl_type *in, const hl_attrs *a, hl_type *o
   return 0;
 }
 
-/* Fourier transforms: float pairs S..[2], along an axis of S */
+/* Fourier transforms: float pairs S..[2] along an axis of S (fft.real: real values S) */
 static int infer_fft(int prim, const hl_type *in, const hl_attrs *a, hl_type *out) {
   const char *name = hl_prims[prim].name;
   if (in->dtype != HL_FLOAT32 && in->dtype != HL_FLOAT64)
-    return hl_error("%s: takes float32 or float64 (re, im) pairs, got %s", name, hl_dtype_name(in->dtype));
+    return hl_error("%s: takes float32 or float64 %s, got %s", name, prim == HL_P_FFT_REAL ? "values" : "(re, im) pairs",
+                    hl_dtype_name(in->dtype));
+  if (prim == HL_P_FFT_REAL) {   /* real values S -> the pairs of the first n / 2 + 1 results */
+    if (a->i[0] < 0 || a->i[0] >= in->ndim) return hl_error("%s: axis out of range for shape %s", name, SHAPE(*in));
+    if (in->ndim >= HL_MAX_DIMS) return hl_error("%s: too many dimensions (%d) for the pairs' axis", name, in->ndim);
+    if (in->shape[a->i[0]] == 0) return hl_error("%s: the axis has no values (shape %s)", name, SHAPE(*in));
+    *out = *in;
+    out->shape[a->i[0]] = in->shape[a->i[0]] / 2 + 1;
+    out->shape[out->ndim++] = 2;
+    return 0;
+  }
   if (in->ndim < 2 || in->shape[in->ndim - 1] != 2)
     return hl_error("%s: the last axis must hold (re, im) pairs (extent 2), got shape %s", name, SHAPE(*in));
   if (a->i[0] < 0 || a->i[0] >= in->ndim - 1) return hl_error("%s: axis out of range for shape %s", name, SHAPE(*in));

@@ -19,7 +19,7 @@ typedef struct plan {
   int nst;
   int radix[MAX_STAGES];
   int64_t L[MAX_STAGES];    /* the transforms' length before each stage */
-  void *tw[MAX_STAGES];     /* (p - 1) L twiddles W^(j q): real parts, then imaginary */
+  void *tw[MAX_STAGES];     /* (p - 1) L twiddles W^(j q) at (q - 1) L + j: real parts, then imaginary */
   void *wp[MAX_STAGES];     /* odd radices past 5: the p-th roots of unity, real then imaginary */
   struct plan *sub;         /* Bluestein: the forward transform of length m */
   int64_t m;
@@ -87,18 +87,19 @@ static void plan_free(plan *pl) {
 static int64_t fft_buffer_len(const plan *pl) { return pl->sub ? pl->m : pl->n; }
 
 typedef struct {
-  const hl_array *x;
-  hl_array *out;
+  const hl_array *x;   /* complex pairs, or real values (real) */
+  hl_array *out;       /* pairs */
   const plan *pl;
-  int axis, pstart;
+  int axis, pstart, real;
   int64_t start, nlanes, chunk;
-  int oom;   /* atomic */
+  const void *half;    /* real transforms of even length n: exp(-2 pi i k / n), k <= n / 2 */
+  int oom;             /* atomic */
 } job;
 
 /* element offsets of lane `lane` (row-major over the shape without the axis and the pairs) */
 static void lane_offsets(const job *jb, int64_t lane, int64_t *ox, int64_t *oo) {
   int64_t a = jb->x->offset, b = jb->out->offset;
-  for (int d = jb->x->ndim - 2; d >= 0; d--) {
+  for (int d = jb->out->ndim - 2; d >= 0; d--) {
     if (d == jb->axis) continue;
     int64_t e = jb->x->shape[d], i = lane % e;
     lane /= e;
@@ -193,8 +194,8 @@ static plan *plan_new(int64_t n, int sign, int dbl) {
       for (int q = 1; q < p; q++) {
         double re, im;
         root(&r, mm * j * q, &re, &im);
-        put(pl->tw[s], j * (p - 1) + q - 1, re, dbl);
-        put(pl->tw[s], (int64_t)(p - 1) * L + j * (p - 1) + q - 1, im, dbl);
+        put(pl->tw[s], (int64_t)(q - 1) * L + j, re, dbl);
+        put(pl->tw[s], (int64_t)(p - 1) * L + (int64_t)(q - 1) * L + j, im, dbl);
       }
     if (p > 5 && !bad) {
       if (!(pl->wp[s] = malloc(es * 2 * (size_t)p))) bad = 1;
@@ -300,10 +301,10 @@ static int task(void *ctx, int t, uint8_t *closure) {
   int64_t lo = (int64_t)t * jb->chunk, hi = lo + jb->chunk < jb->nlanes ? lo + jb->chunk : jb->nlanes;
   if (jb->pl->dbl) {
     double *b = (double *)w;
-    lanes_f64(jb, lo, hi, b, b + len, b + 2 * len, b + 3 * len);
+    (jb->real ? lanes_real_f64 : lanes_f64)(jb, lo, hi, b, b + len, b + 2 * len, b + 3 * len);
   } else {
     float *b = (float *)w;
-    lanes_f32(jb, lo, hi, b, b + len, b + 2 * len, b + 3 * len);
+    (jb->real ? lanes_real_f32 : lanes_f32)(jb, lo, hi, b, b + len, b + 2 * len, b + 3 * len);
   }
   free(w);
   return 0;
@@ -329,6 +330,53 @@ int hl_fft_into(const hl_array *x, int axis, int inverse, hl_array *out, int64_t
   /* many lanes spread over the engine's threads; a task is worth it past ~16K values */
   int rc = hl_pool_for_chunks(&jb, task, jb.nlanes, jb.nlanes > 1 && jb.nlanes * n >= (1 << 14), &jb.chunk);
   plan_put(pl);
+  if (rc == HL_POOL_INTERRUPTED) return hl_error("interrupted");
+  if (jb.oom) return hl_error("%s: out of memory transforming lanes of length %lld", op, (long long)n);
+  return 0;
+}
+
+int hl_fft_real_into(const hl_array *x, int axis, hl_array *out, int64_t start, int pstart) {
+  const char *op = "fft.real";
+  if (x->dtype != HL_FLOAT32 && x->dtype != HL_FLOAT64) return hl_error("%s: internal: takes float32 or float64", op);
+  if (axis < 0 || axis >= x->ndim || out->ndim != x->ndim + 1 || out->dtype != x->dtype)
+    return hl_error("%s: internal: bad operand or result", op);
+  if (!x->storage || x->storage->device != 0 || !out->storage || out->storage->device != 0)
+    return hl_error("%s: internal: operands must be host arrays", op);
+  int64_t n = x->shape[axis];
+  if (n == 0 || hl_shape_size(out->ndim, out->shape) == 0) return 0;
+  if (start < 0 || start + out->shape[axis] > n / 2 + 1 || pstart < 0 || pstart + out->shape[out->ndim - 1] > 2)
+    return hl_error("%s: internal: the region asked for is outside the result", op);
+  int dbl = x->dtype == HL_FLOAT64, even = n % 2 == 0;
+  job jb = {.x = x, .out = out, .axis = axis, .pstart = pstart, .start = start, .real = 1};
+  void *half = NULL;
+  if (even) {   /* the split's twiddles exp(-2 pi i k / n), k = 0 .. n / 2 */
+    int64_t m = n / 2;
+    roots r = {0};
+    half = malloc((dbl ? sizeof(double) : sizeof(float)) * 2 * (size_t)(m + 1));
+    int bad = !half || roots_init(&r, n, -1);
+    for (int64_t k = 0; k <= m && !bad; k++) {
+      double re, im;
+      root(&r, k, &re, &im);
+      put(half, k, re, dbl);
+      put(half, m + 1 + k, im, dbl);
+    }
+    roots_free(&r);
+    if (bad) {
+      free(half);
+      return hl_error("%s: out of memory planning a transform of length %lld", op, (long long)n);
+    }
+  }
+  jb.half = half;
+  plan *pl = plan_get(even ? n / 2 : n, -1, dbl);
+  if (!pl) {
+    free(half);
+    return hl_error("%s: out of memory planning a transform of length %lld", op, (long long)n);
+  }
+  jb.pl = pl;
+  jb.nlanes = hl_shape_size(x->ndim, x->shape) / n;
+  int rc = hl_pool_for_chunks(&jb, task, jb.nlanes, jb.nlanes > 1 && jb.nlanes * n >= (1 << 14), &jb.chunk);
+  plan_put(pl);
+  free(half);
   if (rc == HL_POOL_INTERRUPTED) return hl_error("interrupted");
   if (jb.oom) return hl_error("%s: out of memory transforming lanes of length %lld", op, (long long)n);
   return 0;

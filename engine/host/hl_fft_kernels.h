@@ -3,110 +3,129 @@
  * Complex values are held split: real parts in one array, imaginary parts in another, so the
  * butterflies' inner loops run over contiguous memory and the compiler vectorises them. */
 
+/* The butterflies: radix p from x[q xs] (q < p; x[q xs] for q >= 1 times the twiddle w[(q - 1) ws])
+ * to y[u ys] (u < p), sg the direction's sign. Inlined into both loop orders of the stage. */
+#define BFLY static inline __attribute__((always_inline)) void
+#define TWIDDLE(q)                                                                                 \
+  T t##q##r = xr[q * xs] * wr[(q - 1) * ws] - xi[q * xs] * wi[(q - 1) * ws];                       \
+  T t##q##i = xr[q * xs] * wi[(q - 1) * ws] + xi[q * xs] * wr[(q - 1) * ws]
+
+BFLY FN(bfly2)(const T *restrict xr, const T *restrict xi, int64_t xs, T *restrict yr, T *restrict yi, int64_t ys,
+               const T *wr, const T *wi, int64_t ws, T sg) {
+  (void)sg;
+  TWIDDLE(1);
+  yr[0] = xr[0] + t1r, yi[0] = xi[0] + t1i;
+  yr[ys] = xr[0] - t1r, yi[ys] = xi[0] - t1i;
+}
+
+BFLY FN(bfly3)(const T *restrict xr, const T *restrict xi, int64_t xs, T *restrict yr, T *restrict yi, int64_t ys,
+               const T *wr, const T *wi, int64_t ws, T sg) {
+  const T c = sg * (T)0.86602540378443864676;
+  TWIDDLE(1);
+  TWIDDLE(2);
+  T sr = t1r + t2r, si = t1i + t2i, dr = t1r - t2r, di = t1i - t2i;
+  T mr = xr[0] - sr / 2, mi = xi[0] - si / 2;
+  yr[0] = xr[0] + sr, yi[0] = xi[0] + si;
+  yr[ys] = mr - c * di, yi[ys] = mi + c * dr;
+  yr[2 * ys] = mr + c * di, yi[2 * ys] = mi - c * dr;
+}
+
+BFLY FN(bfly4)(const T *restrict xr, const T *restrict xi, int64_t xs, T *restrict yr, T *restrict yi, int64_t ys,
+               const T *wr, const T *wi, int64_t ws, T sg) {
+  TWIDDLE(1);
+  TWIDDLE(2);
+  TWIDDLE(3);
+  T a_r = xr[0] + t2r, a_i = xi[0] + t2i, b_r = xr[0] - t2r, b_i = xi[0] - t2i;
+  T c_r = t1r + t3r, c_i = t1i + t3i, d_r = t1r - t3r, d_i = t1i - t3i;
+  yr[0] = a_r + c_r, yi[0] = a_i + c_i;
+  yr[2 * ys] = a_r - c_r, yi[2 * ys] = a_i - c_i;
+  /* w = sg i: multiplying by it turns (re, im) into (-sg im, sg re) */
+  yr[ys] = b_r - sg * d_i, yi[ys] = b_i + sg * d_r;
+  yr[3 * ys] = b_r + sg * d_i, yi[3 * ys] = b_i - sg * d_r;
+}
+
+/* y1 and y4 (y2 and y3) share their cosine part a and differ in the sign of i b */
+BFLY FN(bfly5)(const T *restrict xr, const T *restrict xi, int64_t xs, T *restrict yr, T *restrict yi, int64_t ys,
+               const T *wr, const T *wi, int64_t ws, T sg) {
+  const T c1 = (T)0.30901699437494742410, c2 = (T)-0.80901699437494742410;
+  const T s1 = sg * (T)0.95105651629515357212, s2 = sg * (T)0.58778525229247312917;
+  TWIDDLE(1);
+  TWIDDLE(2);
+  TWIDDLE(3);
+  TWIDDLE(4);
+  T u1r = t1r + t4r, u1i = t1i + t4i, u2r = t2r + t3r, u2i = t2i + t3i;
+  T u3r = t1r - t4r, u3i = t1i - t4i, u4r = t2r - t3r, u4i = t2i - t3i;
+  T a1r = xr[0] + c1 * u1r + c2 * u2r, a1i = xi[0] + c1 * u1i + c2 * u2i;
+  T a2r = xr[0] + c2 * u1r + c1 * u2r, a2i = xi[0] + c2 * u1i + c1 * u2i;
+  T b1r = s1 * u3r + s2 * u4r, b1i = s1 * u3i + s2 * u4i;
+  T b2r = s2 * u3r - s1 * u4r, b2i = s2 * u3i - s1 * u4i;
+  yr[0] = xr[0] + u1r + u2r, yi[0] = xi[0] + u1i + u2i;
+  yr[ys] = a1r - b1i, yi[ys] = a1i + b1r;
+  yr[4 * ys] = a1r + b1i, yi[4 * ys] = a1i - b1r;
+  yr[2 * ys] = a2r - b2i, yi[2 * ys] = a2i + b2r;
+  yr[3 * ys] = a2r + b2i, yi[3 * ys] = a2i - b2r;
+}
+
+/* an odd prime up to HL_FFT_MAX_RADIX: the p-point DFT by its definition, with the p-th roots of
+ * unity pr, pi */
+static void FN(bfly_odd)(int p, const T *pr, const T *pi, const T *restrict xr, const T *restrict xi, int64_t xs,
+                         T *restrict yr, T *restrict yi, int64_t ys, const T *wr, const T *wi, int64_t ws) {
+  T vr[HL_FFT_MAX_RADIX], vi[HL_FFT_MAX_RADIX];
+  vr[0] = xr[0], vi[0] = xi[0];
+  for (int q = 1; q < p; q++) {
+    T x_r = xr[q * xs], x_i = xi[q * xs], w_r = wr[(q - 1) * ws], w_i = wi[(q - 1) * ws];
+    vr[q] = x_r * w_r - x_i * w_i, vi[q] = x_r * w_i + x_i * w_r;
+  }
+  for (int u = 0; u < p; u++) {
+    T sr = vr[0], si = vi[0];
+    for (int q = 1, e = u; q < p; q++, e = e + u >= p ? e + u - p : e + u) {
+      sr += vr[q] * pr[e] - vi[q] * pi[e];
+      si += vr[q] * pi[e] + vi[q] * pr[e];
+    }
+    yr[u * ys] = sr, yi[u * ys] = si;
+  }
+}
+
 /* Stage s of a Stockham plan, a -> b. Before it the data holds n / L transforms of length L
  * (transform t's frequency j at t + (n / L) j); the stage combines p of them into transforms of
  * length p L: with mm = n / (p L), b[t + mm (j + L u)] = sum_q w^(u q) W^(j q) a[t + mm q + p mm j]
- * for t < mm, j < L, u < p, w a p-th and W a (p L)-th root of unity. */
+ * for t < mm, j < L, u < p, w a p-th and W a (p L)-th root of unity (the twiddle W^(j q) at
+ * (q - 1) L + j). The inner loop runs over t while the stride mm is long (early stages) and over j
+ * once it is short (late ones), so that either way it is long and its twiddles or data contiguous
+ * enough for the compiler to vectorise. */
+#define STAGE_LOOPS(CALL)                                                                            \
+  do {                                                                                               \
+    if (mm >= 8 || mm >= L) {                                                                        \
+      for (int64_t j = 0; j < L; j++)                                                                \
+        for (int64_t t = 0; t < mm; t++) CALL;                                                       \
+    } else {                                                                                         \
+      for (int64_t t = 0; t < mm; t++)                                                               \
+        for (int64_t j = 0; j < L; j++) CALL;                                                        \
+    }                                                                                                \
+  } while (0)
+#define AT ar + p * mm * j + t, ai + p * mm * j + t, mm, br + mm * j + t, bi + mm * j + t, ostride, twr + j, twi + j, L
+
 static void FN(stage)(const plan *pl, int s, const T *restrict ar, const T *restrict ai, T *restrict br, T *restrict bi) {
   const int p = pl->radix[s];
   const int64_t L = pl->L[s], mm = pl->n / (L * p), ostride = mm * L;
   const T *twr = pl->tw[s], *twi = twr + (int64_t)(p - 1) * L;
   const T sg = (T)pl->sign;
-  for (int64_t j = 0; j < L; j++) {
-    const T *wr = twr + j * (p - 1), *wi = twi + j * (p - 1);
-    const T *xr = ar + p * mm * j, *xi = ai + p * mm * j;
-    T *yr = br + mm * j, *yi = bi + mm * j;
-    switch (p) {
-    case 2: {
-      const T w1r = wr[0], w1i = wi[0];
-      for (int64_t t = 0; t < mm; t++) {
-        T x1r = xr[mm + t], x1i = xi[mm + t];
-        T t1r = x1r * w1r - x1i * w1i, t1i = x1r * w1i + x1i * w1r;
-        yr[t] = xr[t] + t1r, yi[t] = xi[t] + t1i;
-        yr[ostride + t] = xr[t] - t1r, yi[ostride + t] = xi[t] - t1i;
-      }
-      break;
-    }
-    case 3: {
-      const T w1r = wr[0], w1i = wi[0], w2r = wr[1], w2i = wi[1], c = sg * (T)0.86602540378443864676;
-      for (int64_t t = 0; t < mm; t++) {
-        T x1r = xr[mm + t], x1i = xi[mm + t], x2r = xr[2 * mm + t], x2i = xi[2 * mm + t];
-        T t1r = x1r * w1r - x1i * w1i, t1i = x1r * w1i + x1i * w1r;
-        T t2r = x2r * w2r - x2i * w2i, t2i = x2r * w2i + x2i * w2r;
-        T sr = t1r + t2r, si = t1i + t2i, dr = t1r - t2r, di = t1i - t2i;
-        T mr = xr[t] - sr / 2, mi = xi[t] - si / 2;
-        yr[t] = xr[t] + sr, yi[t] = xi[t] + si;
-        yr[ostride + t] = mr - c * di, yi[ostride + t] = mi + c * dr;
-        yr[2 * ostride + t] = mr + c * di, yi[2 * ostride + t] = mi - c * dr;
-      }
-      break;
-    }
-    case 4: {
-      const T w1r = wr[0], w1i = wi[0], w2r = wr[1], w2i = wi[1], w3r = wr[2], w3i = wi[2];
-      for (int64_t t = 0; t < mm; t++) {
-        T x1r = xr[mm + t], x1i = xi[mm + t], x2r = xr[2 * mm + t], x2i = xi[2 * mm + t];
-        T x3r = xr[3 * mm + t], x3i = xi[3 * mm + t];
-        T t1r = x1r * w1r - x1i * w1i, t1i = x1r * w1i + x1i * w1r;
-        T t2r = x2r * w2r - x2i * w2i, t2i = x2r * w2i + x2i * w2r;
-        T t3r = x3r * w3r - x3i * w3i, t3i = x3r * w3i + x3i * w3r;
-        T a_r = xr[t] + t2r, a_i = xi[t] + t2i, b_r = xr[t] - t2r, b_i = xi[t] - t2i;
-        T c_r = t1r + t3r, c_i = t1i + t3i, d_r = t1r - t3r, d_i = t1i - t3i;
-        yr[t] = a_r + c_r, yi[t] = a_i + c_i;
-        yr[2 * ostride + t] = a_r - c_r, yi[2 * ostride + t] = a_i - c_i;
-        /* w = sg i: multiplying by it turns (re, im) into (-sg im, sg re) */
-        yr[ostride + t] = b_r - sg * d_i, yi[ostride + t] = b_i + sg * d_r;
-        yr[3 * ostride + t] = b_r + sg * d_i, yi[3 * ostride + t] = b_i - sg * d_r;
-      }
-      break;
-    }
-    case 5: {
-      /* y1 and y4 (y2 and y3) share their real-cosine part a and differ in the sign of i b */
-      const T c1 = (T)0.30901699437494742410, c2 = (T)-0.80901699437494742410;
-      const T s1 = sg * (T)0.95105651629515357212, s2 = sg * (T)0.58778525229247312917;
-      for (int64_t t = 0; t < mm; t++) {
-        T vr[5], vi[5];
-        vr[0] = xr[t], vi[0] = xi[t];
-        for (int q = 1; q < 5; q++) {
-          T x_r = xr[q * mm + t], x_i = xi[q * mm + t];
-          vr[q] = x_r * wr[q - 1] - x_i * wi[q - 1], vi[q] = x_r * wi[q - 1] + x_i * wr[q - 1];
-        }
-        T t1r = vr[1] + vr[4], t1i = vi[1] + vi[4], t2r = vr[2] + vr[3], t2i = vi[2] + vi[3];
-        T t3r = vr[1] - vr[4], t3i = vi[1] - vi[4], t4r = vr[2] - vr[3], t4i = vi[2] - vi[3];
-        T a1r = vr[0] + c1 * t1r + c2 * t2r, a1i = vi[0] + c1 * t1i + c2 * t2i;
-        T a2r = vr[0] + c2 * t1r + c1 * t2r, a2i = vi[0] + c2 * t1i + c1 * t2i;
-        T b1r = s1 * t3r + s2 * t4r, b1i = s1 * t3i + s2 * t4i;
-        T b2r = s2 * t3r - s1 * t4r, b2i = s2 * t3i - s1 * t4i;
-        yr[t] = vr[0] + t1r + t2r, yi[t] = vi[0] + t1i + t2i;
-        yr[ostride + t] = a1r - b1i, yi[ostride + t] = a1i + b1r;
-        yr[4 * ostride + t] = a1r + b1i, yi[4 * ostride + t] = a1i - b1r;
-        yr[2 * ostride + t] = a2r - b2i, yi[2 * ostride + t] = a2i + b2r;
-        yr[3 * ostride + t] = a2r + b2i, yi[3 * ostride + t] = a2i - b2r;
-      }
-      break;
-    }
-    default: {   /* an odd prime up to HL_FFT_MAX_RADIX: the p-point DFT by its definition */
-      const T *pr = pl->wp[s], *pi = pr + p;
-      T vr[HL_FFT_MAX_RADIX], vi[HL_FFT_MAX_RADIX];
-      for (int64_t t = 0; t < mm; t++) {
-        vr[0] = xr[t], vi[0] = xi[t];
-        for (int q = 1; q < p; q++) {
-          T x_r = xr[q * mm + t], x_i = xi[q * mm + t];
-          vr[q] = x_r * wr[q - 1] - x_i * wi[q - 1], vi[q] = x_r * wi[q - 1] + x_i * wr[q - 1];
-        }
-        for (int u = 0; u < p; u++) {
-          T sr = vr[0], si = vi[0];
-          for (int q = 1, e = u; q < p; q++, e = e + u >= p ? e + u - p : e + u) {
-            sr += vr[q] * pr[e] - vi[q] * pi[e];
-            si += vr[q] * pi[e] + vi[q] * pr[e];
-          }
-          yr[u * ostride + t] = sr, yi[u * ostride + t] = si;
-        }
-      }
-      break;
-    }
-    }
+  switch (p) {
+  case 2: STAGE_LOOPS(FN(bfly2)(AT, sg)); break;
+  case 3: STAGE_LOOPS(FN(bfly3)(AT, sg)); break;
+  case 4: STAGE_LOOPS(FN(bfly4)(AT, sg)); break;
+  case 5: STAGE_LOOPS(FN(bfly5)(AT, sg)); break;
+  default: {
+    const T *pr = pl->wp[s], *pi = pr + p;
+    STAGE_LOOPS(FN(bfly_odd)(p, pr, pi, AT));
+    break;
+  }
   }
 }
+#undef AT
+#undef STAGE_LOOPS
+#undef TWIDDLE
+#undef BFLY
 
 /* Runs the stages, ping-ponging between (ar, ai) and (br, bi); returns 1 when the result ended
  * in b, else 0. */
@@ -167,5 +186,40 @@ static void FN(lanes)(const job *jb, int64_t lo, int64_t hi, T *r, T *i, T *sr, 
     T *dst = (T *)o->storage->data + oo;
     for (int64_t k = 0; k < m; k++)
       for (int64_t q = 0; q < np; q++) dst[k * so + q * po] = (jb->pstart + q ? i : r)[jb->start + k];
+  }
+}
+
+/* The lanes [lo, hi) of a real job. An even length n is a complex transform of m = n / 2: with
+ * z[k] = x[2k] + i x[2k+1] and Z its transform, the even- and odd-indexed values' transforms are
+ * E = (Z[k] + conj(Z[m - k])) / 2 and O = (Z[k] - conj(Z[m - k])) / 2i, and X[k] = E + W^k O with
+ * W = exp(-2 pi i / n). An odd length is transformed as complex values with zero imaginary parts. */
+static void FN(lanes_real)(const job *jb, int64_t lo, int64_t hi, T *r, T *i, T *sr, T *si) {
+  const hl_array *x = jb->x, *o = jb->out;
+  const int64_t n = x->shape[jb->axis], cnt = o->shape[jb->axis], np = o->shape[o->ndim - 1];
+  const int64_t sx = x->strides[jb->axis], so = o->strides[jb->axis], po = o->strides[o->ndim - 1];
+  const int64_t m = n / 2;
+  const T *wr = jb->half, *wi = wr ? wr + m + 1 : NULL;
+  for (int64_t lane = lo; lane < hi; lane++) {
+    int64_t ox, oo;
+    lane_offsets(jb, lane, &ox, &oo);
+    const T *src = (const T *)x->storage->data + ox;
+    T *dst = (T *)o->storage->data + oo;
+    if (!wr) {
+      for (int64_t j = 0; j < n; j++) r[j] = src[j * sx], i[j] = 0;
+      FN(transform)(jb->pl, r, i, sr, si);
+      for (int64_t k = 0; k < cnt; k++)
+        for (int64_t q = 0; q < np; q++) dst[k * so + q * po] = (jb->pstart + q ? i : r)[jb->start + k];
+      continue;
+    }
+    for (int64_t k = 0; k < m; k++) r[k] = src[2 * k * sx], i[k] = src[(2 * k + 1) * sx];
+    FN(transform)(jb->pl, r, i, sr, si);
+    for (int64_t c = 0; c < cnt; c++) {
+      int64_t k = jb->start + c, a = k == m ? 0 : k, b = k == 0 ? 0 : m - k;
+      T zr = r[a], zi = i[a], cr = r[b], ci = -i[b];   /* Z[k] and conj(Z[m - k]) */
+      T er = (zr + cr) / 2, ei = (zi + ci) / 2, dr = (zr - cr) / 2, di = (zi - ci) / 2;
+      /* O = D / i = (di, -dr); X = E + W^k O */
+      T xr = er + wr[k] * di + wi[k] * dr, xi = ei + wi[k] * di - wr[k] * dr;
+      for (int64_t q = 0; q < np; q++) dst[c * so + q * po] = jb->pstart + q ? xi : xr;
+    }
   }
 }

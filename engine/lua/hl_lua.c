@@ -372,15 +372,16 @@ static int l_sort(lua_State *L) {
   return 1;
 }
 
-/* fft(x, axis0, backward): the unnormalised transform of the (re, im) pairs x along the axis */
+/* fft(x, axis0, how): the unscaled transform along the axis of the (re, im) pairs x, forward (how
+ * false or nil) or backward (true); or (how "real") of the real values x, its first n / 2 + 1 pairs */
 static int l_fft(lua_State *L) {
-  int back = lua_toboolean(L, 3);
-  hl_array *x = check_array(L, 1, back ? "fft.backward" : "fft.forward");
+  int prim = lua_type(L, 3) == LUA_TSTRING ? HL_P_FFT_REAL : lua_toboolean(L, 3) ? HL_P_FFT_BACKWARD : HL_P_FFT_FORWARD;
+  hl_array *x = check_array(L, 1, hl_prims[prim].name);
   hl_attrs at = {0};
   at.i[0] = (int64_t)luaL_checknumber(L, 2);
   hl_array r;
   const hl_array *in[1] = {x};
-  if (hl_apply(back ? HL_P_FFT_BACKWARD : HL_P_FFT_FORWARD, 1, in, &at, &r)) return raise(L);
+  if (hl_apply(prim, 1, in, &at, &r)) return raise(L);
   push_result(L, &r, 1, 1);
   return 1;
 }

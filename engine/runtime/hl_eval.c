@@ -486,6 +486,7 @@ static int eager_host(int prim, int nin, const hl_array *const *in, const hl_att
   case HL_P_ARGSORT: rc = hl_sort_into(in[0], (int)at->i[0], prim == HL_P_ARGSORT, out, 0); break;
   case HL_P_FFT_FORWARD:
   case HL_P_FFT_BACKWARD: rc = hl_fft_into(in[0], (int)at->i[0], prim == HL_P_FFT_BACKWARD, out, 0, 0); break;
+  case HL_P_FFT_REAL: rc = hl_fft_real_into(in[0], (int)at->i[0], out, 0, 0); break;
   default: rc = hl_dist_into(prim, in[0], at->i, out); break;
   }
   if (rc) hl_array_release(out);

@@ -1,7 +1,7 @@
 -- hl.fft: discrete Fourier transforms as numpy.fft and jax.numpy.fft have them (docs/fft.md).
--- One pair of primitives does the work: fft.forward and fft.backward transform complex values,
--- seen as their float (re, im) pairs, along one axis with no scaling (engine/host/hl_fft.c on the
--- host, an extern stage in pipelines). Everything here is made of them, of view_as_real /
+-- Three primitives do the work: fft.forward and fft.backward transform complex values, seen as
+-- their float (re, im) pairs, along one axis with no scaling, and fft.real the real values rfft
+-- takes (engine/host/hl_fft.c on the host, an extern stage in pipelines). Everything here is made of them, of view_as_real /
 -- view_as_complex, slices, concatenations and scalings, so derivatives (each primitive is the
 -- other's transpose), batching and jit follow from those rules. Axes are 1-based.
 return function(hl, core, shared)
@@ -98,8 +98,11 @@ return function(hl, core, shared)
   local function rfft_axis(op, x, n, a, norm)
     real_only(op, x)
     if n < 1 then fail("%s: the axis has no values (give n to pad it)", op) end
-    local y = transform(fit(as_complex(x), a, n), a, false, factor(norm, n, false))
-    return util.slice_axis(core, y, a, 0, math.floor(n / 2) + 1)
+    x = fit(x.dtype == "float64" and x or x:astype("float32"), a, n)
+    local p = core.fft(x, a, "real")
+    local scale = factor(norm, n, false)
+    if scale ~= 1 then p = p * scale end
+    return core.view_as_complex(p)
   end
 
   -- real values of length n from the first math.floor(n / 2) + 1 values of their transform: the missing

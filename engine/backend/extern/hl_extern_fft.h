@@ -6,4 +6,7 @@
 #include <HalideRuntime.h>
 
 extern "C" int hl_stage_fft(halide_buffer_t *X, int dim, int n, int inverse, halide_buffer_t *out);
+/* hl_stage_fft_real(X, dim, n, Out): the transform of the real values X along the output's Halide
+ * dimension `dim` (X's dimension dim - 1, of extent n): Out holds the pairs of its first n / 2 + 1 */
+extern "C" int hl_stage_fft_real(halide_buffer_t *X, int dim, int n, halide_buffer_t *out);
 #endif
