@@ -566,6 +566,8 @@ describe("under hl.vmap", function()
     {"fft over axis 3 (the examples' last axis is the mapped input's middle one)", function(u) return F.fft(u, nil, 1) end, {z}, {3}},
     {"ifft with n and norm over axis 2", function(u) return F.ifft(u, 10, 1, "ortho") end, {z}, {2}},
     {"rfft n 5 over axis 3", function(u) return F.rfft(u, 5, -2) end, {x}, {3}},
+    {"rfft of an even length over axis 2", function(u) return F.rfft(u, nil, 1, "ortho") end, {x}, {2}},
+    {"rfft n 8 over axis 1", function(u) return F.rfft(u, 8) end, {x}, {1}},
     {"irfft n 7 over axis 1", function(u) return F.irfft(u, 7) end, {z}, {1}},
     {"fft2 over axis 2", function(u) return F.fft2(u) end, {z}, {2}},
     {"rfftn with s over axis 1", function(u) return F.rfftn(u, {3, 9}) end, {x}, {1}},
