@@ -734,6 +734,15 @@ struct Lowerer {
         ia[rin - 1 - a] = (int)n.attrs.i[a] + (int)n.attrs.i[HL_MAX_DIMS + a] * Expr(v[r - 1 - a]);
       break;
     case HL_P_RESHAPE: {
+      /* a unit axis appended (how the complex rewrite pairs real values with zeros, hl_complex.c):
+       * the same indices, which hold for any shape. The flat index below bakes in the traced
+       * extents, wrong for a shape-generic eager kernel run on another shape. */
+      bool unit_appended = r == rin + 1 && n.type.shape[rin] == 1;
+      for (int a = 0; unit_appended && a < rin; a++) unit_appended = n.type.shape[a] == in.type.shape[a];
+      if (unit_appended) {
+        for (int a = 0; a < rin; a++) ia[a] = v[a + 1];
+        break;
+      }
       /* through the flat row-major index, in 64-bit arithmetic once it can pass 2^31 */
       bool wide = hl_shape_size(r, n.type.shape) > INT32_MAX;
       auto num = [&](int64_t x) { return wide ? Expr(x) : Expr((int)x); };

@@ -28,8 +28,9 @@ return function(hl, core, shared)
     return norm
   end
 
+  -- (an infinite n is an integer to math.floor: refused here rather than by the zeros it would pad with)
   local function check_length(op, n, what)
-    if type(n) ~= "number" or n ~= math.floor(n) or n < 1 then
+    if type(n) ~= "number" or n ~= math.floor(n) or n < 1 or n == math.huge then
       fail("%s: %s must be a positive integer, got %s", op, what, tostring(n))
     end
     return n
@@ -146,20 +147,21 @@ return function(hl, core, shared)
     if s ~= nil and type(s) ~= "table" then fail("%s: s must be a list of lengths, got %s", op, type(s)) end
     if axes ~= nil and type(axes) ~= "table" then axes = {axes} end
     if axes == nil then
-      if s ~= nil then
+      -- (fft2's pair of axes stands even with s, as NumPy's: an s of another length is an error)
+      if default_axes then
+        axes = default_axes
+      elseif s ~= nil then
         axes = {}
         for k = 1, #s do axes[k] = k - #s - 1 end
-      elseif default_axes then
-        axes = default_axes
       else
         axes = {}
         for k = 1, x.ndim do axes[k] = k end
       end
     end
     if s ~= nil and #s ~= #axes then fail("%s: s has %d lengths for %d axes", op, #s, #axes) end
+    if x.ndim == 0 then fail("%s: needs at least one axis, got a scalar", op) end
     local a, seen = {}, {}
     for k, ax in ipairs(axes) do
-      if x.ndim == 0 then fail("%s: needs at least one axis, got a scalar", op) end
       a[k] = util.norm_axis(op, ax, x.ndim)
       if seen[a[k]] then fail("%s: axis %d is repeated", op, a[k] + 1) end
       seen[a[k]] = true
@@ -262,15 +264,16 @@ return function(hl, core, shared)
       elseif type(axes) ~= "table" then
         axes = {axes}
       end
-      local shifts = {}
+      -- (the normalised axes go to a new list: the caller's stays as it was given)
+      local shifts, dims = {}, {}
       for k, ax in ipairs(axes) do
         local a = util.norm_axis(op, ax, x.ndim)
-        axes[k] = a + 1
+        dims[k] = a + 1
         local n = x.shape[a + 1]
         shifts[k] = inverse and -(math.floor(n / 2)) or math.floor(n / 2)
       end
-      if #axes == 0 then return x end
-      return hl.roll(x, shifts, axes)
+      if #dims == 0 then return x end
+      return hl.roll(x, shifts, dims)
     end
   end
   fft.fftshift = shift("fft.fftshift", false)
