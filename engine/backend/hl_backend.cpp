@@ -7,6 +7,7 @@
 #include "hl_lower.h"
 #include "hl_device.h"
 #include "hl_extern_cublas.h"
+#include "hl_extern_cufft.h"
 #include "hl_extern_matmul.h"
 #include "hl_extern_jit.h"
 #include "hl_extern_loop.h"
@@ -311,6 +312,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, co
           k->ptx.assign((const char *)b.data(), strnlen((const char *)b.data(), (size_t)b.size_in_bytes()));
       std::vector<Internal::JITModule> deps;
       deps.push_back(g->device == HL_DEVICE_CUDA ? hl_cublas_exports() : hl_cpu_matmul_exports());
+      if (g->device == HL_DEVICE_CUDA) deps.push_back(hl_cufft_exports());
       deps.push_back(hl_linalg_exports());
       deps.push_back(hl_sort_exports());
       deps.push_back(hl_loop_exports());

@@ -4,6 +4,7 @@
 #include "hl_lower.h"
 #include "hl_vmath.h"
 #include "hl_extern_cublas.h"
+#include "hl_extern_cufft.h"
 #include "hl_device.h"
 #include "hl_linalg_layout.h"
 
@@ -638,7 +639,8 @@ struct Lowerer {
     L.funcs[i].define_extern("hl_stage_sort", args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, DeviceAPI::Host);
   }
 
-  /* a Fourier transform of each lane, as an extern stage on the host (hl_extern_fft.cpp) */
+  /* a Fourier transform of each lane, as an extern stage: cuFFT on the device in a CUDA pipeline
+   * where it can be loaded (hl_extern_cufft.cpp), else on the host (hl_extern_fft.cpp) */
   void fft(int i) {
     const hl_node &n = node(i);
     int ax = (int)n.attrs.i[0], src = input(n, 0);
@@ -648,10 +650,14 @@ struct Lowerer {
                                DeviceAPI::Host);
       return;
     }
-    std::vector<ExternFuncArgument> args = {host_operand(src), Expr(n.type.ndim - 1 - ax), Expr((int)node(src).type.shape[ax])};
+    /* (fft.real and fft.real_inverse, rfft's and irfft's, are host stages everywhere: no cuFFT R2C/C2R yet) */
+    bool gpu = g->device == HL_DEVICE_CUDA && n.prim != HL_P_FFT_REAL && !hl_empty_on_cuda(g, i) && hl_cufft_available();
+    std::vector<ExternFuncArgument> args = {gpu ? operand(src) : host_operand(src), Expr(n.type.ndim - 1 - ax),
+                                            Expr((int)node(src).type.shape[ax])};
     if (n.prim != HL_P_FFT_REAL) args.push_back(Expr(n.prim == HL_P_FFT_BACKWARD ? 1 : 0));
-    L.funcs[i].define_extern(n.prim == HL_P_FFT_REAL ? "hl_stage_fft_real" : "hl_stage_fft", args, hl_halide_type(n.type.dtype),
-                             n.type.ndim, NameMangling::C, DeviceAPI::Host);
+    const char *fn = gpu ? "hl_stage_cufft" : n.prim == HL_P_FFT_REAL ? "hl_stage_fft_real" : "hl_stage_fft";
+    L.funcs[i].define_extern(fn, args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C,
+                             gpu ? DeviceAPI::CUDA : DeviceAPI::Host);
   }
 
   /* a collective of hl.dist, as an extern stage on the host (hl_extern_dist.cpp) */

@@ -43,7 +43,7 @@ return function(hl, core, shared)
     if have > n then return util.slice_axis(core, x, a, 0, n) end
     local shape = x.shape
     shape[a + 1] = n - have
-    return hl.concatenate({x, hl.zeros(shape, x.dtype)}, a + 1)
+    return hl.concatenate({x, hl.fill_like(x, 0, shape)}, a + 1)   -- (zeros where x is: its device, its trace)
   end
 
   -- the unscaled transform of complex z along 0-based axis a, its pairs multiplied by scale

@@ -4,15 +4,12 @@ extern "C" {
 #include "hl_fft.h"
 }
 
-/* Every output value needs its whole lane and both parts of each pair: X's region is the output's
- * with dimension `dim` widened to [0, n) and the pairs' dimension (0) to [0, 2). The output's first
- * position along the lane and its first part go to the kernel, which writes only what was asked. */
+/* X's region is hl_fft_region's. The output's first position along the lane and its first part go
+ * to the kernel, which writes only what was asked. */
 extern "C" int hl_stage_fft(halide_buffer_t *X, int dim, int n, int inverse, halide_buffer_t *out) {
   int r = out->dimensions, min[HL_MAX_DIMS], ext[HL_MAX_DIMS];
   if (dim < 1 || dim >= r || X->dimensions != r) return hl_stage_failed(-1, "fft: internal: a bad fft stage");
-  for (int d = 0; d < r; d++) min[d] = out->dim[d].min, ext[d] = out->dim[d].extent;
-  min[dim] = 0, ext[dim] = n;
-  min[0] = 0, ext[0] = 2;
+  hl_fft_region(out, dim, n, min, ext);
   if (X->is_bounds_query() || out->is_bounds_query()) {
     if (X->is_bounds_query())
       for (int d = 0; d < r; d++) X->dim[d].min = min[d], X->dim[d].extent = ext[d];
