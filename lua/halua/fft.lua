@@ -1,7 +1,8 @@
 -- hl.fft: discrete Fourier transforms as numpy.fft and jax.numpy.fft have them (docs/fft.md).
--- Three primitives do the work: fft.forward and fft.backward transform complex values, seen as
--- their float (re, im) pairs, along one axis with no scaling, and fft.real the real values rfft
--- takes (engine/host/hl_fft.c on the host, an extern stage in pipelines). Everything here is made of them, of view_as_real /
+-- Four primitives do the work: fft.forward and fft.backward transform complex values, seen as
+-- their float (re, im) pairs, along one axis with no scaling; fft.real the real values rfft takes,
+-- and fft.real_inverse gives irfft's (engine/host/hl_fft.c on the host, an extern stage in
+-- pipelines; cuFFT for the complex ones on CUDA). Everything here is made of them, of view_as_real /
 -- view_as_complex, slices, concatenations and scalings, so derivatives (each primitive is the
 -- other's transpose), batching and jit follow from those rules. Axes are 1-based.
 return function(hl, core, shared)
