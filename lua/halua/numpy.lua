@@ -190,6 +190,9 @@ return function(hl, core, shared)
       local d = b - a
       -- NumPy's lerp: from the nearer end, so t = 1 gives b exactly
       r = hl.where(hl.ge(t, 0.5), b - d * (1 - t), a + d * t)
+      -- median is NumPy's mean of the middle one or two values, not the midpoint lerp: the
+      -- middle values 1 and inf give inf there, where the lerp's inf - inf * 0.5 is NaN
+      if op == "median" then r = hl.where(hl.eq(t, 0), a, (a + b) / 2) end
     end
     -- NaN sorts last: a lane with a NaN has a NaN quantile (as NumPy's quantile and median)
     local qs = qa.shape
