@@ -257,6 +257,8 @@ return function(hl, core, shared)
     opts = util.options("diff", opts, {"n", "axis", "prepend", "append"}, "{prepend = 0}")
     n, axis = n or opts.n or 1, axis or opts.axis or -1
     if not is_intv(n) or n < 0 then fail("diff: n must be a non-negative integer, got %s", tostring(n)) end
+    -- n = 0 gives x itself, before prepend/append and for a 0-d x too (NumPy returns there first)
+    if n == 0 then return x end
     if x.ndim == 0 then fail("diff: needs at least one axis, got a 0-d array") end
     local a = norm_axis("diff", axis, x.ndim)
     if opts.prepend ~= nil or opts.append ~= nil then

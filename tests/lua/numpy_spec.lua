@@ -135,6 +135,8 @@ suite("diff, trapezoid, select against NumPy", function(case)
   case("diff append a column", function() return hl.diff(x, 1, 2, {append = col}) end, "np.diff(a, axis=1, append=b)", {x, col})
   case("diff prepend and append along axis 1", function() return hl.diff(x, 2, 1, {prepend = -1, append = 2}) end,
        "np.diff(a, n=2, axis=0, prepend=-1, append=2)", {x})
+  case("diff n = 0 gives x, prepend and append left off (NumPy returns first)", function() return hl.diff(x, 0, 1, {prepend = -1, append = 2}) end,
+       "np.diff(a, n=0, axis=0, prepend=-1, append=2)", {x})
   case("x:diff() method", function() return x:diff() end, "np.diff(a)", {x})
   local v = hl.array({1, 2, 4, 7, 11}, "int32")
   case("diff of int32 stays int32", function() return hl.diff(v) end, "np.diff(a)", {v})
