@@ -86,19 +86,21 @@ static void plan_free(plan *pl) {
 /* the values a lane needs in each of its four work arrays */
 static int64_t fft_buffer_len(const plan *pl) { return pl->sub ? pl->m : pl->n; }
 
+enum { COMPLEX, REAL, REAL_INVERSE };   /* what a job transforms: pairs to pairs, reals to pairs, back */
+
 typedef struct {
-  const hl_array *x;
-  hl_array *out;
+  const hl_array *x, *out;   /* (out's storage is written) */
   const plan *pl;
-  int axis, pstart;
-  int64_t start, nlanes, chunk;
-  int oom;   /* atomic */
+  int what, axis, pstart, nd;   /* nd: the axes besides the pairs' */
+  int64_t n, start, nlanes, chunk;
+  const void *half;          /* real transforms of even length n: exp(-+2 pi i k / n), k <= n / 2 */
+  int oom;                   /* atomic */
 } job;
 
 /* element offsets of lane `lane` (row-major over the shape without the axis and the pairs) */
 static void lane_offsets(const job *jb, int64_t lane, int64_t *ox, int64_t *oo) {
   int64_t a = jb->x->offset, b = jb->out->offset;
-  for (int d = jb->x->ndim - 2; d >= 0; d--) {
+  for (int d = jb->nd - 1; d >= 0; d--) {
     if (d == jb->axis) continue;
     int64_t e = jb->x->shape[d], i = lane % e;
     lane /= e;
@@ -300,10 +302,10 @@ static int task(void *ctx, int t, uint8_t *closure) {
   int64_t lo = (int64_t)t * jb->chunk, hi = lo + jb->chunk < jb->nlanes ? lo + jb->chunk : jb->nlanes;
   if (jb->pl->dbl) {
     double *b = (double *)w;
-    lanes_f64(jb, lo, hi, b, b + len, b + 2 * len, b + 3 * len);
+    (jb->what == REAL ? lanes_real_f64 : jb->what == REAL_INVERSE ? lanes_real_inverse_f64 : lanes_f64)(jb, lo, hi, b, b + len, b + 2 * len, b + 3 * len);
   } else {
     float *b = (float *)w;
-    lanes_f32(jb, lo, hi, b, b + len, b + 2 * len, b + 3 * len);
+    (jb->what == REAL ? lanes_real_f32 : jb->what == REAL_INVERSE ? lanes_real_inverse_f32 : lanes_f32)(jb, lo, hi, b, b + len, b + 2 * len, b + 3 * len);
   }
   free(w);
   return 0;
@@ -321,7 +323,7 @@ int hl_fft_into(const hl_array *x, int axis, int inverse, hl_array *out, int64_t
   if (n == 0 || hl_shape_size(out->ndim, out->shape) == 0) return 0;
   if (start < 0 || start + out->shape[axis] > n || pstart < 0 || pstart + out->shape[out->ndim - 1] > 2)
     return hl_error("%s: internal: the region asked for is outside the result", op);
-  job jb = {.x = x, .out = out, .axis = axis, .pstart = pstart, .start = start};
+  job jb = {.x = x, .out = out, .what = COMPLEX, .axis = axis, .pstart = pstart, .nd = x->ndim - 1, .n = n, .start = start};
   plan *pl = plan_get(n, inverse ? 1 : -1, x->dtype == HL_FLOAT64);
   if (!pl) return hl_error("%s: out of memory planning a transform of length %lld", op, (long long)n);
   jb.pl = pl;
@@ -332,4 +334,75 @@ int hl_fft_into(const hl_array *x, int axis, int inverse, hl_array *out, int64_t
   if (rc == HL_POOL_INTERRUPTED) return hl_error("interrupted");
   if (jb.oom) return hl_error("%s: out of memory transforming lanes of length %lld", op, (long long)n);
   return 0;
+}
+
+/* exp(sign 2 pi i k / n) for k = 0 .. n / 2, in the element type: real parts, then imaginary */
+static void *half_twiddles(int64_t n, int sign, int dbl) {
+  int64_t m = n / 2;
+  roots r = {0};
+  void *half = malloc((dbl ? sizeof(double) : sizeof(float)) * 2 * (size_t)(m + 1));
+  if (!half || roots_init(&r, n, sign)) {
+    roots_free(&r);
+    free(half);
+    return NULL;
+  }
+  for (int64_t k = 0; k <= m; k++) {
+    double re, im;
+    root(&r, k, &re, &im);
+    put(half, k, re, dbl);
+    put(half, m + 1 + k, im, dbl);
+  }
+  roots_free(&r);
+  return half;
+}
+
+/* Runs a real job (jb's arrays, axis, n and region set): an even n as a transform of n / 2 */
+static int run_real(job *jb, const char *op, int sign, int dbl) {
+  int64_t n = jb->n;
+  int even = n % 2 == 0;
+  void *half = even ? half_twiddles(n, sign, dbl) : NULL;
+  plan *pl = even && !half ? NULL : plan_get(even ? n / 2 : n, sign, dbl);
+  if (!pl) {
+    free(half);
+    return hl_error("%s: out of memory planning a transform of length %lld", op, (long long)n);
+  }
+  jb->half = half;
+  jb->pl = pl;
+  const hl_array *reals = jb->what == REAL ? jb->x : jb->out;
+  jb->nlanes = hl_shape_size(reals->ndim, reals->shape) / reals->shape[jb->axis];
+  int rc = hl_pool_for_chunks(jb, task, jb->nlanes, jb->nlanes > 1 && jb->nlanes * n >= (1 << 14), &jb->chunk);
+  plan_put(pl);
+  free(half);
+  if (rc == HL_POOL_INTERRUPTED) return hl_error("interrupted");
+  if (jb->oom) return hl_error("%s: out of memory transforming lanes of length %lld", op, (long long)n);
+  return 0;
+}
+
+int hl_fft_real_into(const hl_array *x, int axis, hl_array *out, int64_t start, int pstart) {
+  const char *op = "fft.real";
+  if (x->dtype != HL_FLOAT32 && x->dtype != HL_FLOAT64) return hl_error("%s: internal: takes float32 or float64", op);
+  if (axis < 0 || axis >= x->ndim || out->ndim != x->ndim + 1 || out->dtype != x->dtype)
+    return hl_error("%s: internal: bad operand or result", op);
+  if (!x->storage || x->storage->device != 0 || !out->storage || out->storage->device != 0)
+    return hl_error("%s: internal: operands must be host arrays", op);
+  int64_t n = x->shape[axis];
+  if (n == 0 || hl_shape_size(out->ndim, out->shape) == 0) return 0;
+  if (start < 0 || start + out->shape[axis] > n / 2 + 1 || pstart < 0 || pstart + out->shape[out->ndim - 1] > 2)
+    return hl_error("%s: internal: the region asked for is outside the result", op);
+  job jb = {.x = x, .out = out, .what = REAL, .axis = axis, .pstart = pstart, .nd = x->ndim, .n = n, .start = start};
+  return run_real(&jb, op, -1, x->dtype == HL_FLOAT64);
+}
+
+int hl_fft_real_inverse_into(const hl_array *x, int axis, int64_t n, hl_array *out, int64_t start) {
+  const char *op = "fft.real_inverse";
+  if (x->dtype != HL_FLOAT32 && x->dtype != HL_FLOAT64) return hl_error("%s: internal: takes float32 or float64 pairs", op);
+  if (x->ndim < 2 || x->shape[x->ndim - 1] != 2 || axis < 0 || axis >= x->ndim - 1 || out->ndim != x->ndim - 1 ||
+      out->dtype != x->dtype || n < 1 || x->shape[axis] != n / 2 + 1)
+    return hl_error("%s: internal: bad operand or result", op);
+  if (!x->storage || x->storage->device != 0 || !out->storage || out->storage->device != 0)
+    return hl_error("%s: internal: operands must be host arrays", op);
+  if (hl_shape_size(out->ndim, out->shape) == 0) return 0;
+  if (start < 0 || start + out->shape[axis] > n) return hl_error("%s: internal: the region asked for is outside the result", op);
+  job jb = {.x = x, .out = out, .what = REAL_INVERSE, .axis = axis, .nd = out->ndim, .n = n, .start = start};
+  return run_real(&jb, op, 1, x->dtype == HL_FLOAT64);
 }

@@ -188,3 +188,79 @@ static void FN(lanes)(const job *jb, int64_t lo, int64_t hi, T *r, T *i, T *sr, 
       for (int64_t q = 0; q < np; q++) dst[k * so + q * po] = (jb->pstart + q ? i : r)[jb->start + k];
   }
 }
+
+/* The lanes [lo, hi) of a real job. An even length n is a complex transform of m = n / 2: with
+ * z[k] = x[2k] + i x[2k+1] and Z its transform, the even- and odd-indexed values' transforms are
+ * E = (Z[k] + conj(Z[m - k])) / 2 and O = (Z[k] - conj(Z[m - k])) / 2i, and X[k] = E + W^k O with
+ * W = exp(-2 pi i / n). An odd length is transformed as complex values with zero imaginary parts. */
+static void FN(lanes_real)(const job *jb, int64_t lo, int64_t hi, T *r, T *i, T *sr, T *si) {
+  const hl_array *x = jb->x, *o = jb->out;
+  const int64_t n = jb->n, cnt = o->shape[jb->axis], np = o->shape[o->ndim - 1];
+  const int64_t sx = x->strides[jb->axis], so = o->strides[jb->axis], po = o->strides[o->ndim - 1];
+  const int64_t m = n / 2;
+  const T *wr = jb->half, *wi = wr ? wr + m + 1 : NULL;
+  for (int64_t lane = lo; lane < hi; lane++) {
+    int64_t ox, oo;
+    lane_offsets(jb, lane, &ox, &oo);
+    const T *src = (const T *)x->storage->data + ox;
+    T *dst = (T *)o->storage->data + oo;
+    if (!wr) {
+      for (int64_t j = 0; j < n; j++) r[j] = src[j * sx], i[j] = 0;
+      FN(transform)(jb->pl, r, i, sr, si);
+      for (int64_t k = 0; k < cnt; k++)
+        for (int64_t q = 0; q < np; q++) dst[k * so + q * po] = (jb->pstart + q ? i : r)[jb->start + k];
+      continue;
+    }
+    for (int64_t k = 0; k < m; k++) r[k] = src[2 * k * sx], i[k] = src[(2 * k + 1) * sx];
+    FN(transform)(jb->pl, r, i, sr, si);
+    for (int64_t c = 0; c < cnt; c++) {
+      int64_t k = jb->start + c, a = k == m ? 0 : k, b = k == 0 ? 0 : m - k;
+      T zr = r[a], zi = i[a], cr = r[b], ci = -i[b];   /* Z[k] and conj(Z[m - k]) */
+      T er = (zr + cr) / 2, ei = (zi + ci) / 2, dr = (zr - cr) / 2, di = (zi - ci) / 2;
+      /* O = D / i = (di, -dr); X = E + W^k O */
+      T xr = er + wr[k] * di + wi[k] * dr, xi = ei + wi[k] * di - wr[k] * dr;
+      for (int64_t q = 0; q < np; q++) dst[c * so + q * po] = jb->pstart + q ? xi : xr;
+    }
+  }
+}
+
+/* The lanes [lo, hi) of an inverse real job: X (n / 2 + 1 pairs) extended by conjugates, its
+ * imaginary parts at 0 and n / 2 dropped. An even n = 2m is a complex transform of m: with
+ * A = X[k], B = conj(X[m - k]) = X[k + m] (the extension), the even-indexed outputs are the
+ * transform of A + B and the odd-indexed ones of (A - B) W^k, W = exp(2 pi i / n), so one transform
+ * of (A + B) + i (A - B) W^k gives them as its real and imaginary parts. */
+static void FN(lanes_real_inverse)(const job *jb, int64_t lo, int64_t hi, T *r, T *i, T *sr, T *si) {
+  const hl_array *x = jb->x, *o = jb->out;
+  const int64_t n = jb->n, cnt = o->shape[jb->axis], h = n / 2 + 1;
+  const int64_t sx = x->strides[jb->axis], px = x->strides[x->ndim - 1], so = o->strides[jb->axis];
+  const int64_t m = n / 2;
+  const T *wr = jb->half, *wi = wr ? wr + m + 1 : NULL;
+  for (int64_t lane = lo; lane < hi; lane++) {
+    int64_t ox, oo;
+    lane_offsets(jb, lane, &ox, &oo);
+    const T *src = (const T *)x->storage->data + ox;
+    T *dst = (T *)o->storage->data + oo;
+    if (!wr) {
+      r[0] = src[0], i[0] = 0;
+      for (int64_t k = 1; k < h; k++) {
+        r[k] = src[k * sx], i[k] = src[k * sx + px];
+        r[n - k] = r[k], i[n - k] = -i[k];
+      }
+      FN(transform)(jb->pl, r, i, sr, si);
+      for (int64_t c = 0; c < cnt; c++) dst[c * so] = r[jb->start + c];
+      continue;
+    }
+    for (int64_t k = 0; k < m; k++) {
+      T ar = src[k * sx], ai = k ? src[k * sx + px] : 0;
+      T br = src[(m - k) * sx], bi = k ? -src[(m - k) * sx + px] : 0;
+      T er = ar + br, ei = ai + bi, dr = ar - br, di = ai - bi;
+      T fr = dr * wr[k] - di * wi[k], fi = dr * wi[k] + di * wr[k];   /* (A - B) W^k */
+      r[k] = er - fi, i[k] = ei + fr;                                  /* E + i F */
+    }
+    FN(transform)(jb->pl, r, i, sr, si);
+    for (int64_t c = 0; c < cnt; c++) {
+      int64_t j = jb->start + c;
+      dst[c * so] = (j & 1 ? i : r)[j / 2];
+    }
+  }
+}

@@ -372,15 +372,21 @@ static int l_sort(lua_State *L) {
   return 1;
 }
 
-/* fft(x, axis0, backward): the unnormalised transform of the (re, im) pairs x along the axis */
+/* fft(x, axis0, how [, n]): the unscaled transform along the axis of the (re, im) pairs x, forward
+ * (how false or nil) or backward (true); of the real values x, its first n / 2 + 1 pairs (how
+ * "real"); or the n real values whose transform's first n / 2 + 1 values are the pairs x (how
+ * "real_inverse") */
 static int l_fft(lua_State *L) {
-  int back = lua_toboolean(L, 3);
-  hl_array *x = check_array(L, 1, back ? "fft.backward" : "fft.forward");
+  int prim = HL_P_FFT_FORWARD;
+  if (lua_type(L, 3) == LUA_TSTRING) prim = strcmp(lua_tostring(L, 3), "real") == 0 ? HL_P_FFT_REAL : HL_P_FFT_REAL_INVERSE;
+  else if (lua_toboolean(L, 3)) prim = HL_P_FFT_BACKWARD;
+  hl_array *x = check_array(L, 1, hl_prims[prim].name);
   hl_attrs at = {0};
   at.i[0] = (int64_t)luaL_checknumber(L, 2);
+  if (prim == HL_P_FFT_REAL_INVERSE) at.i[1] = (int64_t)luaL_checknumber(L, 4);
   hl_array r;
   const hl_array *in[1] = {x};
-  if (hl_apply(back ? HL_P_FFT_BACKWARD : HL_P_FFT_FORWARD, 1, in, &at, &r)) return raise(L);
+  if (hl_apply(prim, 1, in, &at, &r)) return raise(L);
   push_result(L, &r, 1, 1);
   return 1;
 }
@@ -936,6 +942,12 @@ static int l_graph_nodes(lua_State *L) {
     case HL_A_MODE:
       lua_pushinteger(L, (lua_Integer)a->i[0]);
       lua_setfield(L, -2, "mode");
+      break;
+    case HL_A_LANE:   /* an axis (1-based) and a length along it */
+      lua_pushinteger(L, (lua_Integer)a->i[0] + 1);
+      lua_setfield(L, -2, "axis");
+      lua_pushinteger(L, (lua_Integer)a->i[1]);
+      lua_setfield(L, -2, "n");
       break;
     case HL_A_NONE:
     case HL_A_PARAM:

@@ -812,15 +812,19 @@ E("random.gamma", "hl.random.gamma(key, a [, shape] [, dtype]) -> array",
   "Gamma(a, 1) samples (mean a, variance a) with shape (default a's shape); a is a positive number or " ..
   "an array broadcast to shape. Marsaglia-Tsang with the boost u^(1/a) for a < 1, vectorised: 16 " ..
   "candidates per sample, the first accepted kept (all are rejected with probability below 1e-20). " ..
-  "dtype float32 (default) or float64. Divide by a rate for Gamma(a, rate).",
+  "dtype float32 (default) or float64. Divide by a rate for Gamma(a, rate). Differentiable in a " ..
+  "(hl.grad, jvp, under jit and vmap) by the implicit derivative dx/da = -(dP(a, x)/da) / pdf(x) " ..
+  "(JAX's random_gamma_grad): first derivatives only (the derivative's own derivative is taken as 0).",
   [[print(hl.random.gamma(hl.random.key(1), 2.5, {4}), hl.random.gamma(hl.random.key(1), hl.array({0.5, 5})))]])
 E("random.beta", "hl.random.beta(key, a, b [, shape] [, dtype]) -> array",
   "Beta(a, b) samples in [0, 1] from two gamma samples X / (X + Y), taken in logs so that small a " ..
-  "and b stay exact; a and b are positive numbers or arrays broadcast to shape.",
+  "and b stay exact; a and b are positive numbers or arrays broadcast to shape. Differentiable in " ..
+  "a and b through the gammas' implicit derivative (see hl.random.gamma).",
   [[print(hl.random.beta(hl.random.key(2), 2, 5, {4}))]])
 E("random.dirichlet", "hl.random.dirichlet(key, alpha [, shape] [, dtype]) -> array",
   "Dirichlet(alpha) samples: alpha's last axis holds the K concentrations; the result has shape " ..
-  "shape .. {K} (default alpha's shape) and sums to 1 along its last axis (normalised gammas).",
+  "shape .. {K} (default alpha's shape) and sums to 1 along its last axis (normalised gammas). " ..
+  "Differentiable in alpha through the gammas' implicit derivative (see hl.random.gamma).",
   [[print(hl.random.dirichlet(hl.random.key(3), hl.array({1, 2, 3}), {2}))]])
 E("random.truncated_normal", "hl.random.truncated_normal(key, lower, upper [, shape] [, dtype]) -> array",
   "Standard normal samples conditioned on lower <= x <= upper (numbers or arrays broadcast to shape; " ..
@@ -1145,8 +1149,9 @@ E("linalg.slogdet", "hl.linalg.slogdet(a) -> sign, logabsdet",
   [[local sign, logdet = hl.linalg.slogdet(hl.array({{1, 2}, {3, 4}}))
 print(sign, logdet)]])
 E("linalg.det", "hl.linalg.det(a) -> array",
-  "The determinant of square matrices a [..., n, n], as numpy.linalg.det (sign * exp(logabsdet) " ..
-  "of hl.linalg.slogdet); its gradient is det(a) inv(a)^T.",
+  "The determinant of square matrices a [..., n, n], as numpy.linalg.det (the product of LU's " ..
+  "pivots). Its gradient is the cofactor matrix det(a) inv(a)^T, also at singular matrices (from the " ..
+  "SVD there: rank one at rank n - 1, zero below), where slogdet's log|det| has none.",
   [[print(hl.linalg.det(hl.array({{1, 2}, {3, 4}})))]])
 E("linalg.pinv", "hl.linalg.pinv(a [, rcond]) -> array",
   "The Moore-Penrose pseudo-inverse [..., n, m] of matrices a [..., m, n] through the SVD, as " ..
@@ -1350,7 +1355,8 @@ E("fft.fft", "hl.fft.fft(x [, n] [, axis] [, norm]) -> complex array",
   "\"backward\" (default: no scaling forward, 1/n backward), \"ortho\" (1/sqrt(n) both ways) or " ..
   "\"forward\" (1/n forward). Options may come as a table {n =, axis =, norm =}. Any length: " ..
   "radices 2, 3, 4, 5 and primes to 31 by a Stockham FFT, larger prime factors by Bluestein's " ..
-  "algorithm, O(n log n) always (engine/host/hl_fft.c, an extern stage inside hl.jit). jit, grad " ..
+  "algorithm, O(n log n) always (engine/host/hl_fft.c, an extern stage inside hl.jit). On cuda, " ..
+  "cuFFT where it loads (HALUA_NO_CUFFT=1: the host FFT through copies; not yet run on a GPU). jit, grad " ..
   "(JAX's convention for complex values, docs/complex.md), vmap.",
   [[local X = hl.fft.fft(hl.array({1, 2, 3, 4}))
 print(X)                                   -- {10, -2+2i, -2, -2-2i}

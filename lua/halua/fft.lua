@@ -1,7 +1,8 @@
 -- hl.fft: discrete Fourier transforms as numpy.fft and jax.numpy.fft have them (docs/fft.md).
--- One pair of primitives does the work: fft.forward and fft.backward transform complex values,
--- seen as their float (re, im) pairs, along one axis with no scaling (engine/host/hl_fft.c on the
--- host, an extern stage in pipelines). Everything here is made of them, of view_as_real /
+-- Four primitives do the work: fft.forward and fft.backward transform complex values, seen as
+-- their float (re, im) pairs, along one axis with no scaling; fft.real the real values rfft takes,
+-- and fft.real_inverse gives irfft's (engine/host/hl_fft.c on the host, an extern stage in
+-- pipelines; cuFFT for the complex ones on CUDA). Everything here is made of them, of view_as_real /
 -- view_as_complex, slices, concatenations and scalings, so derivatives (each primitive is the
 -- other's transpose), batching and jit follow from those rules. Axes are 1-based.
 return function(hl, core, shared)
@@ -28,8 +29,9 @@ return function(hl, core, shared)
     return norm
   end
 
+  -- (an infinite n is an integer to math.floor: refused here rather than by the zeros it would pad with)
   local function check_length(op, n, what)
-    if type(n) ~= "number" or n ~= math.floor(n) or n < 1 then
+    if type(n) ~= "number" or n ~= math.floor(n) or n < 1 or n == math.huge then
       fail("%s: %s must be a positive integer, got %s", op, what, tostring(n))
     end
     return n
@@ -42,7 +44,7 @@ return function(hl, core, shared)
     if have > n then return util.slice_axis(core, x, a, 0, n) end
     local shape = x.shape
     shape[a + 1] = n - have
-    return hl.concatenate({x, hl.zeros(shape, x.dtype)}, a + 1)
+    return hl.concatenate({x, hl.fill_like(x, 0, shape)}, a + 1)   -- (zeros where x is: its device, its trace)
   end
 
   -- the unscaled transform of complex z along 0-based axis a, its pairs multiplied by scale
@@ -97,20 +99,21 @@ return function(hl, core, shared)
   local function rfft_axis(op, x, n, a, norm)
     real_only(op, x)
     if n < 1 then fail("%s: the axis has no values (give n to pad it)", op) end
-    local y = transform(fit(as_complex(x), a, n), a, false, factor(norm, n, false))
-    return util.slice_axis(core, y, a, 0, math.floor(n / 2) + 1)
+    x = fit(x.dtype == "float64" and x or x:astype("float32"), a, n)
+    local p = core.fft(x, a, "real")
+    local scale = factor(norm, n, false)
+    if scale ~= 1 then p = p * scale end
+    return core.view_as_complex(p)
   end
 
   -- real values of length n from the first math.floor(n / 2) + 1 values of their transform: the missing
   -- ones are conjugates of those (X[n - k] = conj(X[k])), the imaginary parts of X[0] and, for an
   -- even n, X[n / 2] are ignored (as NumPy)
   local function irfft_axis(x, n, a, norm)
-    local h = math.floor(n / 2) + 1
-    local z = fit(as_complex(x), a, h)
-    local parts = {z}
-    if n - h > 0 then parts[2] = hl.conj(hl.flip(util.slice_axis(core, z, a, 1, n - h), a + 1)) end
-    local full = #parts > 1 and hl.concatenate(parts, a + 1) or z
-    return hl.real(transform(full, a, true, factor(norm, n, true)))
+    local z = fit(as_complex(x), a, math.floor(n / 2) + 1)
+    local y = core.fft(core.view_as_real(z), a, "real_inverse", n)
+    local scale = factor(norm, n, true)
+    return scale ~= 1 and y * scale or y
   end
 
   function fft.rfft(x, n, axis, norm, opts)
@@ -145,20 +148,21 @@ return function(hl, core, shared)
     if s ~= nil and type(s) ~= "table" then fail("%s: s must be a list of lengths, got %s", op, type(s)) end
     if axes ~= nil and type(axes) ~= "table" then axes = {axes} end
     if axes == nil then
-      if s ~= nil then
+      -- (fft2's pair of axes stands even with s, as NumPy's: an s of another length is an error)
+      if default_axes then
+        axes = default_axes
+      elseif s ~= nil then
         axes = {}
         for k = 1, #s do axes[k] = k - #s - 1 end
-      elseif default_axes then
-        axes = default_axes
       else
         axes = {}
         for k = 1, x.ndim do axes[k] = k end
       end
     end
     if s ~= nil and #s ~= #axes then fail("%s: s has %d lengths for %d axes", op, #s, #axes) end
+    if x.ndim == 0 then fail("%s: needs at least one axis, got a scalar", op) end
     local a, seen = {}, {}
     for k, ax in ipairs(axes) do
-      if x.ndim == 0 then fail("%s: needs at least one axis, got a scalar", op) end
       a[k] = util.norm_axis(op, ax, x.ndim)
       if seen[a[k]] then fail("%s: axis %d is repeated", op, a[k] + 1) end
       seen[a[k]] = true
@@ -261,15 +265,16 @@ return function(hl, core, shared)
       elseif type(axes) ~= "table" then
         axes = {axes}
       end
-      local shifts = {}
+      -- (the normalised axes go to a new list: the caller's stays as it was given)
+      local shifts, dims = {}, {}
       for k, ax in ipairs(axes) do
         local a = util.norm_axis(op, ax, x.ndim)
-        axes[k] = a + 1
+        dims[k] = a + 1
         local n = x.shape[a + 1]
         shifts[k] = inverse and -(math.floor(n / 2)) or math.floor(n / 2)
       end
-      if #axes == 0 then return x end
-      return hl.roll(x, shifts, axes)
+      if #dims == 0 then return x end
+      return hl.roll(x, shifts, dims)
     end
   end
   fft.fftshift = shift("fft.fftshift", false)

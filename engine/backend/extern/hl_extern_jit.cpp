@@ -14,6 +14,8 @@ Internal::JITModule hl_sort_exports() {
   std::call_once(once, [] {
     m.add_extern_for_export("hl_stage_sort", ExternCFunction(&hl_stage_sort));
     m.add_extern_for_export("hl_stage_fft", ExternCFunction(&hl_stage_fft));
+    m.add_extern_for_export("hl_stage_fft_real", ExternCFunction(&hl_stage_fft_real));
+    m.add_extern_for_export("hl_stage_fft_real_inverse", ExternCFunction(&hl_stage_fft_real_inverse));
   });
   return m;
 }
