@@ -853,10 +853,6 @@ struct Lowerer {
         if (stride_class == 1) p.dim(0).set_stride(0);
         else if (stride_class == 2) p.dim(0).set_stride(Expr());
       }
-      /* a jit pipeline's shapes are part of its key and every buffer starts at 0 (to_buffer):
-       * said to Halide, its indexing is constant and no stage needs a guarded tail */
-      if (!g->dynamic)
-        for (int d = 0; d < r; d++) p.dim(d).set_bounds(0, (int)n.type.shape[r - 1 - d]);
       L.funcs[i](v) = p(v);
       break;
     }
@@ -943,8 +939,6 @@ void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
     hl_dtype t = g->nodes[i].type.dtype;
     if (hl_dtype_is_half(t) && e.type() != UInt(16)) e = hl_half_encode(e, t);
     out(hl_vars(r)) = e;
-    if (!g->dynamic)   /* (as the parameters' bounds: every output is allocated with its node's shape) */
-      for (int d = 0; d < r; d++) out.output_buffer().dim(d).set_bounds(0, (int)g->nodes[i].type.shape[r - 1 - d]);
     L.outputs.push_back(out);
   }
 }
