@@ -187,6 +187,10 @@ hl_aot_entry hl_aot_load(const char *path, const std::string &symbol, void **han
   return entry;
 }
 
+hl_aot_entry hl_aot_symbol(void *handle, const std::string &symbol) {
+  return handle ? (hl_aot_entry)dlsym(handle, (symbol + "_argv").c_str()) : nullptr;
+}
+
 void hl_aot_unload(void *handle) {
   if (handle) dlclose(handle);
 }

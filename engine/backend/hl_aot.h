@@ -37,6 +37,8 @@ hl_aot_entry hl_aot_compile(const Halide::Module &m, const std::string &symbol, 
 
 /* Loads the shared object at path; NULL with hl_error when it has no `symbol`. */
 hl_aot_entry hl_aot_load(const char *path, const std::string &symbol, void **handle);
+/* Another function of an object hl_aot_load or hl_aot_compile loaded; NULL when it has none. */
+hl_aot_entry hl_aot_symbol(void *handle, const std::string &symbol);
 /* Unloads what hl_aot_load loaded (its code is unmapped: nothing may still run it). */
 void hl_aot_unload(void *handle);
 

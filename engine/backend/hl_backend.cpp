@@ -13,6 +13,7 @@
 #include "hl_extern_loop.h"
 #include "hl_extern_view.h"
 #include "hl_export_lib.h"
+#include "hl_partition.h"
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -20,6 +21,7 @@
 #include <cstring>
 #include <unistd.h>
 #include <fstream>
+#include <memory>
 #include <malloc.h>
 #include <mutex>
 #include <sys/stat.h>
@@ -34,6 +36,13 @@ extern "C" {
 }
 
 using namespace Halide;
+
+/* one pipeline of a kernel cut into several (hl_partition.h) */
+struct hl_kernel_part {
+  Internal::JITModule module;
+  Internal::JITModule::argv_wrapper entry = nullptr;
+  hl_aot_entry aot = nullptr;
+};
 
 struct hl_kernel {
   std::atomic<int> refs{1};   /* hl_kernel_retain/release: the cache's entry and each user */
@@ -54,6 +63,10 @@ struct hl_kernel {
   std::string name;     /* for messages: the primitive or the jitted function */
   std::string symbol;   /* the compiled function's unique name */
   std::string ptx;   /* CUDA pipelines: the device code, for inspection and ptxas checks */
+  /* a program cut into several pipelines: the plan, and each part's code (the fields above
+   * that hold one pipeline's code are then unused) */
+  std::unique_ptr<hl_plan> plan;
+  std::vector<hl_kernel_part> parts;
 };
 
 namespace {
@@ -223,6 +236,87 @@ extern "C" char *hl_kernel_disk_signature(const hl_graph *g) {
   }
 }
 
+/* g's Halide pipeline, lowered and scheduled for its device, with its arguments */
+static Pipeline build_pipeline(const hl_graph *g, const Target &t, std::vector<Argument> &args) {
+  hl_lowered L;
+  hl_lower_graph(g, L);
+  if (g->schedule && g->device == HL_DEVICE_CUDA)
+    throw CompileError("schedule \"auto\" (Mullapudi2016) schedules CPU pipelines, not cuda ones");
+  if (g->device == HL_DEVICE_CUDA) hl_schedule_cuda(L, t);
+  else if (g->schedule) hl_schedule_auto(L, t);
+  else hl_schedule_cpu(L, t);
+  for (const ImageParam &p : L.params) args.push_back(p);
+  return Pipeline(L.outputs);
+}
+
+/* the engine's extern stages, for a JIT module to link against */
+static std::vector<Internal::JITModule> jit_deps(int device) {
+  std::vector<Internal::JITModule> deps;
+  deps.push_back(device == HL_DEVICE_CUDA ? hl_cublas_exports() : hl_cpu_matmul_exports());
+  if (device == HL_DEVICE_CUDA) deps.push_back(hl_cufft_exports());
+  deps.push_back(hl_linalg_exports());
+  deps.push_back(hl_sort_exports());
+  deps.push_back(hl_loop_exports());
+  deps.push_back(hl_transpose_exports());
+  deps.push_back(hl_dist_exports());
+  return deps;
+}
+
+/* part q's function in a kernel's shared object */
+static std::string part_symbol(int q) { return std::string(kAotSymbol) + "_p" + std::to_string(q); }
+
+/* a JIT-compiled function's name: ours alone (a pipeline named after its primitive, "tanh",
+ * would collide with libm inside the JIT, and jit names carry paths) */
+static std::string jit_symbol() {
+  static std::atomic<long> serial{0};
+  return "hl_pipeline_" + std::to_string(++serial);
+}
+
+/* The parts of k's plan, compiled: ahead of time into one shared object at so_path (one
+ * function per part, linked into one module: one LLVM run, one link), else JIT-compiled one by
+ * one. `lap` adds the time since its last call to a phase. */
+template <typename Lap>
+static void compile_parts(hl_kernel *k, const char *so_path, Lap &lap) {
+  hl_plan &plan = *k->plan;
+  size_t n = plan.parts.size();
+  std::vector<Pipeline> pipes(n);
+  std::vector<std::vector<Argument>> args(n);
+  k->parts.assign(n, hl_kernel_part());
+  if (so_path) {
+    Target t = k->target.without_feature(Target::JIT).with_feature(Target::NoRuntime);
+    std::vector<Module> modules;
+    for (size_t q = 0; q < n; q++) {
+      pipes[q] = build_pipeline(&plan.parts[q].g, k->target, args[q]);
+      lap(k->phase_ms[0]);
+      modules.push_back(pipes[q].compile_to_module(args[q], part_symbol((int)q), t));
+      lap(k->phase_ms[1]);
+    }
+    k->symbol = kAotSymbol;
+    hl_aot_entry first = hl_aot_compile(link_modules(kAotSymbol, modules), part_symbol(0), so_path, &k->phase_ms[2],
+                                        &k->phase_ms[3], &k->so);
+    if (first) {
+      k->aot = first;
+      for (size_t q = 0; q < n; q++) k->parts[q].aot = q ? hl_aot_symbol(k->so, part_symbol((int)q)) : first;
+      return;
+    }
+    unlink(so_path);   /* (said once by hl_aot_compile; the JIT takes over) */
+  }
+  std::vector<Internal::JITModule> deps = jit_deps(HL_DEVICE_CPU);   /* (only CPU programs are cut) */
+  for (size_t q = 0; q < n; q++) {
+    if (!pipes[q].defined()) {
+      pipes[q] = build_pipeline(&plan.parts[q].g, k->target, args[q]);
+      lap(k->phase_ms[0]);
+    }
+    std::string sym = jit_symbol();
+    Module m = pipes[q].compile_to_module(args[q], sym, k->target);
+    lap(k->phase_ms[1]);
+    k->parts[q].module = Internal::JITModule(m, m.get_function_by_name(sym), deps);
+    k->parts[q].entry = k->parts[q].module.argv_function();
+    lap(k->phase_ms[2]);
+  }
+  k->symbol = "";
+}
+
 static hl_kernel *hl_kernel_load_real(const hl_graph *g, const char *name, const char *path);
 
 extern "C" hl_kernel *hl_kernel_load(const hl_graph *g0, const char *name, const char *path) {
@@ -245,8 +339,22 @@ static hl_kernel *hl_kernel_load_real(const hl_graph *g, const char *name, const
   hl_kernel *k = new hl_kernel;
   k->target = hl_device_target(HL_DEVICE_CPU);
   k->symbol = kAotSymbol;
-  k->aot = hl_aot_load(path, k->symbol, &k->so);
+  try {
+    std::unique_ptr<hl_plan> plan(new hl_plan);
+    if (hl_plan_make(g, *plan)) k->plan = std::move(plan);
+  } catch (const std::exception &e) {
+    hl_error("%s: %s", name, e.what());
+    delete k;
+    return nullptr;
+  }
+  k->aot = hl_aot_load(path, k->plan ? part_symbol(0) : k->symbol, &k->so);
+  for (size_t q = 0; k->aot && k->plan && q < k->plan->parts.size(); q++) {
+    k->parts.push_back(hl_kernel_part());
+    k->parts[q].aot = hl_aot_symbol(k->so, part_symbol((int)q));
+    if (!k->parts[q].aot) k->aot = nullptr;   /* (an entry of another plan: compiled again) */
+  }
   if (!k->aot) {
+    hl_aot_unload(k->so);
     delete k;
     return nullptr;
   }
@@ -274,18 +382,18 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, co
   try {
     RealGraph rg(g0);
     g = rg.g;
-    hl_lowered L;
-    hl_lower_graph(g, L);
     k->target = hl_device_target(g->device);
-    if (g->schedule && g->device == HL_DEVICE_CUDA)
-      throw CompileError("schedule \"auto\" (Mullapudi2016) schedules CPU pipelines, not cuda ones");
-    if (g->device == HL_DEVICE_CUDA) hl_schedule_cuda(L, k->target);
-    else if (g->schedule) hl_schedule_auto(L, k->target);
-    else hl_schedule_cpu(L, k->target);
-    for (const ImageParam &p : L.params) k->args.push_back(p);
-    k->pipeline = Pipeline(L.outputs);
-    lap(k->phase_ms[0]);
-    if (so_path) {
+    std::unique_ptr<hl_plan> plan(new hl_plan);
+    if (hl_plan_make(g, *plan)) {
+      k->plan = std::move(plan);
+      compile_parts(k, so_path, lap);
+    } else {
+      k->pipeline = build_pipeline(g, k->target, k->args);
+      lap(k->phase_ms[0]);
+    }
+    if (k->plan) {
+      /* (compiled above) */
+    } else if (so_path) {
       /* ahead of time, into the disk cache's shared object */
       k->symbol = kAotSymbol;
       Target t = k->target.without_feature(Target::JIT).with_feature(Target::NoRuntime);
@@ -300,25 +408,14 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, co
         k->args.clear();
       }
     }
-    if (!k->aot) {
-      /* the symbol is ours alone: a pipeline named after its primitive ("tanh") would collide
-       * with libm inside the JIT, and jit names carry paths */
-      static std::atomic<long> serial{0};
-      k->symbol = "hl_pipeline_" + std::to_string(++serial);
+    if (!k->aot && !k->plan) {
+      k->symbol = jit_symbol();
       Module m = k->pipeline.compile_to_module(k->args, k->symbol, k->target);
       lap(k->phase_ms[1]);
       for (const Buffer<> &b : m.buffers())
         if (b.name().find("gpu_source_kernels") != std::string::npos)
           k->ptx.assign((const char *)b.data(), strnlen((const char *)b.data(), (size_t)b.size_in_bytes()));
-      std::vector<Internal::JITModule> deps;
-      deps.push_back(g->device == HL_DEVICE_CUDA ? hl_cublas_exports() : hl_cpu_matmul_exports());
-      if (g->device == HL_DEVICE_CUDA) deps.push_back(hl_cufft_exports());
-      deps.push_back(hl_linalg_exports());
-      deps.push_back(hl_sort_exports());
-      deps.push_back(hl_loop_exports());
-      deps.push_back(hl_transpose_exports());
-      deps.push_back(hl_dist_exports());
-      k->module = Internal::JITModule(m, m.get_function_by_name(k->symbol), deps);
+      k->module = Internal::JITModule(m, m.get_function_by_name(k->symbol), jit_deps(g->device));
       k->entry = k->module.argv_function();
       lap(k->phase_ms[2]);
     }
@@ -336,6 +433,53 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, co
   }
   k->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return k;
+}
+
+/* A kernel cut into parts: each part in turn, on the caller's buffers (the first nparams +
+ * noutputs slots, in `bufs`) and the buffers between parts, each allocated before the part that
+ * writes it and freed after the last that reads it. Stops at the first failure or interrupt. */
+static int run_parts(hl_kernel *k, halide_buffer_t *bufs, RunContext *ctx) {
+  const hl_plan &plan = *k->plan;
+  int fixed = plan.nparams + plan.noutputs, nb = (int)plan.between.size();
+  std::vector<halide_buffer_t> between((size_t)nb);
+  std::vector<halide_dimension_t> dims((size_t)nb * HL_MAX_DIMS);
+  std::vector<const void *> argv;
+  JITUserContext *pctx = ctx;
+  int rc = 0;
+  for (size_t q = 0; q < plan.parts.size() && rc == 0; q++) {
+    for (int j = 0; j < nb && rc == 0; j++) {
+      if (plan.born[j] != (int)q) continue;
+      const hl_type &t = plan.between[j];
+      halide_buffer_t &b = between[j];
+      b = halide_buffer_t();
+      b.type = hl_halide_type(t.dtype);
+      b.dimensions = t.ndim;
+      b.dim = &dims[(size_t)j * HL_MAX_DIMS];
+      int64_t stride = 1;
+      for (int d = 0; d < t.ndim; d++) {   /* row-major: Halide's dim 0 is the last axis */
+        int64_t e = t.shape[t.ndim - 1 - d];
+        b.dim[d] = halide_dimension_t(0, (int32_t)e, (int32_t)stride);
+        stride *= e;
+      }
+      b.host = (uint8_t *)hl_scratch_alloc((size_t)std::max<int64_t>(stride, 1) * b.type.bytes());
+      if (!b.host) rc = hl_error("%s: out of memory for a buffer between pipelines", k->name.c_str());
+    }
+    if (rc) break;
+    const hl_part &part = plan.parts[q];
+    argv.assign(1, &pctx);
+    for (int slot : part.slots) argv.push_back(slot < fixed ? &bufs[slot] : &between[slot - fixed]);
+    const hl_kernel_part &code = k->parts[q];
+    rc = code.aot ? code.aot((void **)argv.data()) : code.entry(argv.data());
+    if (rc == 0 && (!ctx->message.empty() || hl_interrupted())) rc = -1;
+    for (int j = 0; j < nb; j++)
+      if (plan.dies[j] == (int)q && between[j].host) {
+        hl_scratch_free(between[j].host);
+        between[j].host = nullptr;
+      }
+  }
+  for (halide_buffer_t &b : between)   /* (after a failure) */
+    if (b.host) hl_scratch_free(b.host);
+  return rc;
 }
 
 extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_array *const *outputs) {
@@ -380,7 +524,7 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
   uint64_t outer_run = hooks->run_begin();   /* a loop runs once per run of its pipeline */
   bool outer_failed = hl_stage_run_begin();   /* (a loop's body runs inside its loop's stage) */
   hl_interrupt_enter();
-  int rc = k->aot ? k->aot((void **)argv) : k->entry(argv);
+  int rc = k->plan ? run_parts(k, bufs, &ctx) : k->aot ? k->aot((void **)argv) : k->entry(argv);
   /* Ctrl-C while it ran (between parallel tasks, it stopped it): the call fails, its results
    * are not taken (hl_interrupt.h) */
   bool interrupted = hl_interrupted();
@@ -439,7 +583,21 @@ static char *kernel_text(hl_kernel *k, const hl_graph *g, bool assembly) {
   std::string text;
   try {
     std::lock_guard<std::mutex> guard(compiler_lock);
-    if (!k->pipeline.defined()) {
+    Target t = k->target.without_feature(Target::JIT);
+    if (k->plan) {
+      /* each part's, in turn */
+      for (size_t q = 0; q < k->plan->parts.size(); q++) {
+        std::vector<Argument> args;
+        Pipeline p = build_pipeline(&k->plan->parts[q].g, k->target, args);
+        if (assembly) p.compile_to_assembly(path, args, part_symbol((int)q), t);
+        else p.compile_to_lowered_stmt(path, args, Halide::Text, t);
+        std::ifstream f(path);
+        std::stringstream ss;
+        ss << f.rdbuf();
+        text += "# pipeline " + std::to_string(q + 1) + " of " + std::to_string(k->plan->parts.size()) + "\n" + ss.str();
+      }
+    }
+    if (!k->plan && !k->pipeline.defined()) {
       RealGraph rg(g);
       hl_lowered L;
       hl_lower_graph(rg.g, L);
@@ -448,13 +606,14 @@ static char *kernel_text(hl_kernel *k, const hl_graph *g, bool assembly) {
       for (const ImageParam &p : L.params) k->args.push_back(p);
       k->pipeline = Pipeline(L.outputs);
     }
-    Target t = k->target.without_feature(Target::JIT);
-    if (assembly) k->pipeline.compile_to_assembly(path, k->args, k->symbol, t);
-    else k->pipeline.compile_to_lowered_stmt(path, k->args, Halide::Text, t);
-    std::ifstream f(path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    text = ss.str();
+    if (!k->plan) {
+      if (assembly) k->pipeline.compile_to_assembly(path, k->args, k->symbol, t);
+      else k->pipeline.compile_to_lowered_stmt(path, k->args, Halide::Text, t);
+      std::ifstream f(path);
+      std::stringstream ss;
+      ss << f.rdbuf();
+      text = ss.str();
+    }
   } catch (const std::exception &e) {
     remove(path);
     hl_error("lower: printing the pipeline failed: %s", e.what());

@@ -599,16 +599,13 @@ static int by_param_index(const void *a, const void *b, void *g) {
   return (x->attrs.i[0] > y->attrs.i[0]) - (x->attrs.i[0] < y->attrs.i[0]);
 }
 
-int hl_graph_canonical_key(const hl_graph *g, hl_key *key) {
+/* The canonical order of g's nodes into order (pos: each node's place in it): parameters by
+ * index, then each output's inputs depth first, in output and input order, each node after its
+ * inputs; then the nodes no output reads, as they come. -1 + hl_error when out of memory. */
+static int canonical_order(const hl_graph *g, int *order, int *pos) {
   int n = g->nnodes;
-  int *order = malloc(sizeof(int) * (size_t)(n ? n : 1)), *pos = malloc(sizeof(int) * (size_t)(n ? n : 1));
   int *stack = malloc(sizeof(int) * 2 * (size_t)(n ? n : 1));
-  if (!order || !pos || !stack) {
-    free(order);
-    free(pos);
-    free(stack);
-    return hl_error("out of memory");
-  }
+  if (!stack) return hl_error("out of memory");
   int count = 0;
   for (int i = 0; i < n; i++) {
     pos[i] = -1;
@@ -616,7 +613,6 @@ int hl_graph_canonical_key(const hl_graph *g, hl_key *key) {
   }
   qsort_r(order, (size_t)count, sizeof(int), by_param_index, (void *)g);
   for (int k = 0; k < count; k++) pos[order[k]] = k;
-  /* then each output's inputs depth first, in output and input order, each node after its inputs */
   for (int k = 0; k < g->noutputs; k++) {
     int top = 0;
     if (pos[g->outputs[k]] == -1) {
@@ -643,18 +639,57 @@ int hl_graph_canonical_key(const hl_graph *g, hl_key *key) {
       }
     }
   }
-  for (int i = 0; i < n; i++)   /* nodes no output reads, as they come */
+  for (int i = 0; i < n; i++)
     if (pos[i] == -1) {
       pos[i] = count;
       order[count++] = i;
     }
+  free(stack);
+  return 0;
+}
+
+int hl_graph_canonical_key(const hl_graph *g, hl_key *key) {
+  int n = g->nnodes;
+  int *order = malloc(sizeof(int) * (size_t)(n ? n : 1)), *pos = malloc(sizeof(int) * (size_t)(n ? n : 1));
+  if (!order || !pos || canonical_order(g, order, pos)) {
+    free(order);
+    free(pos);
+    return order && pos ? -1 : hl_error("out of memory");
+  }
   put_graph(g, key, order, pos);
   int32_t dyn = g->dynamic;
   key_put(key, &dyn, sizeof dyn);
   free(order);
   free(pos);
-  free(stack);
   return 0;
+}
+
+int hl_graph_canonical(const hl_graph *g, hl_graph *out) {
+  int n = g->nnodes;
+  hl_graph_init(out);
+  out->dynamic = g->dynamic;
+  out->device = g->device;
+  out->schedule = g->schedule;
+  int *order = malloc(sizeof(int) * (size_t)(n ? n : 1)), *pos = malloc(sizeof(int) * (size_t)(n ? n : 1));
+  int rc = !order || !pos ? hl_error("out of memory") : canonical_order(g, order, pos);
+  for (int o = 0; o < n && !rc; o++) {
+    const hl_node *nd = &g->nodes[order[o]];
+    int ins[64];
+    for (int k = 0; k < nd->nin; k++) ins[k] = pos[hl_node_inputs(g, nd)[k]];
+    if (hl_graph_add(out, nd->prim, nd->nin, ins, &nd->attrs) != o) rc = -1;
+    if (nd->prim == HL_P_PARAM) out->nparams++;
+  }
+  int *outs = rc ? NULL : malloc(sizeof(int) * (size_t)(g->noutputs ? g->noutputs : 1));
+  if (!rc && !outs) rc = hl_error("out of memory");
+  if (!rc) {
+    for (int k = 0; k < g->noutputs; k++) outs[k] = pos[g->outputs[k]];
+    rc = hl_graph_set_outputs(out, g->noutputs, outs);
+  }
+  free(outs);
+  free(order);
+  free(pos);
+  if (rc) hl_graph_free(out);
+  return rc;
 }
 
 void hl_key_free(hl_key *key) {

@@ -313,6 +313,40 @@ finish()
     assert.are.equal(1, #lines(r2, "halua: loaded ordered from the disk cache"), r2.text)
   end)
 
+  it("a program cut into several pipelines, traced in another order, loads the entry its parts were compiled into", function()
+    -- 40 rounds each way: several pipelines (jit_spec), whose plan is made in the program's own order
+    local script = HEADER .. [==[
+local order = ...
+local f = hl.jit(function(a)
+  local r = {}
+  for _, k in ipairs(order) do
+    local v = a
+    for i = 1, 40 do v = k == "p" and hl.tanh(v * 0.9 + i * 0.01) or hl.sin(v) * 0.5 + 0.25 end
+    r[k] = v
+  end
+  return r
+end, {name = "cut"})
+local out = f(hl.arange(4) + 0.5)
+result.values = {p = out.p:totable(), s = out.s:totable()}
+result.pipelines = tonumber(f:lower(hl.arange(4) + 0.5):stmt():match("# pipeline 1 of (%d+)"))
+finish()
+]==]
+    local dir = tmpdir()
+    local r1 = run((script:gsub("local order = %.%.%.", 'local order = {"p", "s"}')), {HALUA_CACHE_DIR = dir})
+    local r2 = run((script:gsub("local order = %.%.%.", 'local order = {"s", "p"}')), {HALUA_CACHE_DIR = dir})
+    local a, b = succeeded(r1), succeeded(r2)
+    assert(a.pipelines and a.pipelines >= 3 and b.pipelines == a.pipelines, r2.text)
+    for i = 1, 4 do
+      local p, s = i - 0.5, i - 0.5
+      for k = 1, 40 do p, s = math.tanh(p * 0.9 + k * 0.01), math.sin(s) * 0.5 + 0.25 end
+      assert(math.abs(a.values.p[i] - p) < 1e-5 and math.abs(b.values.p[i] - p) < 1e-5, r2.text)
+      assert(math.abs(a.values.s[i] - s) < 1e-5 and math.abs(b.values.s[i] - s) < 1e-5, r2.text)
+    end
+    assert.are.equal(1, #lines(r1, "halua: compiled cut"), r1.text)
+    assert.are.same({}, lines(r2, "halua: compiled cut"), r2.text)
+    assert.are.equal(1, #lines(r2, "halua: loaded cut from the disk cache"), r2.text)
+  end)
+
   -- entries rewritten by edit(bytes): each is reported, removed and written again, then hit cleanly
   local function damaged_then_clean(edit)
     local dir = tmpdir()

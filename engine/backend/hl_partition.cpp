@@ -1,0 +1,166 @@
+/* Cutting a program into pipelines (hl_partition.h). */
+#include "hl_partition.h"
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include "hl_device.h"
+extern "C" {
+#include "hl_error.h"
+}
+
+hl_plan::~hl_plan() {
+  for (hl_part &p : parts) hl_graph_free(&p.g);
+}
+
+namespace {
+
+void check(int rc) {
+  if (rc < 0) throw std::runtime_error(hl_error_message());
+}
+
+/* Nodes every part can have for nothing: parameters (read from their slots), constants and
+ * indices (values in their consumers), and views of those (index maps over them). */
+std::vector<char> free_nodes(const hl_graph *g) {
+  std::vector<char> f(g->nnodes, 0);
+  for (int i = 0; i < g->nnodes; i++) {
+    const hl_node &n = g->nodes[i];
+    hl_prim_kind kind = hl_prims[n.prim].kind;
+    f[i] = kind == HL_K_SOURCE || (kind == HL_K_VIEW && f[hl_node_inputs(g, &n)[0]]);
+  }
+  return f;
+}
+
+/* Builds one part's sub-graph: `local` maps the whole program's nodes to the part's. */
+struct PartBuilder {
+  const hl_graph *g;
+  const std::vector<char> &is_free;
+  const std::vector<int> &part_of, &slot_of;
+  hl_part &part;
+  int q;
+  std::vector<int> local;
+
+  /* node i as the part sees it: its own node, a copy of a free one, or a parameter for a value
+   * another part (or the caller) has put in a slot */
+  int get(int i) {
+    if (local[i] >= 0) return local[i];
+    const hl_node &n = g->nodes[i];
+    int id;
+    if (n.prim == HL_P_PARAM || (!is_free[i] && part_of[i] != q)) {
+      int slot = n.prim == HL_P_PARAM ? (int)n.attrs.i[0] : slot_of[i];
+      if (slot < 0) throw std::runtime_error("halua: internal: a value crosses pipelines without a buffer");
+      id = hl_graph_add_param(&part.g, n.type.dtype, n.type.ndim, n.type.shape);
+      check(id);
+      part.slots.push_back(slot);
+    } else {
+      int ins[64];
+      for (int k = 0; k < n.nin; k++) ins[k] = get(hl_node_inputs(g, &n)[k]);
+      id = hl_graph_add(&part.g, n.prim, n.nin, ins, &n.attrs);
+      check(id);
+    }
+    return local[i] = id;
+  }
+};
+
+}  // namespace
+
+bool hl_plan_make(const hl_graph *g0, hl_plan &plan) {
+  if (g0->dynamic || g0->device != HL_DEVICE_CPU || g0->schedule) return false;
+  std::vector<char> is_free = free_nodes(g0);
+  int total = 0;
+  for (int i = 0; i < g0->nnodes; i++) total += !is_free[i];
+  if (total <= kPartNodes) return false;   /* (the same count in any order: one pipeline either way) */
+
+  hl_graph c;
+  check(hl_graph_canonical(g0, &c));
+  struct Owner {
+    hl_graph *g;
+    ~Owner() { hl_graph_free(g); }
+  } owner{&c};
+  const hl_graph *g = &c;
+  is_free = free_nodes(g);
+
+  /* parts of equal size, in canonical order (each node after its inputs) */
+  int nparts = (total + kPartNodes - 1) / kPartNodes, size = (total + nparts - 1) / nparts;
+  std::vector<int> part_of(g->nnodes, -1);
+  for (int i = 0, seen = 0; i < g->nnodes; i++)
+    if (!is_free[i]) part_of[i] = seen++ / size;
+
+  /* where each value lives once made: the first output that is it, else a buffer between parts
+   * when a later part reads it */
+  plan.nparams = g->nparams;
+  plan.noutputs = g->noutputs;
+  std::vector<int> slot_of(g->nnodes, -1), last_reader(g->nnodes, -1);
+  for (int k = g->noutputs - 1; k >= 0; k--)
+    if (!is_free[g->outputs[k]]) slot_of[g->outputs[k]] = g->nparams + k;
+  /* a free node read by a later part is copied there: its own inputs are what that part reads */
+  std::vector<int> reader(g->nnodes, -1);   /* the part each node is (copied) into, for this walk */
+  for (int i = 0; i < g->nnodes; i++) {
+    if (is_free[i]) continue;
+    const hl_node &n = g->nodes[i];
+    std::vector<int> todo(hl_node_inputs(g, &n), hl_node_inputs(g, &n) + n.nin);
+    while (!todo.empty()) {
+      int s = todo.back();
+      todo.pop_back();
+      if (is_free[s]) {
+        if (reader[s] == part_of[i]) continue;
+        reader[s] = part_of[i];
+        const hl_node &sn = g->nodes[s];
+        todo.insert(todo.end(), hl_node_inputs(g, &sn), hl_node_inputs(g, &sn) + sn.nin);
+      } else if (part_of[s] != part_of[i]) {
+        last_reader[s] = std::max(last_reader[s], part_of[i]);
+      }
+    }
+  }
+  for (int i = 0; i < g->nnodes; i++) {
+    if (last_reader[i] < 0 || slot_of[i] >= 0) continue;
+    slot_of[i] = g->nparams + g->noutputs + (int)plan.between.size();
+    plan.between.push_back(g->nodes[i].type);
+    plan.born.push_back(part_of[i]);
+    plan.dies.push_back(last_reader[i]);
+  }
+
+  plan.parts.resize(nparts);
+  for (hl_part &p : plan.parts) hl_graph_init(&p.g);
+  for (int q = 0; q < nparts; q++) {
+    hl_part &p = plan.parts[q];
+    p.g.device = g->device;
+    PartBuilder b{g, is_free, part_of, slot_of, p, q, std::vector<int>(g->nnodes, -1)};
+    std::vector<int> outs, out_slots;
+    for (int i = 0; i < g->nnodes; i++) {
+      if (part_of[i] != q) continue;
+      b.get(i);
+      if (last_reader[i] >= 0 && slot_of[i] >= g->nparams + g->noutputs) {
+        outs.push_back(b.local[i]);
+        out_slots.push_back(slot_of[i]);
+      }
+    }
+    /* the caller's outputs: each where its node is made; free ones (a parameter returned as it
+     * is, a constant) in the last part */
+    for (int k = 0; k < g->noutputs; k++) {
+      int i = g->outputs[k];
+      if (is_free[i] ? q != nparts - 1 : part_of[i] != q) continue;
+      outs.push_back(b.get(i));
+      out_slots.push_back(g->nparams + k);
+    }
+    check(hl_graph_set_outputs(&p.g, (int)outs.size(), outs.data()));
+    p.slots.insert(p.slots.end(), out_slots.begin(), out_slots.end());
+  }
+  /* a part of which nothing is used (nodes no output reads) is no pipeline: dropped */
+  std::vector<int> renumber(nparts, -1);
+  int kept = 0;
+  for (int q = 0; q < nparts; q++) {
+    if (plan.parts[q].g.noutputs == 0) {
+      hl_graph_free(&plan.parts[q].g);
+      continue;
+    }
+    renumber[q] = kept;
+    if (kept != q) std::swap(plan.parts[kept], plan.parts[q]);
+    kept++;
+  }
+  plan.parts.resize(kept);
+  for (size_t s = 0; s < plan.born.size(); s++) {
+    plan.born[s] = renumber[plan.born[s]];
+    plan.dies[s] = renumber[plan.dies[s]];
+  }
+  return true;
+}

@@ -1,0 +1,52 @@
+/* A big program as several Halide pipelines run one after another, chained through buffers.
+ *
+ * Halide 14 nests each buffered stage's realization around everything after it, and several of
+ * its passes walk that nest once per stage (fork_async_producers tightens every consume node by
+ * scanning what follows it; bounds inference, inlining and LLVM's function passes grow with it):
+ * a pipeline's compile time grows with the square or cube of its stages. A jitted training step
+ * of a 16-layer MLP (160 stages) spent 19 s compiling where 4 layers took 2.5 s. Cut into parts
+ * of a bounded size, the compile is linear in the program; each part is an ordinary pipeline of
+ * its own sub-graph, lowered and scheduled as any other.
+ *
+ * Only CPU jit pipelines are cut (their shapes are static, so the buffers between parts have
+ * known sizes, and they live on the host): eager kernels are one primitive, CUDA pipelines would
+ * need device buffers between parts, and an autoscheduled pipeline is Mullapudi2016's to schedule
+ * whole. The plan is a function of the program alone, made in the graph's canonical order
+ * (hl_graph_canonical), so a kernel loaded from the disk cache finds the parts it was compiled
+ * with whatever order its program was traced in. */
+#ifndef HL_PARTITION_H
+#define HL_PARTITION_H
+#include <vector>
+extern "C" {
+#include "hl_ir.h"
+}
+
+/* Most non-trivial nodes in one part (constants, parameters and views of them are copied into
+ * each part that reads them and count for nothing). Measured on the 16-layer MLP step (411 nodes)
+ * and 400 unrolled tanh rounds (1200): parts of 12 to 24 nodes compile fastest, 48 took 15% more,
+ * one pipeline 2-3x more; the run time did not change. */
+const int kPartNodes = 24;
+
+/* A buffer of the run: slots 0..nparams-1 are the kernel's arguments, then its outputs, then the
+ * values one part hands to a later one. */
+struct hl_part {
+  hl_graph g;                /* its program: PARAMs for what it reads from slots, its outputs */
+  std::vector<int> slots;    /* the slot of each of g's parameters, then of each of its outputs */
+};
+
+struct hl_plan {
+  int nparams = 0, noutputs = 0;
+  std::vector<hl_part> parts;
+  std::vector<hl_type> between;   /* the type of each slot after the outputs */
+  std::vector<int> born, dies;    /* per such slot: the part that writes it, the last that reads it */
+  hl_plan() = default;
+  hl_plan(const hl_plan &) = delete;
+  hl_plan &operator=(const hl_plan &) = delete;
+  ~hl_plan();
+};
+
+/* Cuts g into parts when it is a CPU jit program larger than one part; false (plan untouched)
+ * when it stays one pipeline. Throws std::runtime_error with the engine's message on failure. */
+bool hl_plan_make(const hl_graph *g, hl_plan &plan);
+
+#endif
