@@ -1,4 +1,5 @@
 #include "hl_complex_funcs.h"
+#include "hl_complex_ops.h"
 #include "hl_error.h"
 #include <math.h>
 
@@ -23,41 +24,37 @@ static const hl_array *is_zero(hl_cx_arena *A, hl_cx z) { return AND(OPN(EQ, z.r
 
 static hl_cx swap(hl_cx z) { return (hl_cx){z.im, z.re}; }
 
-/* NumPy's a ** b for an integer b = n, |n| < 100: a^|n| by squaring (the products NumPy forms, so
- * a ** 2 is a * a exactly), then 1 / that for n < 0. The powers a^(2^k) past |n| stay 1, so
- * nothing overflows that the result does not (an unused branch's infinite partial times its zero
- * cotangent would be NaN). b's derivative, a^n log a, is added as (b - stop_gradient(b)) times it:
- * 0 in value, since the integer path does not depend on b otherwise. */
-static hl_cx int_pow(hl_cx_arena *A, hl_cx a, hl_cx b, const hl_array *is_int, hl_cx safe_log) {
-  const hl_array *n = SEL(is_int, OP(ABS, b.re, NULL), hl_cx_num(A, b.re, 0));
-  hl_cx one = num(A, a.re, 1, 0), p = a, acc = one;
-  for (int k = 0; k < 7; k++) {
-    if (k > 0) p = hl_cx_selz(A, OPN(GE, n, (double)(1 << k)), hl_cx_mul(A, p, p), one);
-    const hl_array *bit = OPN(GE, OPN(MOD, OP(FLOOR, OPN(MUL, n, 1.0 / (1 << k)), NULL), 2), 1);
-    acc = hl_cx_selz(A, bit, hl_cx_mul(A, acc, p), acc);
-  }
-  acc = hl_cx_selz(A, OPN(LT, b.re, 0), hl_cx_div(A, one, acc), acc);
-  hl_cx d = hl_cx_mul(A, acc, safe_log);
-  const hl_array *fin = AND(OP(ISFINITE, d.re, NULL), OP(ISFINITE, d.im, NULL));
-  hl_cx ds = {OP(STOP_GRADIENT, SEL(fin, d.re, one.im), NULL), OP(STOP_GRADIENT, SEL(fin, d.im, one.im), NULL)};
-  hl_cx db = {OP(SUB, b.re, OP(STOP_GRADIENT, b.re, NULL)), OP(SUB, b.im, OP(STOP_GRADIENT, b.im, NULL))};
-  return hl_cx_add(A, acc, hl_cx_mul(A, db, ds));
-}
-
-/* NumPy's a ** b: 1 where b is 0 (whatever a is); at a = 0, 0 for a positive real b and NaN for
- * any other b; the integer path above; else exp(b log a) (glibc's cpow). a = 0 takes the log of 1
- * instead: the select's unused branch must not be -inf, or its zero cotangent would make a NaN. */
+/* NumPy's a ** b for an array b: 1 where b is 0 (whatever a is); at a = 0, 0 for a positive real b
+ * and NaN for any other b; else exp(b log a) (glibc's cpow, which NumPy calls but for integer b,
+ * where it multiplies: hl_complex_int_pow does that for a Lua number b). a = 0 takes the log of
+ * 1 instead: the select's unused branch must not be -inf, or its zero cotangent would make NaN. */
 static hl_cx c_pow(hl_cx_arena *A, hl_cx a, hl_cx b) {
   const hl_array *a0 = is_zero(A, a), *b0 = is_zero(A, b);
   hl_cx one = num(A, a.re, 1, 0);
-  hl_cx l = hl_cx_log(A, hl_cx_selz(A, a0, one, a));
-  hl_cx e = hl_cx_exp(A, hl_cx_mul(A, b, l));
-  const hl_array *is_int = AND(AND(OPN(EQ, b.im, 0), OP(EQ, b.re, OP(FLOOR, b.re, NULL))), OPN(LT, OP(ABS, b.re, NULL), 100));
-  e = hl_cx_selz(A, is_int, int_pow(A, a, b, is_int, l), e);
+  hl_cx e = hl_cx_exp(A, hl_cx_mul(A, b, hl_cx_log(A, hl_cx_selz(A, a0, one, a))));
   /* exp(0 log a) is 1 already for finite a != 0, and its derivative in b there is log a */
   const hl_array *fin = AND(OP(ISFINITE, a.re, NULL), OP(ISFINITE, a.im, NULL));
   hl_cx at0 = hl_cx_selz(A, b0, one, hl_cx_selz(A, AND(OPN(GT, b.re, 0), OPN(EQ, b.im, 0)), num(A, a.re, 0, 0), num(A, a.re, NAN, NAN)));
   return hl_cx_selz(A, a0, at0, hl_cx_selz(A, AND(b0, OP(LOGICAL_NOT, fin, NULL)), one, e));
+}
+
+int hl_complex_int_pow(const hl_array *z, int n, hl_array *out) {
+  hl_cx_arena arena = {0}, *A = &arena;
+  hl_cx a = hl_cx_parts(A, z), acc = {NULL, NULL}, one = num(A, a.re, 1, 0);
+  int rc = -1;
+  if (n == 0) {
+    rc = hl_cx_make(A, one, out);
+  } else {
+    /* NumPy's products: the squares a^(2^k) times one another for the bits of |n| */
+    unsigned m = (unsigned)(n < 0 ? -n : n);
+    for (hl_cx p = a; m; m >>= 1) {
+      if (m & 1) acc = acc.re ? hl_cx_mul(A, acc, p) : p;
+      if (m > 1) p = hl_cx_mul(A, p, p);
+    }
+    rc = hl_cx_make(A, n < 0 ? hl_cx_div(A, one, acc) : acc, out);
+  }
+  hl_cx_drop(A);
+  return rc;
 }
 
 /* z / |z|, 0 at 0 (NumPy 2's sign; NumPy 1 took the sign of the first non-zero part) */

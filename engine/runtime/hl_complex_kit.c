@@ -168,17 +168,35 @@ hl_cx hl_cx_exp(hl_cx_arena *A, hl_cx z) {
   return (hl_cx){OP(MUL, e, OP(COS, z.im, NULL)), OP(MUL, e, OP(SIN, z.im, NULL))};
 }
 
-hl_cx hl_cx_log(hl_cx_arena *A, hl_cx z) { return (hl_cx){OP(LOG, hl_cx_abs(A, z), NULL), OP(ATAN2, z.im, z.re)}; }
+/* Where |z| could overflow (parts near the dtype's largest), z / 4 (exact) for functions that can
+ * take it and undo it: *big says where */
+static hl_cx quartered(hl_cx_arena *A, hl_cx z, const hl_array **big) {
+  const hl_array *h = OP(ADD, OPN(MUL, OP(ABS, z.re, NULL), 0.5), OPN(MUL, OP(ABS, z.im, NULL), 0.5));
+  *big = OPN(GT, h, z.re && z.re->dtype == HL_FLOAT32 ? 1e37 : 1e307);
+  return hl_cx_selz(A, *big, (hl_cx){OPN(MUL, z.re, 0.25), OPN(MUL, z.im, 0.25)}, z);
+}
 
-hl_cx hl_cx_sqrt(hl_cx_arena *A, hl_cx z) {
+/* log|z| + i arg z: log|z / 4| + log 4 near overflow */
+hl_cx hl_cx_log(hl_cx_arena *A, hl_cx z) {
+  const hl_array *big;
+  const hl_array *m = hl_cx_abs(A, quartered(A, z, &big));
+  const hl_array *shift = SEL(big, hl_cx_num(A, m, 2 * M_LN2), hl_cx_num(A, m, 0));
+  return (hl_cx){OP(ADD, OP(LOG, m, NULL), shift), OP(ATAN2, z.im, z.re)};
+}
+
+hl_cx hl_cx_sqrt(hl_cx_arena *A, hl_cx z0) {
   /* the principal root, with no cancellation: t = sqrt((|z| + |re|) / 2) and h = im / 2t; the
-   * root is t + i h where re >= 0, else |h| + i t with im's sign; 0 at 0 */
+   * root is t + i h where re >= 0, else |h| + i t with im's sign; 0 at 0. Near overflow, twice
+   * the root of z / 4. */
+  const hl_array *big;
+  hl_cx z = quartered(A, z0, &big);
   const hl_array *m = hl_cx_abs(A, z);
   const hl_array *t = OP(SQRT, OP(ADD, OPN(MUL, m, 0.5), OPN(MUL, OP(ABS, z.re, NULL), 0.5)), NULL);
   const hl_array *tz = SEL(OPN(EQ, t, 0), hl_cx_num(A, t, 1), t);
   const hl_array *h = OP(DIV, z.im, OPN(MUL, tz, 2));
   const hl_array *right = OPN(GE, z.re, 0);
-  return (hl_cx){SEL(right, t, OP(ABS, h, NULL)), SEL(right, h, SEL(hl_cx_signbit(A, z.im), OP(NEG, t, NULL), t))};
+  hl_cx r = {SEL(right, t, OP(ABS, h, NULL)), SEL(right, h, SEL(hl_cx_signbit(A, z.im), OP(NEG, t, NULL), t))};
+  return hl_cx_selz(A, big, (hl_cx){OPN(MUL, r.re, 2), OPN(MUL, r.im, 2)}, r);
 }
 
 const hl_array *hl_cx_asinh_real(hl_cx_arena *A, const hl_array *t) {
