@@ -7,6 +7,7 @@ int hl_complex_composed(int prim) {
   case HL_P_MUL: case HL_P_DIV: case HL_P_RECIPROCAL: case HL_P_SQUARE: case HL_P_EXP: case HL_P_LOG:
   case HL_P_SQRT: case HL_P_ABS: case HL_P_EQ: case HL_P_NE: case HL_P_SIN: case HL_P_COS: case HL_P_TAN:
   case HL_P_SINH: case HL_P_COSH: case HL_P_TANH: case HL_P_ISNAN: case HL_P_ISINF: case HL_P_ISFINITE:
+  case HL_P_LT: case HL_P_LE: case HL_P_GT: case HL_P_GE: case HL_P_MAXIMUM: case HL_P_MINIMUM:
     return 1;
   default: return hl_complex_func_composed(prim);
   }
@@ -27,6 +28,23 @@ static hl_cx tanh_of(hl_cx_arena *A, hl_cx z, int tan) {
   const hl_array *im = hl_cx_sel(A, far, hl_cx_opn(A, HL_P_MUL, y, 0), hl_cx_op(A, HL_P_DIV, hl_cx_op(A, HL_P_SIN, y2, NULL), d));
   /* -i (re + i im) = im - i re */
   return tan ? (hl_cx){im, hl_cx_op(A, HL_P_NEG, re, NULL)} : (hl_cx){re, im};
+}
+
+/* NumPy's order of complex numbers (its CLT, CLE, CGT, CGE): by real part unless an imaginary part
+ * is NaN, then by imaginary part at equal real parts */
+static const hl_array *order(hl_cx_arena *A, int prim, hl_cx a, hl_cx b) {
+  const hl_array *nan = hl_cx_op(A, HL_P_LOGICAL_OR, hl_cx_op(A, HL_P_ISNAN, a.im, NULL), hl_cx_op(A, HL_P_ISNAN, b.im, NULL));
+  int strict = prim == HL_P_LT ? HL_P_LT : prim == HL_P_LE ? HL_P_LT : HL_P_GT;
+  const hl_array *by_re = hl_cx_op(A, HL_P_LOGICAL_AND, hl_cx_op(A, strict, a.re, b.re), hl_cx_op(A, HL_P_LOGICAL_NOT, nan, NULL));
+  const hl_array *by_im = hl_cx_op(A, HL_P_LOGICAL_AND, hl_cx_op(A, HL_P_EQ, a.re, b.re), hl_cx_op(A, prim, a.im, b.im));
+  return hl_cx_op(A, HL_P_LOGICAL_OR, by_re, by_im);
+}
+
+/* NumPy's maximum (minimum): a where a has a NaN part or a >= b (a <= b), else b */
+static hl_cx extreme(hl_cx_arena *A, int prim, hl_cx a, hl_cx b) {
+  const hl_array *nan = hl_cx_op(A, HL_P_LOGICAL_OR, hl_cx_op(A, HL_P_ISNAN, a.re, NULL), hl_cx_op(A, HL_P_ISNAN, a.im, NULL));
+  const hl_array *keep = hl_cx_op(A, HL_P_LOGICAL_OR, nan, order(A, prim == HL_P_MAXIMUM ? HL_P_GE : HL_P_LE, a, b));
+  return hl_cx_selz(A, keep, a, b);
 }
 
 int hl_complex_apply(int prim, int nin, const hl_array *const *in, hl_array *out) {
@@ -67,6 +85,8 @@ int hl_complex_apply(int prim, int nin, const hl_array *const *in, hl_array *out
   case HL_P_ISFINITE: rc = hl_cx_done(OP(LOGICAL_AND, OP(ISFINITE, a.re, NULL), OP(ISFINITE, a.im, NULL)), out); break;
   case HL_P_EQ: rc = hl_cx_done(OP(LOGICAL_AND, OP(EQ, a.re, b.re), OP(EQ, a.im, b.im)), out); break;
   case HL_P_NE: rc = hl_cx_done(OP(LOGICAL_OR, OP(NE, a.re, b.re), OP(NE, a.im, b.im)), out); break;
+  case HL_P_LT: case HL_P_LE: case HL_P_GT: case HL_P_GE: rc = hl_cx_done(order(&A, prim, a, b), out); break;
+  case HL_P_MAXIMUM: case HL_P_MINIMUM: rc = hl_cx_make(&A, extreme(&A, prim, a, b), out); break;
   default: rc = hl_complex_func(&A, prim, a, b, out);
   }
   hl_cx_drop(&A);

@@ -174,8 +174,8 @@ local binary = {
   {"pow", "a ^ b (complex: NumPy's values, 0 ^ 0 = 1; z ^ n for a Lua integer n by products, else exp(b log a))", "{2, 3}", "2"},
   {"mod", "the remainder of a / b with the divisor's sign (Python's %; also a % b)", "{-3, 4}", "3"},
   {"floor_divide", "floor(a / b), integer division rounding down (integer division by zero gives 0)", "{-7, 7}", "2"},
-  {"maximum", "the larger of a and b (NaN propagates)", "{1, 5}", "3"},
-  {"minimum", "the smaller of a and b (NaN propagates)", "{1, 5}", "3"},
+  {"maximum", "the larger of a and b (NaN propagates; complex numbers order by real part, then imaginary part, as NumPy's)", "{1, 5}", "3"},
+  {"minimum", "the smaller of a and b (NaN propagates; complex numbers order by real part, then imaginary part, as NumPy's)", "{1, 5}", "3"},
   {"atan2", "the angle of the point (b, a): atan(a / b) in the right quadrant", "{1, -1}", "-1"},
 }
 for _, b in ipairs(binary) do
@@ -194,7 +194,8 @@ local compare = {
 for _, c in ipairs(compare) do
   E(c[1], "hl." .. c[1] .. "(a, b) -> bool array   (also a:" .. c[1] .. "(b))",
     "Elementwise " .. c[2] .. ", broadcast, as a bool array. Comparisons are functions because Lua " ..
-    "turns < and == into a single boolean; comparisons with NaN are false except ne.",
+    "turns < and == into a single boolean; comparisons with NaN are false except ne. Complex " ..
+    "numbers compare by real part, then imaginary part (NumPy's order).",
     "print(hl." .. c[1] .. "(hl.array({1, 2, 3}), 2))")
 end
 for _, l in ipairs {{"logical_and", "a and b"}, {"logical_or", "a or b"}, {"logical_xor", "a xor b"}} do
@@ -1324,7 +1325,8 @@ E("complex", "hl.complex(re [, im]) -> array",
   "hypot), sign, exp, expm1, log, log1p, sqrt (NumPy's principal branches), sin, cos, tan, sinh, " ..
   "cosh, tanh, asin, acos, atan, asinh, acosh, atanh (NumPy's branch cuts), isnan, isinf, " ..
   "isfinite, square, reciprocal, sum, prod, mean, var, std, cumsum, cumprod, max, min, argmax, " ..
-  "argmin, sort, argsort (NumPy's order: real part, then imaginary part), matmul, shape ops, " ..
+  "argmin, sort, argsort, lt, le, gt, ge, maximum, minimum (NumPy's order: real part, then " ..
+  "imaginary part), matmul, shape ops, " ..
   "hl.save/hl.load (.npy '<c8', '<c16'), jit, " ..
   "grad (JAX's convention: for real-valued f, grad gives df/dx - i df/dy) and vmap; " ..
   "other ops raise an error saying complex is not supported yet (docs/complex.md). Lua has no " ..

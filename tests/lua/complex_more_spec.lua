@@ -163,6 +163,14 @@ suite("complex orderings (NumPy's: real part, then imaginary part)", function(ca
     case(dt .. " argsort with NaN parts", function() return hl.argsort(w) end, "np.argsort(a, kind='stable') + 1", {w})
     case(dt .. " max with NaN parts", function() return hl.max(w) end, "np.max(a)", {w})
     case(dt .. " argmin with NaN parts", function() return hl.argmin(w[{{3, 10}}]) end, "np.argmin(a[2:]) + 1", {w})
+    local u, v = cint({5, 6}, dt), cint({5, 6}, dt)
+    local numpy_name = {lt = "less", le = "less_equal", gt = "greater", ge = "greater_equal", maximum = "maximum", minimum = "minimum"}
+    for f, g in pairs(numpy_name) do
+      case(dt .. " " .. f .. " (ties in the real parts)", function() return hl[f](u, v) end, "np." .. g .. "(a, b)", {u, v})
+      case(dt .. " " .. f .. " with NaN parts", function() return hl[f](w, w[{{-1, 1, -1}}]) end, "np." .. g .. "(a, a[::-1])", {w})
+    end
+    case(dt .. " clip", function() return hl.clip(u, cx({-1}, {1}, dt), cx({1}, {0}, dt)) end,
+         "np.minimum(np.maximum(a, np." .. dt .. "(-1 + 1j)), np." .. dt .. "(1))", {u})
     local fin = cx({1, 1, 1}, {-inf, 2, -inf}, dt)
     case(dt .. " argmax with infinite parts", function() return hl.argmax(fin) end, "np.argmax(a) + 1", {fin})
   end
@@ -231,6 +239,7 @@ describe("complex gradients of the phase 2 functions (JAX's convention)", functi
     {"asinh", rw(hl.asinh)}, {"acosh", rw(hl.acosh)}, {"atanh", rw(hl.atanh)},
     {"prod", function(u) return hl.real(hl.prod(u) * w[1]) end},
     {"max and min", function(u) return hl.real(hl.max(u) * w[2]) + hl.imag(hl.min(u)) end},
+    {"maximum and minimum", function(u) return hl.sum(hl.real(hl.maximum(u, w) * w) + hl.imag(hl.minimum(w, u))) end},
     {"sort", rw(hl.sort)},
     {"cumprod", rw(hl.cumprod)},
   }
@@ -265,7 +274,7 @@ end)
 describe("complex: what is still not supported is an error", function()
   local z = hl.complex(hl.array({1, 2}), hl.array({3, 4}))
   it("names the op and the dtype", function()
-    for op, f in pairs {lt = function() return hl.lt(z, z) end, maximum = function() return hl.maximum(z, z) end,
+    for op, f in pairs {round = function() return hl.round(z) end, mod = function() return hl.mod(z, z) end,
                         floor = function() return hl.floor(z) end, erf = function() return hl.erf(z) end} do
       assert.matches("^halua: " .. op .. ": complex64 is not supported yet %(.*docs/complex.md", err_of(f))
     end
