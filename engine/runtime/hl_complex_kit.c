@@ -146,21 +146,20 @@ hl_cx hl_cx_div(hl_cx_arena *A, hl_cx a, hl_cx b) {
 const hl_array *hl_cx_abs(hl_cx_arena *A, hl_cx z) {
   if (!z.re) return NULL;
   int f32 = z.re->dtype == HL_FLOAT32;
-  /* h = (|re| + |im|) / 2 never overflows and is NaN where a part is. Where it lies well inside
-   * the range whose squares are normal numbers, sqrt(re^2 + im^2) as it is (correctly rounded
-   * mostly, and exact for 3 + 4i); elsewhere the parts are divided by h first, and |z| is h times
-   * the root. (h drops out of the derivative: h sqrt((re/h)^2 + (im/h)^2) is |z| for any h > 0.) */
+  /* h = (|re| + |im|) / 2 never overflows and is NaN where a part is. |z| is s sqrt((re/s)^2 +
+   * (im/s)^2) with s = 1 where h lies well inside the range whose squares are normal numbers
+   * (exactly sqrt(re^2 + im^2) there: correctly rounded mostly, 5 for 3 + 4i), else s = h. One
+   * root and two divisions for every element (a select computes both of its branches). s drops
+   * out of the derivative: the expression is |z| for any s > 0. */
   const hl_array *h = OP(ADD, OPN(MUL, OP(ABS, z.re, NULL), 0.5), OPN(MUL, OP(ABS, z.im, NULL), 0.5));
   const hl_array *plain = OP(LOGICAL_AND, OPN(GT, h, f32 ? 1e-18 : 1e-150), OPN(LT, h, f32 ? 1e18 : 1e150));
   const hl_array *one = hl_cx_num(A, h, 1), *zero = OPN(EQ, h, 0);
-  const hl_array *u = OP(ADD, OP(MUL, z.re, z.re), OP(MUL, z.im, z.im));
-  const hl_array *r1 = OP(SQRT, SEL(plain, u, one), NULL);
-  const hl_array *hs = SEL(OP(LOGICAL_OR, plain, zero), one, h);
-  const hl_array *xs = OP(DIV, z.re, hs), *ys = OP(DIV, z.im, hs);
-  const hl_array *r2 = OP(MUL, hs, OP(SQRT, SEL(zero, one, OP(ADD, OP(MUL, xs, xs), OP(MUL, ys, ys))), NULL));
+  const hl_array *sc = SEL(OP(LOGICAL_OR, plain, zero), one, h);
+  const hl_array *xs = OP(DIV, z.re, sc), *ys = OP(DIV, z.im, sc);
+  /* (at 0 the root of 1, and h itself as the result: 0, with derivative 0 rather than NaN) */
+  const hl_array *r = OP(MUL, sc, OP(SQRT, SEL(zero, one, OP(ADD, OP(MUL, xs, xs), OP(MUL, ys, ys))), NULL));
   const hl_array *inf = OP(LOGICAL_OR, OP(ISINF, z.re, NULL), OP(ISINF, z.im, NULL));
-  /* at 0, h itself (0, and its derivative 0 rather than NaN) */
-  return SEL(plain, r1, SEL(zero, h, SEL(inf, hl_cx_num(A, h, INFINITY), r2)));
+  return SEL(zero, h, SEL(inf, hl_cx_num(A, h, INFINITY), r));
 }
 
 hl_cx hl_cx_exp(hl_cx_arena *A, hl_cx z) {
