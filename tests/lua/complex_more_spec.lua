@@ -169,6 +169,9 @@ suite("complex orderings (NumPy's: real part, then imaginary part)", function(ca
       case(dt .. " " .. f .. " (ties in the real parts)", function() return hl[f](u, v) end, "np." .. g .. "(a, b)", {u, v})
       case(dt .. " " .. f .. " with NaN parts", function() return hl[f](w, w[{{-1, 1, -1}}]) end, "np." .. g .. "(a, a[::-1])", {w})
     end
+    case(dt .. " at(range):mul and :max", function() return u:at({{2, 3}}):mul(cx({2}, {-1}, dt)):at({{}, 1}):max(cx({0}, {9}, dt)) end,
+         "(lambda b: (b.__setitem__(slice(1, 3), b[1:3] * np." .. dt .. "(2 - 1j)), b.__setitem__((slice(None), 0), " ..
+         "np.maximum(b[:, 0], np." .. dt .. "(9j))), b)[2])(a.copy())", {u})
     case(dt .. " clip", function() return hl.clip(u, cx({-1}, {1}, dt), cx({1}, {0}, dt)) end,
          "np.minimum(np.maximum(a, np." .. dt .. "(-1 + 1j)), np." .. dt .. "(1))", {u})
     local fin = cx({1, 1, 1}, {-inf, 2, -inf}, dt)
@@ -199,7 +202,7 @@ describe("complex functions under jit and vmap", function()
   it("map over a leading axis as a loop would", function()
     for _, dt in ipairs(DT) do
       local z, w = crand({4, 5}, dt), crand({5}, dt, 0.5, 1)
-      local f = function(u) return hl.asin(u) ^ w + hl.sign(u), hl.prod(u), hl.max(u), hl.sort(u), hl.argmax(u) end
+      local f = function(u) return hl.asin(u) ^ w + hl.sign(u) - u ^ 2, hl.prod(u), hl.max(u), hl.sort(u), hl.argmax(u) end
       local r = {hl.vmap(f)(z)}
       local j = {hl.jit(hl.vmap(function(u) return u ^ w, hl.prod(u), hl.max(u), hl.sort(u), hl.argmax(u) end))(z)}
       for i = 1, 4 do
