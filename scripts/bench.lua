@@ -317,6 +317,25 @@ for _, dt in ipairs {"float64", "float32"} do
   end
 end
 
+-- hl.fft (engine/host/hl_fft.c), eager as NumPy's: complex-to-complex transforms of powers of two
+-- and of primes (Bluestein's algorithm), 2^10 to 2^20 points, complex64 and complex128; rfft of
+-- float32; and a batch of 256 lanes of 1024 along the last axis. The inputs are those of
+-- scripts/bench_peers.py's fft_rows (a cosine and a sine of the index as the parts).
+for _, case in ipairs {{"c64", 1024}, {"c64", 65536}, {"c64", 1048576}, {"c64", 1021}, {"c64", 65521},
+                       {"c64", 1048573}, {"c128", 65536}, {"c128", 65521}} do
+  local tag, n = case[1], case[2]
+  local i = hl.arange(n, tag == "c64" and "float32" or "float64")
+  local z = hl.complex(hl.cos(i * 0.001), hl.sin(i * 0.002))
+  res["fft_" .. tag .. "_" .. n .. "_ms"] = best_of(function() return hl.fft.fft(z) end, 3, n > 100000 and 1 or 3) * 1e3
+end
+do
+  local r = hl.cos(hl.arange(1048576, "float32") * 0.001)
+  res.rfft_f32_1048576_ms = best_of(function() return hl.fft.rfft(r) end, 3, 1) * 1e3
+  local i = hl.reshape(hl.arange(256 * 1024, "float32"), {256, 1024})
+  local zb = hl.complex(hl.cos(i * 0.001), hl.sin(i * 0.002))
+  res.fft_c64_batched_ms = best_of(function() return hl.fft.fft(zb) end, 3, 3) * 1e3
+end
+
 -- samples/heat.lua: a jitted fori_loop compiles its body once, so its compile time is flat in the
 -- number of steps; the run against the same loop written in NumPy
 package.path = root .. "/samples/?.lua;" .. package.path
@@ -387,6 +406,17 @@ print_table({
   {"solve256_ms", "linalg.solve 256x256 float64, one right-hand side (ms)", "lower"},
   {"solve_batched_ms", "linalg.solve 64 x (32x32) float64, batched (ms)", "lower"},
   {"scatter_add_ms", "x:at(idx):add(u), 10^6 float32 updates into 2^16 bins, jit (ms)", "lower"},
+
+  {"fft_c64_1024_ms", "fft.fft complex64, n = 2^10 (ms)", "lower"},
+  {"fft_c64_65536_ms", "fft.fft complex64, n = 2^16 (ms)", "lower"},
+  {"fft_c64_1048576_ms", "fft.fft complex64, n = 2^20 (ms)", "lower"},
+  {"fft_c64_1021_ms", "fft.fft complex64, n = 1021 (prime) (ms)", "lower"},
+  {"fft_c64_65521_ms", "fft.fft complex64, n = 65521 (prime) (ms)", "lower"},
+  {"fft_c64_1048573_ms", "fft.fft complex64, n = 1048573 (prime) (ms)", "lower"},
+  {"fft_c128_65536_ms", "fft.fft complex128, n = 2^16 (ms)", "lower"},
+  {"fft_c128_65521_ms", "fft.fft complex128, n = 65521 (prime) (ms)", "lower"},
+  {"rfft_f32_1048576_ms", "fft.rfft float32, n = 2^20 (ms)", "lower"},
+  {"fft_c64_batched_ms", "fft.fft complex64, 256 x 1024 along the last axis (ms)", "lower"},
 
   {"svd256_f64_ms", "linalg.svd (reduced) 256x256 float64 (ms)", "lower"},
   {"svd_batched_f64_ms", "linalg.svd (reduced) 64 x (32x32) float64, batched (ms)", "lower"},

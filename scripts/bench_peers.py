@@ -70,6 +70,24 @@ def decomp_rows(peer, np, conv, svd, qr, eigh, ready=lambda r: r):
             put("%s256_%s_ms" % (name, tag), peer, best_of(lambda: ready(f(a)), 3, 3) * 1e3)
             put("%s_batched_%s_ms" % (name, tag), peer, best_of(lambda: ready(f(b)), 3, 3) * 1e3)
 
+FFT_CASES = (("c64", 1024), ("c64", 65536), ("c64", 1048576), ("c64", 1021), ("c64", 65521), ("c64", 1048573),
+             ("c128", 65536), ("c128", 65521))
+
+def fft_rows(peer, np, conv, fft, rfft, ready=lambda r: r):
+    """The FFT rows (bench.lua's): complex-to-complex transforms of powers of two and primes,
+    rfft of 2^20 float32 values, and 256 lanes of 1024 along the last axis; the same inputs as
+    bench.lua's (a cosine and a sine of the index as the parts)."""
+    for tag, n in FFT_CASES:
+        dt = np.float32 if tag == "c64" else np.float64
+        i = np.arange(n, dtype=dt)
+        z = conv((np.cos(i * dt(0.001)) + 1j * np.sin(i * dt(0.002))).astype(np.complex64 if tag == "c64" else np.complex128))
+        put("fft_%s_%d_ms" % (tag, n), peer, best_of(lambda: ready(fft(z)), 3, 1 if n > 100000 else 3) * 1e3)
+    r = conv(np.cos(np.arange(1048576, dtype=np.float32) * np.float32(0.001)))
+    put("rfft_f32_1048576_ms", peer, best_of(lambda: ready(rfft(r)), 3, 1) * 1e3)
+    i = np.arange(256 * 1024, dtype=np.float32).reshape(256, 1024)
+    zb = conv((np.cos(i * np.float32(0.001)) + 1j * np.sin(i * np.float32(0.002))).astype(np.complex64))
+    put("fft_c64_batched_ms", peer, best_of(lambda: ready(fft(zb)), 3, 3) * 1e3)
+
 def section_numpy():
     import numpy as np
     put("_versions", "numpy", np.__version__)
@@ -133,9 +151,11 @@ def section_numpy():
         put("scatter_add_ms", "numpy", best_of(run, 3, 3) * 1e3)
     def decomps():
         decomp_rows("numpy", np, lambda x: x, lambda x: np.linalg.svd(x, full_matrices=False), np.linalg.qr, np.linalg.eigh)
+    def ffts():
+        fft_rows("numpy", np, lambda x: x, np.fft.fft, np.fft.rfft)
     for name, f in [("small", small), ("streams", streams), ("matmuls", matmuls),
                     ("reductions", reductions), ("heat", heat), ("solve", solve),
-                    ("scatter_add", scatter_add), ("decompositions", decomps)]:
+                    ("scatter_add", scatter_add), ("decompositions", decomps), ("fft", ffts)]:
         attempt("numpy " + name, f)
 
 def section_torch():
@@ -226,13 +246,16 @@ def section_torch():
             put("attention_ms", "torch", best_of(lambda: sdpa(q, k, v), 5, 3) * 1e3)
         qg, kg, vg = (t.clone().requires_grad_() for t in (q, k, v))
         put("attention_grad_ms", "torch", best_of(lambda: torch.autograd.grad(sdpa(qg, kg, vg).sum(), (qg, kg, vg)), 5, 3) * 1e3)
+    def ffts():
+        import numpy as np
+        fft_rows("torch", np, torch.from_numpy, torch.fft.fft, torch.fft.rfft)
     def decomps():
         import numpy as np
         decomp_rows("torch", np, torch.from_numpy, lambda x: torch.linalg.svd(x, full_matrices=False), torch.linalg.qr,
                     torch.linalg.eigh)
     for name, f in [("small", small), ("streams", streams), ("matmuls", matmuls), ("reductions", reductions),
                     ("mlp", mlp), ("heat grad", heat_grad), ("heat jvp", heat_jvp), ("solve", solve),
-                    ("attention", attention), ("decompositions", decomps)]:
+                    ("attention", attention), ("decompositions", decomps), ("fft", ffts)]:
         attempt("torch " + name, f)
 
 # JAX: float32 on the CPU; every timed call ends in block_until_ready() (JAX dispatches
@@ -359,6 +382,10 @@ def section_jax_x64():
         decomp_rows("jax", np, jnp.asarray, jax.jit(lambda x: jnp.linalg.svd(x, full_matrices=False)),
                     jax.jit(jnp.linalg.qr), jax.jit(jnp.linalg.eigh), ready)
     attempt("jax decompositions", decomps)
+    def ffts():
+        # (complex128 needs x64, as this section has it)
+        fft_rows("jax", np, jnp.asarray, jax.jit(jnp.fft.fft), jax.jit(jnp.fft.rfft), lambda r: jax.block_until_ready(r))
+    attempt("jax fft", ffts)
 
 def section_compile(cache, phase):
     """Compile times, in a fresh process: JAX's jit(f).lower(args).compile() (trace, lower, XLA

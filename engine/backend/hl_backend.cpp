@@ -7,6 +7,7 @@
 #include "hl_lower.h"
 #include "hl_device.h"
 #include "hl_extern_cublas.h"
+#include "hl_extern_cufft.h"
 #include "hl_extern_matmul.h"
 #include "hl_extern_jit.h"
 #include "hl_extern_loop.h"
@@ -311,6 +312,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, co
           k->ptx.assign((const char *)b.data(), strnlen((const char *)b.data(), (size_t)b.size_in_bytes()));
       std::vector<Internal::JITModule> deps;
       deps.push_back(g->device == HL_DEVICE_CUDA ? hl_cublas_exports() : hl_cpu_matmul_exports());
+      if (g->device == HL_DEVICE_CUDA) deps.push_back(hl_cufft_exports());
       deps.push_back(hl_linalg_exports());
       deps.push_back(hl_sort_exports());
       deps.push_back(hl_loop_exports());
@@ -398,13 +400,24 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
 }
 
 extern "C" int hl_kernel_export(const hl_graph *g, int ncaptures, const hl_array *captures, const char *dir, const char *name) {
-  if (hl_graph_has_complex(g))
-    return hl_error("export: complex values are not supported yet in exported libraries (docs/complex.md); export a function "
-                    "of their hl.real and hl.imag parts");
-  std::lock_guard<std::mutex> guard(compiler_lock);
-  static QuietReporter reporter;
-  set_custom_compile_time_error_reporter(&reporter);
-  return hl_export_library(g, ncaptures, captures, dir, name);
+  /* complex values inside are realified as for a compile; the library's interface is real arrays */
+  for (int i = 0; i < g->nnodes; i++)
+    if (g->nodes[i].prim == HL_P_PARAM && hl_dtype_is_complex(g->nodes[i].type.dtype))
+      return hl_error("export: complex arguments are not supported yet in exported libraries (docs/complex.md); export a "
+                      "function of their hl.real and hl.imag parts");
+  for (int k = 0; k < g->noutputs; k++)
+    if (hl_dtype_is_complex(g->nodes[g->outputs[k]].type.dtype))
+      return hl_error("export: complex results are not supported yet in exported libraries (docs/complex.md); return "
+                      "their hl.real and hl.imag parts");
+  try {
+    RealGraph rg(g);
+    std::lock_guard<std::mutex> guard(compiler_lock);
+    static QuietReporter reporter;
+    set_custom_compile_time_error_reporter(&reporter);
+    return hl_export_library(rg.g, ncaptures, captures, dir, name);
+  } catch (const std::exception &e) {
+    return hl_error("export: %s", e.what());
+  }
 }
 
 extern "C" double hl_kernel_compile_ms(const hl_kernel *k) { return k->compile_ms; }

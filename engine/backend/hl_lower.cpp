@@ -4,6 +4,7 @@
 #include "hl_lower.h"
 #include "hl_vmath.h"
 #include "hl_extern_cublas.h"
+#include "hl_extern_cufft.h"
 #include "hl_device.h"
 #include "hl_linalg_layout.h"
 
@@ -638,6 +639,27 @@ struct Lowerer {
     L.funcs[i].define_extern("hl_stage_sort", args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, DeviceAPI::Host);
   }
 
+  /* a Fourier transform of each lane, as an extern stage: cuFFT on the device in a CUDA pipeline
+   * where it can be loaded (hl_extern_cufft.cpp), else on the host (hl_extern_fft.cpp) */
+  void fft(int i) {
+    const hl_node &n = node(i);
+    int ax = (int)n.attrs.i[0], src = input(n, 0);
+    if (n.prim == HL_P_FFT_REAL_INVERSE) {   /* (the operand has the output's axes and the pairs') */
+      std::vector<ExternFuncArgument> args = {host_operand(src), Expr(n.type.ndim - 1 - ax), Expr((int)n.attrs.i[1])};
+      L.funcs[i].define_extern("hl_stage_fft_real_inverse", args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C,
+                               DeviceAPI::Host);
+      return;
+    }
+    /* (fft.real and fft.real_inverse, rfft's and irfft's, are host stages everywhere: no cuFFT R2C/C2R yet) */
+    bool gpu = g->device == HL_DEVICE_CUDA && n.prim != HL_P_FFT_REAL && !hl_empty_on_cuda(g, i) && hl_cufft_available();
+    std::vector<ExternFuncArgument> args = {gpu ? operand(src) : host_operand(src), Expr(n.type.ndim - 1 - ax),
+                                            Expr((int)node(src).type.shape[ax])};
+    if (n.prim != HL_P_FFT_REAL) args.push_back(Expr(n.prim == HL_P_FFT_BACKWARD ? 1 : 0));
+    const char *fn = gpu ? "hl_stage_cufft" : n.prim == HL_P_FFT_REAL ? "hl_stage_fft_real" : "hl_stage_fft";
+    L.funcs[i].define_extern(fn, args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C,
+                             gpu ? DeviceAPI::CUDA : DeviceAPI::Host);
+  }
+
   /* a collective of hl.dist, as an extern stage on the host (hl_extern_dist.cpp) */
   void dist(int i) {
     const hl_node &n = node(i);
@@ -718,6 +740,15 @@ struct Lowerer {
         ia[rin - 1 - a] = (int)n.attrs.i[a] + (int)n.attrs.i[HL_MAX_DIMS + a] * Expr(v[r - 1 - a]);
       break;
     case HL_P_RESHAPE: {
+      /* a unit axis appended (how the complex rewrite pairs real values with zeros, hl_complex.c):
+       * the same indices, which hold for any shape. The flat index below bakes in the traced
+       * extents, wrong for a shape-generic eager kernel run on another shape. */
+      bool unit_appended = r == rin + 1 && n.type.shape[rin] == 1;
+      for (int a = 0; unit_appended && a < rin; a++) unit_appended = n.type.shape[a] == in.type.shape[a];
+      if (unit_appended) {
+        for (int a = 0; a < rin; a++) ia[a] = v[a + 1];
+        break;
+      }
       /* through the flat row-major index, in 64-bit arithmetic once it can pass 2^31 */
       bool wide = hl_shape_size(r, n.type.shape) > INT32_MAX;
       auto num = [&](int64_t x) { return wide ? Expr(x) : Expr((int)x); };
@@ -917,6 +948,7 @@ void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
     case HL_K_LINALG: lw.linalg(i); break;
     case HL_K_SORT: lw.sort(i); break;
     case HL_K_DIST: lw.dist(i); break;
+    case HL_K_FFT: lw.fft(i); break;
     case HL_K_INDEXED: lw.indexed(i); break;
     }
   }

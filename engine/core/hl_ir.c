@@ -110,6 +110,7 @@ static int infer_linalg(int prim, int nin, const hl_type *in, const hl_attrs *at
   if (!hl_dtype_is_float(a->dtype)) return hl_error("%s: operands of dtype %s are not accepted here", name, hl_dtype_name(a->dtype));
   if (prim == HL_P_SOLVE_TRIANGULAR && (at->i[0] < 0 || at->i[0] > 7)) return hl_error("%s: internal: mode %lld", name, (long long)at->i[0]);
   if (what == HL_DECOMP_EIGH && (at->i[0] < 0 || at->i[0] > 3)) return hl_error("%s: internal: mode %lld", name, (long long)at->i[0]);
+  if (what == HL_DECOMP_SLOGDET && (at->i[0] < 0 || at->i[0] > 1)) return hl_error("%s: internal: mode %lld", name, (long long)at->i[0]);
   *out = *a;
   if (what >= 0) {
     out->ndim = r - 1;
@@ -131,6 +132,41 @@ static int infer_sort(int prim, const hl_type *in, const hl_attrs *a, hl_type *o
   if (a->i[0] < 0 || a->i[0] >= in->ndim) return hl_error("%s: axis out of range for shape %s", hl_prims[prim].name, SHAPE(*in));
   *out = *in;
   if (hl_prims[prim].out == HL_OUT_INDEX) out->dtype = HL_INT64;
+  return 0;
+}
+
+/* Fourier transforms: float pairs S..[2] along an axis of S (fft.real: real values S) */
+static int infer_fft(int prim, const hl_type *in, const hl_attrs *a, hl_type *out) {
+  const char *name = hl_prims[prim].name;
+  if (in->dtype != HL_FLOAT32 && in->dtype != HL_FLOAT64)
+    return hl_error("%s: takes float32 or float64 %s, got %s", name, prim == HL_P_FFT_REAL ? "values" : "(re, im) pairs",
+                    hl_dtype_name(in->dtype));
+  if (prim == HL_P_FFT_REAL_INVERSE) {   /* the pairs of n / 2 + 1 values -> n real values */
+    if (in->ndim < 2 || in->shape[in->ndim - 1] != 2)
+      return hl_error("%s: the last axis must hold (re, im) pairs (extent 2), got shape %s", name, SHAPE(*in));
+    if (a->i[0] < 0 || a->i[0] >= in->ndim - 1) return hl_error("%s: axis out of range for shape %s", name, SHAPE(*in));
+    if (a->i[1] < 1) return hl_error("%s: the length must be at least 1, got %lld", name, (long long)a->i[1]);
+    if (in->shape[a->i[0]] != a->i[1] / 2 + 1)
+      return hl_error("%s: a length of %lld takes %lld values along the axis, got shape %s", name, (long long)a->i[1],
+                      (long long)(a->i[1] / 2 + 1), SHAPE(*in));
+    *out = *in;
+    out->ndim--;
+    out->shape[a->i[0]] = a->i[1];
+    return 0;
+  }
+  if (prim == HL_P_FFT_REAL) {   /* real values S -> the pairs of the first n / 2 + 1 results */
+    if (a->i[0] < 0 || a->i[0] >= in->ndim) return hl_error("%s: axis out of range for shape %s", name, SHAPE(*in));
+    if (in->ndim >= HL_MAX_DIMS) return hl_error("%s: too many dimensions (%d) for the pairs' axis", name, in->ndim);
+    if (in->shape[a->i[0]] == 0) return hl_error("%s: the axis has no values (shape %s)", name, SHAPE(*in));
+    *out = *in;
+    out->shape[a->i[0]] = in->shape[a->i[0]] / 2 + 1;
+    out->shape[out->ndim++] = 2;
+    return 0;
+  }
+  if (in->ndim < 2 || in->shape[in->ndim - 1] != 2)
+    return hl_error("%s: the last axis must hold (re, im) pairs (extent 2), got shape %s", name, SHAPE(*in));
+  if (a->i[0] < 0 || a->i[0] >= in->ndim - 1) return hl_error("%s: axis out of range for shape %s", name, SHAPE(*in));
+  *out = *in;
   return 0;
 }
 
@@ -374,6 +410,7 @@ int hl_infer(int prim, int nin, const hl_type *in, const hl_attrs *a, hl_type *o
   case HL_K_CONCAT: return infer_concat(nin, in, a, out);
   case HL_K_LINALG: return infer_linalg(prim, nin, in, a, out);
   case HL_K_SORT: return infer_sort(prim, in, a, out);
+  case HL_K_FFT: return infer_fft(prim, in, a, out);
   case HL_K_INDEXED: return infer_indexed(prim, in, a, out);
   case HL_K_DIST: return infer_dist(prim, in, a, out);
   }
@@ -516,7 +553,7 @@ static void key_put(hl_key *k, const void *p, size_t n) {
 int hl_attr_count(int prim, int ndim) {
   switch (hl_prims[prim].attrs) {
   case HL_A_AXIS: case HL_A_AXES: case HL_A_MODE: return 1;
-  case HL_A_PARAM: case HL_A_LOOP: return 2;
+  case HL_A_PARAM: case HL_A_LOOP: case HL_A_LANE: return 2;
   case HL_A_PERM: return ndim;
   case HL_A_DIST: case HL_A_SCATTER: return 3;
   case HL_A_SLICE: return 2 * HL_MAX_DIMS;
@@ -660,6 +697,7 @@ static void attr_text(strbuf *b, const hl_node *n) {
     if (n->prim == HL_P_SCATTER) sb_printf(b, " mode=%s", hl_scatter_mode_name((int)a->i[2]));
     break;
   case HL_A_MODE: sb_printf(b, " mode=%d", (int)a->i[0]); break;
+  case HL_A_LANE: sb_printf(b, " axis=%d n=%lld", (int)a->i[0] + 1, (long long)a->i[1]); break;
   case HL_A_DIST: sb_printf(b, " a=%lld b=%lld size=%lld", (long long)a->i[0] + 1, (long long)a->i[1] + 1, (long long)a->i[2]); break;
   case HL_A_AXES:
     sb_printf(b, " axes={");

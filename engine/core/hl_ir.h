@@ -14,7 +14,7 @@ typedef enum {
 } hl_prim;
 
 typedef enum { HL_K_SOURCE, HL_K_ELEMWISE, HL_K_REDUCE, HL_K_MATMUL, HL_K_VIEW, HL_K_CONCAT, HL_K_LOOP, HL_K_INDEXED, HL_K_LINALG,
-               HL_K_SORT, HL_K_DIST } hl_prim_kind;
+               HL_K_SORT, HL_K_DIST, HL_K_FFT } hl_prim_kind;
 /* a compiled loop's kind (its LOOP nodes run it: engine/runtime/hl_loop.h) */
 typedef enum { HL_LOOP_FORI, HL_LOOP_WHILE, HL_LOOP_SCAN } hl_loop_kind;
 /* the most inputs one loop takes: carries, scanned arrays and enclosing values together */
@@ -24,7 +24,7 @@ typedef enum { HL_OUT_SAME, HL_OUT_TOBOOL, HL_OUT_ATTR, HL_OUT_INDEX, HL_OUT_SUM
 
 /* a node's attributes and where it runs in a pipeline: hl_prims.def's last two columns */
 typedef enum { HL_A_NONE, HL_A_PARAM, HL_A_VALUE, HL_A_AXIS, HL_A_AXES, HL_A_PERM, HL_A_SLICE, HL_A_LOOP,
-               HL_A_SCATTER, HL_A_DIST, HL_A_MODE } hl_attr_layout;
+               HL_A_SCATTER, HL_A_DIST, HL_A_MODE, HL_A_LANE } hl_attr_layout;
 typedef enum { HL_S_FUNC, HL_S_EXTERN } hl_stage_kind;
 /* how scatter combines an update with what its target holds (attrs i[2]) */
 typedef enum { HL_SCATTER_ADD, HL_SCATTER_SET, HL_SCATTER_MUL, HL_SCATTER_MIN, HL_SCATTER_MAX } hl_scatter_mode;

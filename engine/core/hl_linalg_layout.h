@@ -7,7 +7,8 @@
  *   linalg.svd      0 reduced: u m x k, s k, vh k x n;  1 full: u m x m, s k, vh n x n;  2 s only
  *   linalg.eigh     bit 0: the upper triangle is read (else the lower); bit 1: values only.
  *                   w n (ascending), then v n x n (eigenvectors in its columns) unless values only
- *   linalg.slogdet  sign, log|det| (a square) */
+ *   linalg.slogdet  0: sign, log|det|;  1: det alone (its own mode so that its derivative rule can
+ *                   hold at singular matrices, where log|det| has none) (a square) */
 #ifndef HL_LINALG_LAYOUT_H
 #define HL_LINALG_LAYOUT_H
 #include <stdint.h>
@@ -38,7 +39,7 @@ static inline hl_linalg_layout hl_linalg_layout_of(hl_decomp what, int mode, int
     l.rows[0] = 1, l.cols[0] = n;
     if (!(mode & 2)) l.rows[1] = n, l.cols[1] = n;
     break;
-  case HL_DECOMP_SLOGDET: l.rows[0] = 1, l.cols[0] = 2; break;
+  case HL_DECOMP_SLOGDET: l.rows[0] = 1, l.cols[0] = mode == 1 ? 1 : 2; break;
   }
   for (int p = 0; p < 3; p++) l.total += l.rows[p] * l.cols[p];
   return l;

@@ -178,20 +178,26 @@ static int factor(const job *j, void *w, void *pk) {
       else sgetrf_(&n, &n, w, &ld, iwork, &info);
     }
     /* a zero pivot (info > 0): det is 0, log|det| is -inf, as NumPy says (not an error) */
-    double sign = 1, logdet = 0;
+    double sign = 1, logdet = 0, det = 1;   /* det: the pivots' product, as NumPy's det */
     if (info > 0) {
       sign = 0;
       logdet = -INFINITY;
+      det = 0;
     } else {
       for (int d = 0; d < n; d++) {
         double p = get(w, d + (int64_t)d * ld, f64);
-        if (iwork[d] != d + 1) sign = -sign;
+        if (iwork[d] != d + 1) sign = -sign, det = -det;
         if (p < 0) sign = -sign;
         logdet += log(fabs(p));
+        det *= p;
       }
     }
-    put(pk, 0, sign, f64);
-    put(pk, 1, logdet, f64);
+    if (mode == 1) {
+      put(pk, 0, det, f64);
+    } else {
+      put(pk, 0, sign, f64);
+      put(pk, 1, logdet, f64);
+    }
     rc = 0;
     break;
   }

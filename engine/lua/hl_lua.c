@@ -372,6 +372,25 @@ static int l_sort(lua_State *L) {
   return 1;
 }
 
+/* fft(x, axis0, how [, n]): the unscaled transform along the axis of the (re, im) pairs x, forward
+ * (how false or nil) or backward (true); of the real values x, its first n / 2 + 1 pairs (how
+ * "real"); or the n real values whose transform's first n / 2 + 1 values are the pairs x (how
+ * "real_inverse") */
+static int l_fft(lua_State *L) {
+  int prim = HL_P_FFT_FORWARD;
+  if (lua_type(L, 3) == LUA_TSTRING) prim = strcmp(lua_tostring(L, 3), "real") == 0 ? HL_P_FFT_REAL : HL_P_FFT_REAL_INVERSE;
+  else if (lua_toboolean(L, 3)) prim = HL_P_FFT_BACKWARD;
+  hl_array *x = check_array(L, 1, hl_prims[prim].name);
+  hl_attrs at = {0};
+  at.i[0] = (int64_t)luaL_checknumber(L, 2);
+  if (prim == HL_P_FFT_REAL_INVERSE) at.i[1] = (int64_t)luaL_checknumber(L, 4);
+  hl_array r;
+  const hl_array *in[1] = {x};
+  if (hl_apply(prim, 1, in, &at, &r)) return raise(L);
+  push_result(L, &r, 1, 1);
+  return 1;
+}
+
 /* dist(name, x, a, b, size): the collective `name` (a dist.* primitive) with its attributes,
  * ranks and axes 0-based (lua/halua/dist.lua checks them and converts) */
 static int l_dist(lua_State *L) {
@@ -924,6 +943,12 @@ static int l_graph_nodes(lua_State *L) {
       lua_pushinteger(L, (lua_Integer)a->i[0]);
       lua_setfield(L, -2, "mode");
       break;
+    case HL_A_LANE:   /* an axis (1-based) and a length along it */
+      lua_pushinteger(L, (lua_Integer)a->i[0] + 1);
+      lua_setfield(L, -2, "axis");
+      lua_pushinteger(L, (lua_Integer)a->i[1]);
+      lua_setfield(L, -2, "n");
+      break;
     case HL_A_NONE:
     case HL_A_PARAM:
       break;
@@ -1163,8 +1188,8 @@ static int l_cache_clear(lua_State *L) {
 
 /* prim_names() -> every primitive's name, in table order; and {name = kind} */
 static int l_prim_names(lua_State *L) {
-  static const char *kinds[] = {"source", "elemwise", "reduce", "matmul", "view", "concat", "loop", "indexed", "linalg", "sort", "dist"};
-  _Static_assert(sizeof kinds / sizeof kinds[0] == HL_K_DIST + 1, "a name for every kind of primitive");
+  static const char *kinds[] = {"source", "elemwise", "reduce", "matmul", "view", "concat", "loop", "indexed", "linalg", "sort", "dist", "fft"};
+  _Static_assert(sizeof kinds / sizeof kinds[0] == HL_K_FFT + 1, "a name for every kind of primitive");
   lua_createtable(L, HL_NPRIMS, 0);
   lua_createtable(L, 0, HL_NPRIMS);
   for (int p = 0; p < HL_NPRIMS; p++) {
@@ -1200,6 +1225,7 @@ static const luaL_Reg core_funcs[] = {
     {"linalg_solve_triangular", l_linalg_solve_triangular},
     {"linalg_decomp", l_linalg_decomp},
     {"sort", l_sort},
+    {"fft", l_fft},
     {"dist", l_dist},
     {"dist_set_transport", l_dist_set_transport},
     {"reshape", l_reshape},

@@ -7,6 +7,8 @@
 #include "hl_error.h"
 #include "hl_linalg.h"
 #include "hl_sort.h"
+#include "hl_fft.h"
+#include "hl_extern_cufft.h"
 #include "hl_dist.h"
 #include "hl_thread_exit.h"
 #include <stdio.h>
@@ -450,12 +452,20 @@ static int eager_matmul(const hl_array *const *in, const hl_type *ty, hl_array *
 
 static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *at, hl_array *out);
 
-/* Host work (LAPACK, sorting) straight from the operands' views, with no pipeline: a singular
+/* Host work (LAPACK, sorting, FFT) straight from the operands' views, with no pipeline: a singular
  * matrix is an error here, which a pipeline could not raise part way. CUDA operands go to the
- * host and the result comes back: there is no device code for these, and the copies cost less
- * than the work. */
+ * host and the result comes back: there is no device code for these (but cuFFT for the complex
+ * FFT, where it loads), and the copies cost less than the work. */
 static int eager_host(int prim, int nin, const hl_array *const *in, const hl_attrs *at, const hl_type *ty, hl_array *out) {
   int dev = hl_array_device(in[0]);
+  if (dev == HL_DEVICE_CUDA && (prim == HL_P_FFT_FORWARD || prim == HL_P_FFT_BACKWARD) && hl_cufft_available()) {
+    /* (the complex transforms have device code: cuFFT, on the operand where it is; fft.real
+     * has no R2C call yet) */
+    if (hl_array_alloc_on(out, dev, ty->dtype, ty->ndim, ty->shape)) return -1;
+    if (!hl_cufft_into(in[0], (int)at->i[0], prim == HL_P_FFT_BACKWARD, out)) return 0;
+    hl_array_release(out);
+    return -1;
+  }
   if (dev != HL_DEVICE_CPU) {
     hl_array host[2], host_out;
     const hl_array *hin[2];
@@ -483,6 +493,10 @@ static int eager_host(int prim, int nin, const hl_array *const *in, const hl_att
   case HL_P_SLOGDET: rc = hl_linalg_decomp_into(HL_DECOMP_SLOGDET, (int)at->i[0], in[0], out, 0, HL_LINALG_RAISE); break;
   case HL_P_SORT:
   case HL_P_ARGSORT: rc = hl_sort_into(in[0], (int)at->i[0], prim == HL_P_ARGSORT, out, 0); break;
+  case HL_P_FFT_FORWARD:
+  case HL_P_FFT_BACKWARD: rc = hl_fft_into(in[0], (int)at->i[0], prim == HL_P_FFT_BACKWARD, out, 0, 0); break;
+  case HL_P_FFT_REAL: rc = hl_fft_real_into(in[0], (int)at->i[0], out, 0, 0); break;
+  case HL_P_FFT_REAL_INVERSE: rc = hl_fft_real_inverse_into(in[0], (int)at->i[0], at->i[1], out, 0); break;
   default: rc = hl_dist_into(prim, in[0], at->i, out); break;
   }
   if (rc) hl_array_release(out);
@@ -512,6 +526,7 @@ static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_at
   case HL_K_MATMUL: return eager_matmul(in, &ty, out);
   case HL_K_LINALG:
   case HL_K_SORT:
+  case HL_K_FFT:
   case HL_K_DIST: return eager_host(prim, nin, in, at, &ty, out);
   case HL_K_SOURCE:
     if (prim == HL_P_PARAM) return hl_error("param: not an eager operation");

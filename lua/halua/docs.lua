@@ -819,15 +819,19 @@ E("random.gamma", "hl.random.gamma(key, a [, shape] [, dtype]) -> array",
   "Gamma(a, 1) samples (mean a, variance a) with shape (default a's shape); a is a positive number or " ..
   "an array broadcast to shape. Marsaglia-Tsang with the boost u^(1/a) for a < 1, vectorised: 16 " ..
   "candidates per sample, the first accepted kept (all are rejected with probability below 1e-20). " ..
-  "dtype float32 (default) or float64. Divide by a rate for Gamma(a, rate).",
+  "dtype float32 (default) or float64. Divide by a rate for Gamma(a, rate). Differentiable in a " ..
+  "(hl.grad, jvp, under jit and vmap) by the implicit derivative dx/da = -(dP(a, x)/da) / pdf(x) " ..
+  "(JAX's random_gamma_grad): first derivatives only (the derivative's own derivative is taken as 0).",
   [[print(hl.random.gamma(hl.random.key(1), 2.5, {4}), hl.random.gamma(hl.random.key(1), hl.array({0.5, 5})))]])
 E("random.beta", "hl.random.beta(key, a, b [, shape] [, dtype]) -> array",
   "Beta(a, b) samples in [0, 1] from two gamma samples X / (X + Y), taken in logs so that small a " ..
-  "and b stay exact; a and b are positive numbers or arrays broadcast to shape.",
+  "and b stay exact; a and b are positive numbers or arrays broadcast to shape. Differentiable in " ..
+  "a and b through the gammas' implicit derivative (see hl.random.gamma).",
   [[print(hl.random.beta(hl.random.key(2), 2, 5, {4}))]])
 E("random.dirichlet", "hl.random.dirichlet(key, alpha [, shape] [, dtype]) -> array",
   "Dirichlet(alpha) samples: alpha's last axis holds the K concentrations; the result has shape " ..
-  "shape .. {K} (default alpha's shape) and sums to 1 along its last axis (normalised gammas).",
+  "shape .. {K} (default alpha's shape) and sums to 1 along its last axis (normalised gammas). " ..
+  "Differentiable in alpha through the gammas' implicit derivative (see hl.random.gamma).",
   [[print(hl.random.dirichlet(hl.random.key(3), hl.array({1, 2, 3}), {2}))]])
 E("random.truncated_normal", "hl.random.truncated_normal(key, lower, upper [, shape] [, dtype]) -> array",
   "Standard normal samples conditioned on lower <= x <= upper (numbers or arrays broadcast to shape; " ..
@@ -1152,8 +1156,9 @@ E("linalg.slogdet", "hl.linalg.slogdet(a) -> sign, logabsdet",
   [[local sign, logdet = hl.linalg.slogdet(hl.array({{1, 2}, {3, 4}}))
 print(sign, logdet)]])
 E("linalg.det", "hl.linalg.det(a) -> array",
-  "The determinant of square matrices a [..., n, n], as numpy.linalg.det (sign * exp(logabsdet) " ..
-  "of hl.linalg.slogdet); its gradient is det(a) inv(a)^T.",
+  "The determinant of square matrices a [..., n, n], as numpy.linalg.det (the product of LU's " ..
+  "pivots). Its gradient is the cofactor matrix det(a) inv(a)^T, also at singular matrices (from the " ..
+  "SVD there: rank one at rank n - 1, zero below), where slogdet's log|det| has none.",
   [[print(hl.linalg.det(hl.array({{1, 2}, {3, 4}})))]])
 E("linalg.pinv", "hl.linalg.pinv(a [, rcond]) -> array",
   "The Moore-Penrose pseudo-inverse [..., n, m] of matrices a [..., m, n] through the SVD, as " ..
@@ -1352,6 +1357,79 @@ E("angle", "hl.angle(x) -> array",
   "The argument atan2(im, re) of each element, in (-pi, pi], as a float array (NumPy's angle): " ..
   "0 or pi for real numbers. Its modulus is hl.abs(x). Also x:angle().",
   [[print(hl.angle(hl.complex(hl.array({1, 0, -1}), hl.array({1, 2, 0}))), hl.angle(hl.array({-2, 3})))]])
+
+G "Fourier transforms (hl.fft)"
+E("fft.fft", "hl.fft.fft(x [, n] [, axis] [, norm]) -> complex array",
+  "The discrete Fourier transform along one axis (default the last), as numpy.fft.fft: " ..
+  "X[k] = sum_j x[j] exp(-2 pi i j k / n). A real x is made complex first (float64 gives complex128, " ..
+  "other real dtypes complex64). n crops the axis or pads it with zeros at the end. norm " ..
+  "\"backward\" (default: no scaling forward, 1/n backward), \"ortho\" (1/sqrt(n) both ways) or " ..
+  "\"forward\" (1/n forward). Options may come as a table {n =, axis =, norm =}. Any length: " ..
+  "radices 2, 3, 4, 5 and primes to 31 by a Stockham FFT, larger prime factors by Bluestein's " ..
+  "algorithm, O(n log n) always (engine/host/hl_fft.c, an extern stage inside hl.jit). On cuda, " ..
+  "cuFFT where it loads (HALUA_NO_CUFFT=1: the host FFT through copies; not yet run on a GPU). jit, grad " ..
+  "(JAX's convention for complex values, docs/complex.md), vmap.",
+  [[local X = hl.fft.fft(hl.array({1, 2, 3, 4}))
+print(X)                                   -- {10, -2+2i, -2, -2-2i}
+print(hl.real(hl.fft.ifft(X)))]])
+E("fft.ifft", "hl.fft.ifft(x [, n] [, axis] [, norm]) -> complex array",
+  "The inverse transform along one axis, x[j] = (1/n) sum_k X[k] exp(2 pi i j k / n) with the " ..
+  "default norm \"backward\"; n, axis, norm and the options table as hl.fft.fft.",
+  [[print(hl.fft.ifft(hl.fft.fft(hl.array({1, 2, 3}))))]])
+E("fft.rfft", "hl.fft.rfft(x [, n] [, axis] [, norm]) -> complex array",
+  "The transform of real values, its first n // 2 + 1 entries (the others are their conjugates), as " ..
+  "numpy.fft.rfft. A complex x is an error (use hl.fft.fft).",
+  [[print(hl.fft.rfft(hl.array({1, 2, 3, 4, 5})))]])
+E("fft.irfft", "hl.fft.irfft(x [, n] [, axis] [, norm]) -> real array",
+  "The inverse of rfft: n real values (default 2 (m - 1) from m given) whose rfft is x, the missing " ..
+  "half taken as conjugates; the imaginary parts of the first entry and, for an even n, the last are " ..
+  "ignored (NumPy's rule). Give n for an odd length.",
+  [[local x = hl.array({1, 2, 3, 4, 5})
+print(hl.fft.irfft(hl.fft.rfft(x), 5))]])
+E("fft.fft2", "hl.fft.fft2(x [, s] [, axes] [, norm]) -> complex array",
+  "The transform over two axes (default the last two): hl.fft.fftn with axes {-2, -1}.",
+  [[print(hl.fft.fft2(hl.array({{1, 2}, {3, 4}})))]])
+E("fft.ifft2", "hl.fft.ifft2(x [, s] [, axes] [, norm]) -> complex array",
+  "The inverse transform over two axes (default the last two).",
+  [[print(hl.real(hl.fft.ifft2(hl.fft.fft2(hl.array({{1, 2}, {3, 4}})))))]])
+E("fft.fftn", "hl.fft.fftn(x [, s] [, axes] [, norm]) -> complex array",
+  "The transform over several axes, as numpy.fft.fftn: axes (1-based, negatives from the end) default " ..
+  "to all, or to the last #s when only s is given; s gives each axis's length (crop or zero-pad). " ..
+  "norm scales by the product of the lengths. Options as a table {s =, axes =, norm =}.",
+  [[print(hl.fft.fftn(hl.ones({2, 2, 2})))]])
+E("fft.ifftn", "hl.fft.ifftn(x [, s] [, axes] [, norm]) -> complex array",
+  "The inverse transform over several axes (see hl.fft.fftn for s and axes).",
+  [[print(hl.fft.ifftn(hl.fft.fftn(hl.array({{1, 2}, {3, 4}}))))]])
+E("fft.rfft2", "hl.fft.rfft2(x [, s] [, axes] [, norm]) -> complex array",
+  "rfftn over two axes (default the last two).",
+  [[print(hl.fft.rfft2(hl.array({{1, 2, 3}, {4, 5, 6}})))]])
+E("fft.irfft2", "hl.fft.irfft2(x [, s] [, axes] [, norm]) -> real array",
+  "irfftn over two axes (default the last two).",
+  [[local x = hl.array({{1, 2, 3}, {4, 5, 6}})
+print(hl.fft.irfft2(hl.fft.rfft2(x), {2, 3}))]])
+E("fft.rfftn", "hl.fft.rfftn(x [, s] [, axes] [, norm]) -> complex array",
+  "The transform of real values over several axes: rfft over the last of the axes (keeping n // 2 + 1 " ..
+  "entries), then full transforms over the others, as numpy.fft.rfftn.",
+  [[print(hl.fft.rfftn(hl.ones({2, 4})))]])
+E("fft.irfftn", "hl.fft.irfftn(x [, s] [, axes] [, norm]) -> real array",
+  "The inverse of rfftn: inverse transforms over all but the last of the axes, then irfft over it " ..
+  "(its length s[#s], default 2 (m - 1)).",
+  [[local x = hl.array({{1, 2, 3}, {4, 5, 6}})
+print(hl.fft.irfftn(hl.fft.rfftn(x), {2, 3}))]])
+E("fft.fftfreq", "hl.fft.fftfreq(n [, d] [, dtype]) -> array",
+  "The sample frequencies of a length-n transform with sample spacing d (default 1): " ..
+  "{0, 1, ..., -2, -1} / (d n), as numpy.fft.fftfreq; float32 unless dtype is \"float64\". " ..
+  "Options as a table {d =, dtype =}.",
+  [[print(hl.fft.fftfreq(5), hl.fft.fftfreq(4, 0.1))]])
+E("fft.rfftfreq", "hl.fft.rfftfreq(n [, d] [, dtype]) -> array",
+  "The n // 2 + 1 non-negative frequencies of rfft: {0, 1, ..., n // 2} / (d n).",
+  [[print(hl.fft.rfftfreq(6, 0.5))]])
+E("fft.fftshift", "hl.fft.fftshift(x [, axes]) -> array",
+  "x rolled by n // 2 along each of the axes (default all), so the zero frequency comes to the centre.",
+  [[print(hl.fft.fftshift(hl.fft.fftfreq(5)))]])
+E("fft.ifftshift", "hl.fft.ifftshift(x [, axes]) -> array",
+  "The inverse of fftshift (a roll by -(n // 2)): they differ for odd lengths.",
+  [[print(hl.fft.ifftshift(hl.fft.fftshift(hl.arange(5))))]])
 
 G "Files"
 E("save", "hl.save(path, x)",

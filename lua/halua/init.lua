@@ -547,6 +547,7 @@ indexing = require("halua.indexing")(hl, core, {as_array = as_array, axis_spec =
 require("halua.linalg")(hl, core, {as_array = as_array})
 require("halua.complex")(hl, core, {as_array = as_array, methods = methods})
 require("halua.sorting")(hl, core, {as_array = as_array, norm_axis = norm_axis, methods = methods})
+require("halua.fft")(hl, core, {as_array = as_array})
 local ad_internals
 hl.rules, ad_internals = require("halua.ad")(hl, core)
 hl.random = require("halua.random")(hl, core, {named = named})

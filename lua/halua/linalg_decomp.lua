@@ -88,9 +88,12 @@ return function(hl, core, linalg, shared)
     return hl.squeeze(parts[1], -1), hl.squeeze(parts[2], -1)
   end
   function linalg.slogdet(a) return slogdet("linalg.slogdet", a) end
+  -- the slogdet primitive in mode 1: det alone, whose derivative rule (rules.lua) is the cofactor
+  -- matrix, which holds at singular matrices too (log|det|'s has none there)
   function linalg.det(a)
-    local sign, logdet = slogdet("linalg.det", a)
-    return sign * hl.exp(logdet)
+    a = operand(a, "linalg.det", 1)
+    need_matrix("linalg.det", a, true)
+    return hl.squeeze(decomp("linalg.slogdet", a, 1), -1)
   end
 
   -- NumPy's default cutoff: singular values at most rcond * the largest count as zero

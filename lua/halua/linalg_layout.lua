@@ -20,7 +20,7 @@ function M.parts(op, mode, m, n)
   elseif op == "linalg.eigh" then
     return {{1, n, true}, mode < 2 and {n, n} or false, false}
   elseif op == "linalg.slogdet" then
-    return {{1, 2, true}, false, false}
+    return {{1, mode == 1 and 1 or 2, true}, false, false}
   end
   error("halua: internal: " .. tostring(op) .. " is not a decomposition", 0)
 end

@@ -190,6 +190,9 @@ return function(hl, core, shared)
       local d = b - a
       -- NumPy's lerp: from the nearer end, so t = 1 gives b exactly
       r = hl.where(hl.ge(t, 0.5), b - d * (1 - t), a + d * t)
+      -- median is NumPy's mean of the middle one or two values, not the midpoint lerp: the
+      -- middle values 1 and inf give inf there, where the lerp's inf - inf * 0.5 is NaN
+      if op == "median" then r = hl.where(hl.eq(t, 0), a, (a + b) / 2) end
     end
     -- NaN sorts last: a lane with a NaN has a NaN quantile (as NumPy's quantile and median)
     local qs = qa.shape
@@ -254,6 +257,8 @@ return function(hl, core, shared)
     opts = util.options("diff", opts, {"n", "axis", "prepend", "append"}, "{prepend = 0}")
     n, axis = n or opts.n or 1, axis or opts.axis or -1
     if not is_intv(n) or n < 0 then fail("diff: n must be a non-negative integer, got %s", tostring(n)) end
+    -- n = 0 gives x itself, before prepend/append and for a 0-d x too (NumPy returns there first)
+    if n == 0 then return x end
     if x.ndim == 0 then fail("diff: needs at least one axis, got a 0-d array") end
     local a = norm_axis("diff", axis, x.ndim)
     if opts.prepend ~= nil or opts.append ~= nil then

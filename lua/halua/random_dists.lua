@@ -97,39 +97,47 @@ return function(hl, core, R, priv)
 
   local function positive(v) return v > 0 end
 
-  -- Gamma samples by rejection have no pathwise derivative in their shape parameters (the
-  -- accepted candidate depends on them), and the implicit one is not built: a parameter that a
-  -- derivative being taken may depend on is an error rather than a silently wrong gradient.
+  -- Gamma samples by rejection have no useful pathwise derivative in their shape parameter (the
+  -- accepted candidate depends on it). Their derivative is the implicit one (Figurnov et al.,
+  -- "Implicit reparameterization gradients", 2018; JAX's random_gamma_grad): a sample x moves with
+  -- alpha so that its CDF level stays put, dx/dalpha = -(dP(alpha, x)/dalpha) / pdf(x), with P the
+  -- regularised lower incomplete gamma function (random_gamma_grad.lua). It enters the samples'
+  -- logs as stop_gradient(lx) + stop_gradient(dlx) * (alpha - stop_gradient(alpha)): the values
+  -- are the samples, and every transformation (grad, jvp, jit, vmap) sees dlx as the derivative.
+  -- The derivative itself is not differentiated again (neither is JAX's).
   local tracing = require "halua.trace"
-  local function no_derivative(op, name, v)
-    if not is_array(v) or (tracing.differentiating == 0 and tracing.forward_mode == 0) then return end
+  local dlog_gamma = require("halua.random_gamma_grad")(hl)
+  local function differentiated(v)
+    if not is_array(v) or (tracing.differentiating == 0 and tracing.forward_mode == 0) then return false end
     local trace, id = core.trace_of(v)
-    if not trace or not v.dtype:match("float") then return end
-    if core.graph_nodes(trace, id, id)[id].op == "stop_gradient" then return end
-    fail("random.%s: the samples are not differentiable with respect to %s, and %s is a traced value under hl.grad or hl.jvp; " ..
-         "pass hl.stop_gradient(%s) if no derivative should flow through it", op, name, name, name)
+    if not trace or not v.dtype:match("float") then return false end
+    return core.graph_nodes(trace, id, id)[id].op ~= "stop_gradient"
+  end
+  local function with_derivative(lx, alpha, diff)
+    if not diff then return lx end
+    local a0, l0 = hl.stop_gradient(alpha), hl.stop_gradient(lx)
+    local d = dlog_gamma(hl.astype(a0, "float64"), hl.astype(l0, "float64"))
+    return l0 + hl.astype(d, lx.dtype) * (alpha - a0)
   end
 
   function R.gamma(key, a, shape, dtype)
     local k = R.check_key("gamma", key)
     local out, work = float_out("gamma", dtype)
-    no_derivative("gamma", "a", a)
     local s = sample_shape("gamma", shape, a)
     local alpha = param("gamma", "a", a, s, work, k, positive, "positive")
-    return hl.exp(log_gamma(key, alpha, s, work)):astype(out)
+    return hl.exp(with_derivative(log_gamma(key, alpha, s, work), alpha, differentiated(a))):astype(out)
   end
 
   function R.beta(key, a, b, shape, dtype)
     local k = R.check_key("beta", key)
     local out, work = float_out("beta", dtype)
-    no_derivative("beta", "a", a)
-    no_derivative("beta", "b", b)
     local s = sample_shape("beta", shape, a, b)
     local aa = param("beta", "a", a, s, work, k, positive, "positive")
     local bb = param("beta", "b", b, s, work, k, positive, "positive")
     local ks = keys(key, 2)
     -- X / (X + Y) for X ~ Gamma(a), Y ~ Gamma(b), from their logs: exact also when both are tiny
-    local lx, ly = log_gamma(ks[1], aa, s, work), log_gamma(ks[2], bb, s, work)
+    local lx = with_derivative(log_gamma(ks[1], aa, s, work), aa, differentiated(a))
+    local ly = with_derivative(log_gamma(ks[2], bb, s, work), bb, differentiated(b))
     return (1 / (1 + hl.exp(ly - lx))):astype(out)
   end
 
@@ -141,7 +149,6 @@ return function(hl, core, R, priv)
       fail("random.dirichlet: alpha must be an array with a last axis of concentrations, got %s",
            is_array(alpha) and util.type_str(alpha) or type(alpha))
     end
-    no_derivative("dirichlet", "alpha", alpha)
     local nk = alpha.shape[alpha.ndim]
     local batch = alpha.shape
     batch[#batch] = nil
@@ -149,7 +156,7 @@ return function(hl, core, R, priv)
     local full = cat(s, {nk})
     local al = param("dirichlet", "alpha", alpha, full, work, k)
     -- independent Gamma(alpha_i) normalised to sum 1: a softmax of their logs
-    local lg = log_gamma(key, al, full, work)
+    local lg = with_derivative(log_gamma(key, al, full, work), al, differentiated(alpha))
     return hl.exp(lg - hl.logsumexp(lg, -1, true)):astype(out)
   end
 

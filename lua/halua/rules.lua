@@ -412,9 +412,35 @@ return function(hl, core)
     end,
   }
 
+  -- det (slogdet's mode 1): its derivative is the cofactor matrix C = det(a) a^-T, which is
+  -- defined at singular matrices too (rank n - 1: rank one; lower: zero). Where a is well
+  -- conditioned (smallest singular value above eps^(1/3) times the largest) C is det(a) inv(a)^T;
+  -- elsewhere, from a = u diag(s) vh, C = det(u vh) u diag(p) vh with p_i the product of the
+  -- other singular values (JAX's det also avoids dividing by det there, with LU). Each branch
+  -- gets a stand-in matrix where the other is used (the identity; diag(1..n), whose singular
+  -- values differ), so that neither produces NaN for the derivatives of C (hessians).
+  local function cofactor(a)
+    local k = a.shape[a.ndim]
+    if k == 0 then return hl.zeros_like(a) end
+    local eps = a.dtype == "float64" and 2.220446049250313e-16 or 1.1920928955078125e-07
+    local _, sv = factors({op = "linalg.svd"}, hl.stop_gradient(a), 2)
+    local regular = hl.expand_dims(hl.gt(hl.min(sv, -1, true), eps ^ (1 / 3) * hl.max(sv, -1, true)), -1)
+    local _, diag = triangle_masks(a, k)
+    local ar = hl.where(regular, a, hl.astype(diag, a.dtype))
+    local dr = hl.expand_dims(core.linalg_decomp("linalg.slogdet", ar, 1), -1)   -- [..., 1, 1]
+    local c_regular = dr * swap_last(hl.linalg.inv(ar))
+    local ramp = hl.astype(diag, a.dtype) * row(hl.arange(1, k + 1, a.dtype))
+    local u, s, vh = factors({op = "linalg.svd"}, hl.where(regular, ramp, a), 0)
+    local p = hl.prod(hl.where(diag, 1, row(s)), -1)
+    local sign = hl.squeeze(hl.split(core.linalg_decomp("linalg.slogdet", hl.stop_gradient(hl.matmul(u, vh)), 0), 2, -1)[1], -1)
+    local c_singular = hl.expand_dims(hl.expand_dims(sign, -1), -1) * hl.matmul(u * row(p), vh)
+    return hl.where(regular, c_regular, c_singular)
+  end
+
   -- slogdet: the sign's derivative is 0, log|det|'s is tr(a^-1 da); its cotangent a^-T g
   R["linalg.slogdet"] = {
     jvp = function(t, n, x)
+      if n.mode == 1 then return hl.expand_dims(hl.sum(cofactor(x[1]) * t[1], {x[1].ndim - 1, x[1].ndim}), -1) end
       local dl = hl.sum(diag_of(hl.linalg.solve(x[1], t[1]), x[1]), -1)   -- tr(a^-1 da)
       local one = batch_shape(x[1], 2)
       one[#one + 1] = 1
@@ -422,6 +448,7 @@ return function(hl, core)
       return hl.concatenate({hl.zeros_like(dl), dl}, #one)
     end,
     vjp = function(g, n, x)
+      if n.mode == 1 then return {hl.expand_dims(g, -1) * cofactor(x[1])} end
       local gl = hl.squeeze(hl.split(g, 2, -1)[2], -1)
       return {hl.expand_dims(hl.expand_dims(gl, -1), -1) * hl.linalg.inv(swap_last(x[1]))}
     end,
@@ -439,6 +466,55 @@ return function(hl, core)
     jvp = function(t, n, x) return hl.take_along_axis(t[1], hl.argsort(x[1], n.axis), n.axis) end,
   }
   R.argsort = nondiff()
+
+  ---------------------------------------------------------------- Fourier transforms
+  -- Both are linear and act on the (re, im) pairs as real vectors. The forward matrix F is
+  -- symmetric, so its transpose in the real inner product (sum of re*re + im*im) is its conjugate,
+  -- the unscaled backward transform, and the other way round.
+  R["fft.forward"] = {
+    vjp = function(g, n) return {core.fft(g, n.axis - 1, true)} end,
+    jvp = function(t, n) return core.fft(t[1], n.axis - 1, false) end,
+  }
+  R["fft.backward"] = {
+    vjp = function(g, n) return {core.fft(g, n.axis - 1, false)} end,
+    jvp = function(t, n) return core.fft(t[1], n.axis - 1, true) end,
+  }
+  -- fft.real keeps the first h = n // 2 + 1 values of the forward transform of real x; its adjoint
+  -- takes the cotangent's pairs padded with zeros to n, transforms them backward and keeps the real
+  -- parts: x_bar[j] = Re sum_{k < h} g[k] exp(2 pi i j k / n)
+  R["fft.real"] = {
+    vjp = function(g, n, x)
+      local a, len = n.axis - 1, x[1].shape[n.axis]
+      local h = g.shape[a + 1]
+      if len > h then
+        local zshape = g.shape
+        zshape[a + 1] = len - h
+        g = hl.concatenate({g, hl.zeros(zshape, g.dtype)}, a + 1)
+      end
+      local y = core.fft(g, a, true)
+      local start, step, count = {}, {}, y.shape
+      for i = 1, y.ndim do start[i], step[i] = 0, 1 end
+      count[y.ndim] = 1
+      return {core.reshape(core.slice(y, start, step, count), x[1].shape)}
+    end,
+    jvp = function(t, n) return core.fft(t[1], n.axis - 1, "real") end,
+  }
+  -- fft.real_inverse's adjoint is fft.real weighted: each of the h = n // 2 + 1 values stands for
+  -- itself and its conjugate partner (weight 2), except the first and, n even, the middle one
+  R["fft.real_inverse"] = {
+    vjp = function(g, n)
+      local a = n.axis - 1
+      local f = core.fft(g, a, "real")
+      local h = f.shape[a + 1]
+      local w = {}
+      for k = 1, h do w[k] = (k == 1 or (n.n % 2 == 0 and k == h)) and 1 or 2 end
+      local shape = {}
+      for i = 1, f.ndim do shape[i] = 1 end
+      shape[a + 1] = h
+      return {f * hl.reshape(hl.array(w, f.dtype), shape)}
+    end,
+    jvp = function(t, n) return core.fft(t[1], n.axis - 1, "real_inverse", n.n) end,
+  }
 
   ---------------------------------------------------------------- collectives (hl.dist)
   -- JAX's convention: a gradient under hl.dist is that of the sum of every rank's loss. So the
@@ -863,6 +939,12 @@ return function(hl, core)
   end
   R.sort.batch = function(n, x, b) return core.sort(x[1], n.axis - 1 + (b[1] and 1 or 0), false), b[1] end
   R.argsort.batch = function(n, x, b) return core.sort(x[1], n.axis - 1 + (b[1] and 1 or 0), true), b[1] end
+  R["fft.forward"].batch = function(n, x, b) return core.fft(x[1], n.axis - 1 + (b[1] and 1 or 0), false), b[1] end
+  R["fft.backward"].batch = function(n, x, b) return core.fft(x[1], n.axis - 1 + (b[1] and 1 or 0), true), b[1] end
+  R["fft.real"].batch = function(n, x, b) return core.fft(x[1], n.axis - 1 + (b[1] and 1 or 0), "real"), b[1] end
+  R["fft.real_inverse"].batch = function(n, x, b)
+    return core.fft(x[1], n.axis - 1 + (b[1] and 1 or 0), "real_inverse", n.n), b[1]
+  end
 
   -- collectives: elementwise ones keep the batch axis (the front); the others' axes move one right
   for _, name in ipairs({"dist.psum", "dist.pmax", "dist.pmin"}) do

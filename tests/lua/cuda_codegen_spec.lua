@@ -118,6 +118,14 @@ describe("CUDA code generation", function()
     assembles(function(a, t) return hl.jvp(function(p) return hl.while_loop(function(c) return hl.lt(hl.sum(c), 1e6) end, function(c) return c * p end, p) end, {a}, {t}) end, x, y)
   end)
 
+  -- the kernels around the fft stage (cuFFT's where it loads): its operand made on the device,
+  -- its output read whole, in part (the real parts alone) and by its gradient
+  it("assembles pipelines around fft", function()
+    assembles(function(a, b) return hl.abs(hl.fft.fft(hl.complex(a, b) * 2)) end, x, y)
+    assembles(function(a) return hl.real(hl.fft.ifft2(hl.fft.rfft(a * a, 64))) end, xd)
+    assembles(hl.grad(function(a) return hl.sum(hl.abs(hl.fft.fft(a, nil, 1)) ^ 2) end), x)
+  end)
+
   -- float16 and bfloat16 are uint16 bit patterns computed in float32: no Halide bfloat16 reaches
   -- the CUDA code generator (whose bfloat16 support in Halide 14 is broken)
   it("assembles float16, bfloat16 and int8 pipelines", function()

@@ -112,6 +112,10 @@ suite("median, quantile, percentile against NumPy", function(case)
   case("median of a row with NaN is NaN", function() return hl.median(nan, 2) end, "np.median(a, axis=1)", {nan})
   case("quantile of a row with NaN is NaN", function() return hl.quantile(nan, 0.2, 2) end, "np.quantile(a, 0.2, axis=1)", {nan})
   case("x:median(1) method", function() return nan:median(1) end, "np.median(a, axis=0)", {nan})
+  -- median is the mean of the middle two (NumPy's), not the midpoint's lerp (NaN from inf - inf * 0.5)
+  local infs = hl.array({{1, 1 / 0, 1 / 0, 0}, {-1 / 0, -1 / 0, 4, 5}, {-1 / 0, 1 / 0, 1 / 0, -1 / 0}}, "float32")
+  case("median of rows whose middle values are infinite", function() return hl.median(infs, 2) end,
+       "np.median(a, axis=1)", {infs})
   case("quantile options table", function() return hl.quantile(e, 0.3, {method = "higher", keepdims = true}) end,
        "np.quantile(a, 0.3, method='higher', keepdims=True)", {e}, {dtype = false})
 end)
@@ -131,6 +135,8 @@ suite("diff, trapezoid, select against NumPy", function(case)
   case("diff append a column", function() return hl.diff(x, 1, 2, {append = col}) end, "np.diff(a, axis=1, append=b)", {x, col})
   case("diff prepend and append along axis 1", function() return hl.diff(x, 2, 1, {prepend = -1, append = 2}) end,
        "np.diff(a, n=2, axis=0, prepend=-1, append=2)", {x})
+  case("diff n = 0 gives x, prepend and append left off (NumPy returns first)", function() return hl.diff(x, 0, 1, {prepend = -1, append = 2}) end,
+       "np.diff(a, n=0, axis=0, prepend=-1, append=2)", {x})
   case("x:diff() method", function() return x:diff() end, "np.diff(a)", {x})
   local v = hl.array({1, 2, 4, 7, 11}, "int32")
   case("diff of int32 stays int32", function() return hl.diff(v) end, "np.diff(a)", {v})

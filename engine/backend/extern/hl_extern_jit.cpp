@@ -2,6 +2,7 @@
 #include "hl_extern_dist.h"
 #include "hl_extern_linalg.h"
 #include "hl_extern_sort.h"
+#include "hl_extern_fft.h"
 #include "hl_extern_transpose.h"
 #include <mutex>
 
@@ -10,7 +11,12 @@ using namespace Halide;
 Internal::JITModule hl_sort_exports() {
   static Internal::JITModule m;
   static std::once_flag once;
-  std::call_once(once, [] { m.add_extern_for_export("hl_stage_sort", ExternCFunction(&hl_stage_sort)); });
+  std::call_once(once, [] {
+    m.add_extern_for_export("hl_stage_sort", ExternCFunction(&hl_stage_sort));
+    m.add_extern_for_export("hl_stage_fft", ExternCFunction(&hl_stage_fft));
+    m.add_extern_for_export("hl_stage_fft_real", ExternCFunction(&hl_stage_fft_real));
+    m.add_extern_for_export("hl_stage_fft_real_inverse", ExternCFunction(&hl_stage_fft_real_inverse));
+  });
   return m;
 }
 
