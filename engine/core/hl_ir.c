@@ -380,7 +380,7 @@ static int check_complex(int prim, int nin, const hl_type *in, const hl_attrs *a
   int ok = complex_ok(prim) || (prim == HL_P_SCATTER && (a->i[2] == HL_SCATTER_SET || a->i[2] == HL_SCATTER_ADD));
   if (!ok)
     return hl_error("%s: %s is not supported yet (complex arrays have construction, real/imag/conj/abs/angle, "
-                    "arithmetic, exp/log/sqrt, trigonometric and hyperbolic functions, matmul, sums, shape ops and indexing so far: see docs/complex.md)", hl_prims[prim].name, hl_dtype_name(c));
+                    "arithmetic, powers, exp/log/sqrt, trigonometric and hyperbolic functions and their inverses, orderings, matmul, sums, products, shape ops and indexing so far: see docs/complex.md)", hl_prims[prim].name, hl_dtype_name(c));
   if (prim == HL_P_CAST && hl_dtype_is_complex(in[0].dtype) && !hl_dtype_is_complex(a->dtype))
     return hl_error("cast: %s to %s would drop the imaginary part; take hl.real(x) or hl.abs(x) first", hl_dtype_name(in[0].dtype),
                     hl_dtype_name(a->dtype));

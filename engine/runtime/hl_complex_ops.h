@@ -12,4 +12,6 @@ int hl_complex_apply(int prim, int nin, const hl_array *const *in, hl_array *out
 /* the matmul primitive's work on complex [..., m, k] and [..., k, n] of one dtype and batch shape:
  * four real products of the parts */
 int hl_complex_matmul(const hl_array *a, const hl_array *b, hl_array *out);
+/* z ** n for an integer n, |n| < 100 (NumPy's products of squares, then 1 / that for n < 0) */
+int hl_complex_int_pow(const hl_array *z, int n, hl_array *out);
 #endif

@@ -1,5 +1,6 @@
 #include "hl_frontend.h"
 #include "hl_complex_ops.h"
+#include <math.h>
 #include "hl_error.h"
 #include <string.h>
 
@@ -125,7 +126,13 @@ int hl_op_elemwise(int prim, int nin, const hl_operand *ops, const hl_attrs *att
     if (hl_op_broadcast_to(in[k], ndim, shape, &tmp[ntmp])) goto done;
     in[k] = &tmp[ntmp++];
   }
-  rc = hl_dtype_is_complex(want) && hl_complex_composed(prim) ? hl_complex_apply(prim, nin, in, out) : hl_apply(prim, nin, in, attrs, out);
+  if (hl_dtype_is_complex(want) && prim == HL_P_POW && !ops[1].array && fabs(ops[1].number) < 100 &&
+      ops[1].number == (int)ops[1].number)
+    rc = hl_complex_int_pow(in[0], (int)ops[1].number, out);   /* z ^ 3: products, as NumPy's (and JAX's integer_pow) */
+  else if (hl_dtype_is_complex(want) && hl_complex_composed(prim))
+    rc = hl_complex_apply(prim, nin, in, out);
+  else
+    rc = hl_apply(prim, nin, in, attrs, out);
 done:
   for (int k = 0; k < ntmp; k++) hl_array_release(&tmp[k]);
   return rc;

@@ -116,8 +116,8 @@ E("x:to", "x:to(device) -> array",
 G "Elementwise"
 local unary = {
   {"neg", "negation, -x (also the unary - operator)", "{1, -2}"},
-  {"abs", "|x|", "{-1.5, 2}"},
-  {"sign", "-1, 0 or 1 by the sign of x (NaN stays NaN)", "{-3, 0, 2}"},
+  {"abs", "|x| (of a complex array, its modulus as a real array, scaled as hypot: no overflow)", "{-1.5, 2}"},
+  {"sign", "-1, 0 or 1 by the sign of x (NaN stays NaN; of complex z, z / |z| and 0 at 0, NumPy 2's)", "{-3, 0, 2}"},
   {"square", "x * x", "{-2, 3}"},
   {"floor", "the largest integer not above x", "{-1.5, 1.5}"},
   {"ceil", "the smallest integer not below x", "{-1.5, 1.5}"},
@@ -132,9 +132,12 @@ local unary = {
   {"sin", "the sine (radians)", "{0, 1.5707963}"},
   {"cos", "the cosine (radians)", "{0, 3.1415927}"},
   {"tan", "the tangent (radians)", "{0, 0.7853982}"},
-  {"asin", "the arcsine, in [-pi/2, pi/2]", "{0, 1}"},
-  {"acos", "the arccosine, in [0, pi]", "{1, 0}"},
-  {"atan", "the arctangent, in (-pi/2, pi/2)", "{0, 1}"},
+  {"asin", "the arcsine, in [-pi/2, pi/2] (of complex z, NumPy's branch: cuts on the real axis past +-1)", "{0, 1}"},
+  {"acos", "the arccosine, in [0, pi] (of complex z, NumPy's branch: cuts on the real axis past +-1)", "{1, 0}"},
+  {"atan", "the arctangent, in (-pi/2, pi/2) (of complex z, NumPy's branch: cuts on the imaginary axis past +-i)", "{0, 1}"},
+  {"asinh", "the inverse hyperbolic sine (of complex z, NumPy's branch: cuts on the imaginary axis past +-i)", "{0, 1}"},
+  {"acosh", "the inverse hyperbolic cosine, NaN below 1 (of complex z, NumPy's branch: the cut on the real axis below 1)", "{1, 2}"},
+  {"atanh", "the inverse hyperbolic tangent, +-inf at +-1, NaN past them (of complex z, NumPy's branch: cuts on the real axis past +-1)", "{0, 0.5}"},
   {"sinh", "the hyperbolic sine", "{0, 1}"},
   {"cosh", "the hyperbolic cosine", "{0, 1}"},
   {"tanh", "the hyperbolic tangent", "{0, 1}"},
@@ -156,6 +159,7 @@ for _, u in ipairs(unary) do
     "print(hl." .. name .. "(hl.array(" .. input .. ")))")
 end
 alias("negative", "neg")
+for _, f in ipairs {"sin", "cos", "tan", "sinh", "cosh", "tanh"} do alias("arc" .. f, "a" .. f) end
 E("stop_gradient", "hl.stop_gradient(x) -> x",
   "x unchanged, but derivatives see it as a constant: no gradient flows through it. Takes an " ..
   "array, a number or a pytree of them.",
@@ -167,11 +171,11 @@ local binary = {
   {"sub", "a - b", "{1, 2}", "10"},
   {"mul", "a * b", "{1, 2}", "10"},
   {"div", "a / b (integers give float32, as in JAX)", "{1, 2}", "4"},
-  {"pow", "a ^ b", "{2, 3}", "2"},
+  {"pow", "a ^ b (complex: NumPy's values, 0 ^ 0 = 1; z ^ n for a Lua integer n by products, else exp(b log a))", "{2, 3}", "2"},
   {"mod", "the remainder of a / b with the divisor's sign (Python's %; also a % b)", "{-3, 4}", "3"},
   {"floor_divide", "floor(a / b), integer division rounding down (integer division by zero gives 0)", "{-7, 7}", "2"},
-  {"maximum", "the larger of a and b (NaN propagates)", "{1, 5}", "3"},
-  {"minimum", "the smaller of a and b (NaN propagates)", "{1, 5}", "3"},
+  {"maximum", "the larger of a and b (NaN propagates; complex numbers order by real part, then imaginary part, as NumPy's)", "{1, 5}", "3"},
+  {"minimum", "the smaller of a and b (NaN propagates; complex numbers order by real part, then imaginary part, as NumPy's)", "{1, 5}", "3"},
   {"atan2", "the angle of the point (b, a): atan(a / b) in the right quadrant", "{1, -1}", "-1"},
 }
 for _, b in ipairs(binary) do
@@ -190,7 +194,8 @@ local compare = {
 for _, c in ipairs(compare) do
   E(c[1], "hl." .. c[1] .. "(a, b) -> bool array   (also a:" .. c[1] .. "(b))",
     "Elementwise " .. c[2] .. ", broadcast, as a bool array. Comparisons are functions because Lua " ..
-    "turns < and == into a single boolean; comparisons with NaN are false except ne.",
+    "turns < and == into a single boolean; comparisons with NaN are false except ne. Complex " ..
+    "numbers compare by real part, then imaginary part (NumPy's order).",
     "print(hl." .. c[1] .. "(hl.array({1, 2, 3}), 2))")
 end
 for _, l in ipairs {{"logical_and", "a and b"}, {"logical_or", "a or b"}, {"logical_xor", "a xor b"}} do
@@ -231,9 +236,9 @@ print(hl.threefry2x32(z, z, z, z))]])
 G "Reductions and scans"
 local reductions = {
   {"sum", "the sum", "bool, uint8 and int8 sum to int32, other dtypes keep theirs"},
-  {"prod", "the product", "bool, uint8 and int8 give int32, other dtypes keep theirs"},
-  {"max", "the largest element (NaN propagates)", "the dtype is kept"},
-  {"min", "the smallest element (NaN propagates)", "the dtype is kept"},
+  {"prod", "the product", "bool, uint8 and int8 give int32, other dtypes keep theirs (complex ones too)"},
+  {"max", "the largest element (NaN propagates; complex numbers order by real part, then imaginary part, as NumPy's)", "the dtype is kept"},
+  {"min", "the smallest element (NaN propagates; complex numbers order by real part, then imaginary part, as NumPy's)", "the dtype is kept"},
   {"mean", "the mean", "integers give float32"},
   {"var", "the variance, divided by the count (NumPy's ddof 0)", "integers give float32"},
   {"std", "the standard deviation (sqrt of var, ddof 0)", "integers give float32"},
@@ -252,7 +257,8 @@ end
 for _, r in ipairs {{"argmax", "largest"}, {"argmin", "smallest"}} do
   E(r[1], "hl." .. r[1] .. "(x [, axis] [, keepdims]) -> int64 array   (also x:" .. r[1] .. "(...))",
     "The 1-based index of the " .. r[2] .. " element along axis (the first one at ties; a NaN counts " ..
-    "as " .. r[2] .. "); without axis, the index into the flattened x.",
+    "as " .. r[2] .. "; complex numbers order by real part, then imaginary part, as NumPy's); " ..
+    "without axis, the index into the flattened x.",
     "local x = hl.array({{3, 9, 1}, {7, 2, 8}})\nprint(hl." .. r[1] .. "(x), x:" .. r[1] .. "(2))")
 end
 E("cumsum", "hl.cumsum(x [, axis]) -> array   (also x:cumsum(axis))",
@@ -396,12 +402,13 @@ E("dynamic_update_slice", "hl.dynamic_update_slice(x, update, starts) -> array",
   [[print(hl.dynamic_update_slice(hl.zeros({3, 3}), hl.ones({2, 2}), {hl.array(3, "int32"), 1}))]])
 E("sort", "hl.sort(x [, axis]) -> array   (also x:sort(axis))",
   "x sorted in ascending order along axis (1-based, default -1, the last, as NumPy's), stably, " ..
-  "with NaN after everything else. Differentiable: the cotangent goes back through the inverse " ..
-  "permutation.",
+  "with NaN after everything else. Complex numbers sort by real part, then imaginary part, and " ..
+  "those with a NaN part last (R + nanj, then nan + Rj, then nan + nanj), as NumPy's. " ..
+  "Differentiable: the cotangent goes back through the inverse permutation.",
   [[print(hl.sort(hl.array({3, 1, 2})), hl.array({{2, 1}, {0, 5}}):sort(1))]])
 E("argsort", "hl.argsort(x [, axis]) -> int64 array   (also x:argsort(axis))",
   "The 1-based indices that sort x along axis (default -1), stably (equal values keep their " ..
-  "order), NaN last: hl.take_along_axis(x, hl.argsort(x, a), a) is hl.sort(x, a).",
+  "order), NaN last, complex numbers in hl.sort's order: hl.take_along_axis(x, hl.argsort(x, a), a) is hl.sort(x, a).",
   [[local x = hl.array({3, 1, 2})
 print(hl.argsort(x), hl.take_along_axis(x, hl.argsort(x), 1))]])
 
@@ -1319,9 +1326,13 @@ G "Complex numbers"
 E("complex", "hl.complex(re [, im]) -> array",
   "The complex array re + i im (im defaults to 0), the parts broadcast together. float64 parts give " ..
   "complex128; any other real parts (float32, ints, bool, Lua numbers) give complex64. complex64 and " ..
-  "complex128 arrays work with + - * / and unary -, eq, ne, where, abs, exp, log, sqrt (NumPy's " ..
-  "principal branches), sin, cos, tan, sinh, cosh, tanh, isnan, isinf, isfinite, square, " ..
-  "reciprocal, sum, mean, var, std, matmul, shape ops, hl.save/hl.load (.npy '<c8', '<c16'), jit, " ..
+  "complex128 arrays work with + - * / (Smith's division) ^ and unary -, eq, ne, where, abs (as " ..
+  "hypot), sign, exp, expm1, log, log1p, sqrt (NumPy's principal branches), sin, cos, tan, sinh, " ..
+  "cosh, tanh, asin, acos, atan, asinh, acosh, atanh (NumPy's branch cuts), isnan, isinf, " ..
+  "isfinite, square, reciprocal, sum, prod, mean, var, std, cumsum, cumprod, max, min, argmax, " ..
+  "argmin, sort, argsort, lt, le, gt, ge, maximum, minimum (NumPy's order: real part, then " ..
+  "imaginary part), matmul, shape ops, " ..
+  "hl.save/hl.load (.npy '<c8', '<c16'), jit, " ..
   "grad (JAX's convention: for real-valued f, grad gives df/dx - i df/dy) and vmap; " ..
   "other ops raise an error saying complex is not supported yet (docs/complex.md). Lua has no " ..
   "complex numbers: x:item() and x:totable() give an element as the pair {re, im}, and print(z) " ..

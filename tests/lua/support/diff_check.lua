@@ -27,4 +27,34 @@ function M.close(got, want, tol, what)
   end
 end
 
+-- For f real-valued of complex z = x + iy, JAX's gradient df/dx - i df/dy (docs/complex.md), by
+-- central differences in complex128 of each part: a table of {re, im} pairs in z's order
+function M.numeric_complex(f, z, eps)
+  eps = eps or 1e-6
+  local flat = M.flat(z)
+  local function at(k, dre, dim)
+    local re, im = {}, {}
+    for i, p in ipairs(flat) do re[i], im[i] = p[1], p[2] end
+    re[k], im[k] = re[k] + dre, im[k] + dim
+    return f(hl.reshape(hl.complex(hl.array(re, "float64"), hl.array(im, "float64")), z.shape):astype(z.dtype)):item()
+  end
+  local g = {}
+  for k = 1, #flat do
+    g[k] = {(at(k, eps, 0) - at(k, -eps, 0)) / (2 * eps), -(at(k, 0, eps) - at(k, 0, -eps)) / (2 * eps)}
+  end
+  return g
+end
+
+-- every {re, im} element of the complex array `got` within tol * (1 + |want part|) of want's pairs
+function M.close_pairs(got, want, tol, what)
+  local g = M.flat(got)
+  assert(#g == #want, string.format("%s: %d elements, expected %d", what, #g, #want))
+  for k = 1, #g do
+    for j = 1, 2 do
+      assert(math.abs(g[k][j] - want[k][j]) <= tol * (1 + math.abs(want[k][j])),
+             string.format("%s: element %d is %.10g%+.10gi, expected %.10g%+.10gi", what, k, g[k][1], g[k][2], want[k][1], want[k][2]))
+    end
+  end
+end
+
 return M
