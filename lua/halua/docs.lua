@@ -821,7 +821,7 @@ E("random.gamma", "hl.random.gamma(key, a [, shape] [, dtype]) -> array",
   "candidates per sample, the first accepted kept (all are rejected with probability below 1e-20). " ..
   "dtype float32 (default) or float64. Divide by a rate for Gamma(a, rate). Differentiable in a " ..
   "(hl.grad, jvp, under jit and vmap) by the implicit derivative dx/da = -(dP(a, x)/da) / pdf(x) " ..
-  "(JAX's random_gamma_grad): first derivatives only (the derivative's own derivative is taken as 0).",
+  "(JAX's random_gamma_grad): first derivatives only (a second derivative in a is an error, as in JAX).",
   [[print(hl.random.gamma(hl.random.key(1), 2.5, {4}), hl.random.gamma(hl.random.key(1), hl.array({0.5, 5})))]])
 E("random.beta", "hl.random.beta(key, a, b [, shape] [, dtype]) -> array",
   "Beta(a, b) samples in [0, 1] from two gamma samples X / (X + Y), taken in logs so that small a " ..

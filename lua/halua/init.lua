@@ -550,7 +550,7 @@ require("halua.sorting")(hl, core, {as_array = as_array, norm_axis = norm_axis, 
 require("halua.fft")(hl, core, {as_array = as_array})
 local ad_internals
 hl.rules, ad_internals = require("halua.ad")(hl, core)
-hl.random = require("halua.random")(hl, core, {named = named})
+hl.random = require("halua.random")(hl, core, {named = named, ad = ad_internals})
 local vmap_internals = require("halua.vmap")(hl, core)
 require("halua.jac")(hl, core, ad_internals)
 require("halua.control")(hl, core, {ad = ad_internals, batch_replay = vmap_internals.batch_replay,

@@ -238,6 +238,6 @@ return function(hl, core, shared)
 
   -- the samplers built on these (choice, gamma, beta, dirichlet, truncated_normal, poisson)
   require("halua.random_dists")(hl, core, R, {unit = unit, bits = bits, shape_of = shape_of, check_float = check_float, on = on,
-                                             named = shared and shared.named})
+                                             named = shared and shared.named, ad = shared and shared.ad})
   return R
 end

@@ -102,9 +102,10 @@ return function(hl, core, R, priv)
   -- "Implicit reparameterization gradients", 2018; JAX's random_gamma_grad): a sample x moves with
   -- alpha so that its CDF level stays put, dx/dalpha = -(dP(alpha, x)/dalpha) / pdf(x), with P the
   -- regularised lower incomplete gamma function (random_gamma_grad.lua). It enters the samples'
-  -- logs as stop_gradient(lx) + stop_gradient(dlx) * (alpha - stop_gradient(alpha)): the values
-  -- are the samples, and every transformation (grad, jvp, jit, vmap) sees dlx as the derivative.
-  -- The derivative itself is not differentiated again (neither is JAX's).
+  -- logs as a custom group of autodiff (ad.lua): the values are the samples, and both rules multiply
+  -- by dlx, so every transformation (grad, jvp, jit, vmap) sees it as the derivative. dlx itself
+  -- is not differentiated (neither is JAX's): the rules take it through a guard whose own rules
+  -- raise, so a second derivative in alpha is an error rather than a silent zero.
   local tracing = require "halua.trace"
   local dlog_gamma = require("halua.random_gamma_grad")(hl)
   local function differentiated(v)
@@ -113,11 +114,25 @@ return function(hl, core, R, priv)
     if not trace or not v.dtype:match("float") then return false end
     return core.graph_nodes(trace, id, id)[id].op ~= "stop_gradient"
   end
+  local ad = priv.ad
+  local SECOND = "random.gamma: no second derivative with respect to the shape parameter a (JAX has none " ..
+                 "either); beta and dirichlet are built on gamma"
+  -- d as a value that depends, for autodiff, on alpha, with rules that raise: what the first
+  -- derivative's rules return is made of it, so only a derivative of a derivative reaches them
+  local function guarded(d, alpha)
+    local trace = core.trace_of(alpha)
+    if not trace then return d end
+    return ad.group(trace, {ad.node_in(trace, alpha)}, {d}, function() fail(SECOND) end, function() fail(SECOND) end)[1]
+  end
   local function with_derivative(lx, alpha, diff)
     if not diff then return lx end
     local a0, l0 = hl.stop_gradient(alpha), hl.stop_gradient(lx)
-    local d = dlog_gamma(hl.astype(a0, "float64"), hl.astype(l0, "float64"))
-    return l0 + hl.astype(d, lx.dtype) * (alpha - a0)
+    local d = hl.astype(dlog_gamma(hl.astype(a0, "float64"), hl.astype(l0, "float64")), lx.dtype)
+    local trace = core.trace_of(alpha)
+    local function rule(c) return c and c * guarded(d, alpha) or false end
+    return ad.group(trace, {ad.node_in(trace, alpha)}, {l0},
+                    function(cts) return {rule(cts[1])} end,
+                    function(ts) return {ts[1] and rule(ts[1]) or nil} end)[1]
   end
 
   function R.gamma(key, a, shape, dtype)

@@ -93,6 +93,26 @@ describe("random.gamma's derivative in a", function()
   end)
 end)
 
+describe("random.gamma's second derivative in a", function()
+  it("is an error naming it, in reverse and forward mode, for gamma and what is built on it (not a silent zero)", function()
+    local key = hl.random.key(3)
+    local want = "halua: random.gamma: no second derivative with respect to the shape parameter a"
+    local f = function(a) return hl.sum(hl.random.gamma(key, a, {5})) end
+    for _, h in ipairs({hl.grad(hl.grad(f)), hl.jacfwd(hl.grad(f)), hl.jit(hl.grad(hl.grad(f)))}) do
+      local ok, err = pcall(h, hl.array(2.0))
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find(want, 1, true), tostring(err))
+    end
+    local b = function(a) return hl.sum(hl.random.beta(key, a, 2.0, {4})) end
+    local ok, err = pcall(hl.grad(hl.grad(b)), hl.array(1.5))
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find(want, 1, true), tostring(err))
+    -- a second derivative in another variable, with a held constant, is fine
+    local g = function(s) return hl.sum(hl.random.gamma(key, 2.0, {5}) * s * s) end
+    assert.is_true(math.abs(hl.grad(hl.grad(g))(hl.array(1.0)):item() - 2 * hl.sum(hl.random.gamma(key, 2.0, {5})):item()) < 1e-4)
+  end)
+end)
+
 describe("random.beta's and random.dirichlet's derivatives", function()
   it("beta: d E[x] / da = b / (a + b)^2 and d E[x] / db = -a / (a + b)^2, by Monte Carlo", function()
     local k = R.key(9)
