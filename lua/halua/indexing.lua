@@ -10,6 +10,16 @@ return function(hl, core, shared)
 
   local int_dtypes = {int8 = true, int32 = true, int64 = true, uint8 = true}
 
+  -- the scatter primitive combines complex values part by part, right for set and add only: the
+  -- other modes on complex arrays are composed (complex_scatter.lua)
+  local complex_scatter = require("halua.complex_scatter")(hl, core)
+  local function scatter(x, v, idx, axis, mode)
+    if (x.dtype == "complex64" or x.dtype == "complex128") and mode ~= "set" and mode ~= "add" then
+      return complex_scatter(x, v, idx, axis, mode)
+    end
+    return core.scatter(x, v, idx, axis, mode)
+  end
+
   -- NumPy's broadcast of two shapes, or nil
   local function broadcast(a, b)
     local n, out = math.max(#a, #b), {}
@@ -132,7 +142,7 @@ return function(hl, core, shared)
     end
     local sub = whole and xt or core.slice(xt, starts, steps, counts)
     local merged = #adv > 1
-    local res = core.scatter(merged and core.reshape(sub, flat) or sub, v, lin, first - 1, mode)
+    local res = scatter(merged and core.reshape(sub, flat) or sub, v, lin, first - 1, mode)
     if merged then res = core.reshape(res, counts) end
     if not whole then
       local placed = hl.rules.unslice(res, xt.shape, starts, steps)
@@ -192,7 +202,7 @@ return function(hl, core, shared)
       local base = mode == "add" and hl.fill_like(data, 0, shape, data.dtype) or extreme(data.dtype, data, shape, mode == "min")
       -- 1-based ids; anything outside 1..num_segments (0 and negatives included) is dropped
       local i = ids.dtype == "int64" and ids or ids:astype("int32")
-      return core.scatter(base, data, hl.where(hl.ge(i, 1), i - 1, -1), 0, mode)
+      return scatter(base, data, hl.where(hl.ge(i, 1), i - 1, -1), 0, mode)
     end
   end
   hl.segment_sum = segment("sum", "add")
