@@ -14,7 +14,15 @@ return function(hl, core, shared)
   local is_float, is_half, is_intv = util.is_full_float, util.is_half, util.is_integer
   local is_opts = util.is_options
 
-  local floated, back = util.floated, util.back
+  local back = util.back
+  local function is_complex(x) return x.dtype == "complex64" or x.dtype == "complex128" end
+  -- complex arrays compute as they are (the other dtypes as util.floated says)
+  local function floated(x)
+    if is_complex(x) then return x, nil end
+    return util.floated(x)
+  end
+  -- hl.isnan: the primitive's isnan does not take complex values (NaN in either part counts)
+  local function isnan(x) return is_complex(x) and hl.isnan(x) or P.isnan(x) end
 
   -- the constant v like x (on x's device, or in x's trace)
   local function const(x, v, dtype) return hl.fill_like(x, v, {}, dtype or x.dtype) end
@@ -39,17 +47,17 @@ return function(hl, core, shared)
     end
     return x, axes, keepdims, ddof
   end
-  local function has_nan(x) return util.is_float(x.dtype) end   -- (any float dtype)
+  local function has_nan(x) return util.is_float(x.dtype) or is_complex(x) end   -- (any float or complex dtype)
 
   function hl.nansum(x, axes, keepdims)
     x, axes, keepdims = nan_args("nansum", x, axes, keepdims)
-    if has_nan(x) then x = hl.where(P.isnan(x), const(x, 0), x) end
+    if has_nan(x) then x = hl.where(isnan(x), const(x, 0), x) end
     return hl.sum(x, axes, keepdims)
   end
 
   -- the count of non-NaN elements (float) and their sum, over the axes
   local function count_sum(x, axes, keepdims)
-    local ok = P.logical_not(P.isnan(x))
+    local ok = P.logical_not(isnan(x))
     return hl.sum(ok:astype(x.dtype), axes, keepdims), hl.sum(hl.where(ok, x, const(x, 0)), axes, keepdims), ok
   end
 
@@ -62,18 +70,26 @@ return function(hl, core, shared)
     return back(s / n, dt)
   end
 
-  local function nan_extreme(op, reduce, fill)
+  -- hl.max and hl.min are looked up at each call: complex.lua wraps them after this file loads.
+  -- A NaN becomes the identity, for complex values -inf - inf i or inf + inf i, below or above
+  -- everything in NumPy's order (as -inf alone is not: -inf - 5i is below -inf + 0i)
+  local function nan_extreme(op, name, fill)
     return function(x, axes, keepdims)
       x, axes, keepdims = nan_args(op, x, axes, keepdims)
+      local reduce = hl[name]
       if not has_nan(x) then return reduce(x, axes, keepdims) end
-      local nan = P.isnan(x)
-      local r = reduce(hl.where(nan, const(x, fill), x), axes, keepdims)
-      -- an all-NaN slice gives NaN (NumPy's value; NumPy also warns, halua does not)
-      return hl.where(hl.all(nan, axes, keepdims), const(r, 0 / 0), r)
+      local nan = isnan(x)
+      local p = is_complex(x) and hl.real(x)
+      local id = p and hl.complex(const(p, fill), const(p, fill)) or const(x, fill)
+      local r = reduce(hl.where(nan, id, x), axes, keepdims)
+      -- an all-NaN slice gives NaN (NumPy's value; NumPy also warns, halua does not); a complex
+      -- one its first element, as NumPy's fmax.reduce (hl.max returns a slice's first NaN)
+      local fallback = p and reduce(x, axes, keepdims) or const(r, 0 / 0)
+      return hl.where(hl.all(nan, axes, keepdims), fallback, r)
     end
   end
-  hl.nanmax = nan_extreme("nanmax", hl.max, -math.huge)
-  hl.nanmin = nan_extreme("nanmin", hl.min, math.huge)
+  hl.nanmax = nan_extreme("nanmax", "max", -math.huge)
+  hl.nanmin = nan_extreme("nanmin", "min", math.huge)
 
   -- nanvar(x [, axes] [, keepdims] [, ddof] [, opts]): the variance of the non-NaN elements divided by
   -- count - ddof; NaN where that is not positive (as NumPy, without its warning)
@@ -86,7 +102,14 @@ return function(hl, core, shared)
     x, dt = floated(x)
     local n, s, ok = count_sum(x, axes, true)
     local d = hl.where(ok, x - s / n, const(x, 0))
-    local ss = hl.sum(d * d, axes, keepdims)
+    local ss
+    if is_complex(x) then
+      -- NumPy's variance of complex values: the mean of |x - mean|^2, a real array
+      local re, im = hl.real(d), hl.imag(d)
+      ss, n = hl.sum(re * re + im * im, axes, keepdims), hl.real(n)
+    else
+      ss = hl.sum(d * d, axes, keepdims)
+    end
     if not keepdims then n = hl.reshape(n, ss.shape) end
     local dof = n - ddof
     local bad = hl.le(dof, 0)
@@ -186,7 +209,8 @@ return function(hl, core, shared)
     local r = a
     if t then
       local b = core.gather(s, hi_i:astype("int64"), last)
-      t = t:astype(x.dtype)
+      -- (a complex lane interpolates each part with the real weight)
+      t = t:astype(({complex64 = "float32", complex128 = "float64"})[x.dtype] or x.dtype)
       local d = b - a
       -- NumPy's lerp: from the nearer end, so t = 1 gives b exactly
       r = hl.where(hl.ge(t, 0.5), b - d * (1 - t), a + d * t)
@@ -198,7 +222,7 @@ return function(hl, core, shared)
     local qs = qa.shape
     local nan_shape = {unpack(kept)}
     for _ = 1, #qs do nan_shape[#nan_shape + 1] = 1 end
-    local nanlane = hl.reshape(P.isnan(slice_axis(s, last, n - 1, 1)), nan_shape)
+    local nanlane = hl.reshape(isnan(slice_axis(s, last, n - 1, 1)), nan_shape)
     r = hl.where(nanlane, const(r, 0 / 0), r)
     -- q's axes first, then the kept axes (or x's shape with the lane axes as 1)
     if #qs > 0 and #kept > 0 then

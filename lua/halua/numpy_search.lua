@@ -79,6 +79,12 @@ return function(hl, core, shared)
       return v
     end
     x, xp, fp = arr(x, 1), arr(xp, 2), arr(fp, 3)
+    if fp.dtype == "complex64" or fp.dtype == "complex128" then
+      -- NumPy's complex interp: each part on its own, left and right split likewise
+      local function re(v) if v == nil or type(v) == "number" then return v end return hl.real(v) end
+      local function im(v) if v == nil then return nil end if type(v) == "number" then return 0 end return hl.imag(v) end
+      return hl.complex(hl.interp(x, xp, hl.real(fp), re(left), re(right)), hl.interp(x, xp, hl.imag(fp), im(left), im(right)))
+    end
     if xp.ndim ~= 1 or fp.ndim ~= 1 or xp.shape[1] ~= fp.shape[1] then
       fail("interp: xp and fp must be 1-D of one length, got %s and %s", shape_str(xp.shape), shape_str(fp.shape))
     end

@@ -117,3 +117,90 @@ describe("complex x:at(index arrays):mul gradients (JAX's convention)", function
     diff_check.close_pairs(hl.grad(f)(v), diff_check.numeric_complex(f, v), 1e-6, "d/dv")
   end)
 end)
+
+suite("NumPy-style functions on complex arrays against NumPy", function(case)
+  for _, dt in ipairs(DT) do
+    -- NaN in either part; -inf - 2i is below -inf + 0i (the NaN's identity must be below both)
+    local z = cx({1, nan, 3, -1, 2, 0, math.huge, -math.huge, 1, 3, nan, 2},
+                 {2, 0, -1, nan, 5, 1, 0, -2, 1, 4, 1, -3}, dt)
+    local z34 = hl.reshape(z, {3, 4})
+    local zn = cx({nan, 1, 0, 2, 1, -1}, {1, nan, nan, 0, 3, 2}, dt)   -- row 1 all NaN
+    local zn23 = hl.reshape(zn, {2, 3})
+    for _, f in ipairs {"nanmax", "nanmin"} do
+      case(dt .. " " .. f, function() return hl[f](z) end, "np." .. f .. "(a)", {z})
+      case(dt .. " " .. f .. " axis 2", function() return hl[f](z34, 2) end, "np." .. f .. "(a, axis=1)", {z34})
+      case(dt .. " " .. f .. " axis 1 keepdims", function() return hl[f](z34, 1, true) end, "np." .. f .. "(a, axis=0, keepdims=True)", {z34})
+      case(dt .. " " .. f .. ": an all-NaN slice gives its first element", function() return hl[f](zn23, 2) end,
+           "np." .. f .. "(a, axis=1)", {zn23})
+    end
+    local w = crand({4, 5}, dt)
+    local wn = hl.where(hl.array({{true, false, false, true, false}, {false, false, false, false, false},
+                                  {false, true, false, false, false}, {false, false, false, false, true}}), hl.complex(nan, 1):astype(dt), w)
+    case(dt .. " nansum", function() return hl.nansum(wn) end, "np.nansum(a)", {wn})
+    case(dt .. " nansum axis 1", function() return hl.nansum(wn, 1) end, "np.nansum(a, axis=0)", {wn})
+    case(dt .. " nanmean axis 2", function() return hl.nanmean(wn, 2) end, "np.nanmean(a, axis=1)", {wn})
+    case(dt .. " nanvar (a real array)", function() return hl.nanvar(wn) end, "np.nanvar(a)", {wn})
+    case(dt .. " nanvar axis 2 ddof 1", function() return hl.nanvar(wn, 2, false, 1) end, "np.nanvar(a, axis=1, ddof=1)", {wn})
+    case(dt .. " nanstd axis 1 keepdims", function() return hl.nanstd(wn, 1, true) end, "np.nanstd(a, axis=0, keepdims=True)", {wn})
+    -- the orderings: ties in the real parts
+    local m = cint({4, 6}, dt)
+    case(dt .. " median (even count)", function() return hl.median(m, 2) end, "np.median(a, axis=1)", {m})
+    case(dt .. " median (odd count)", function() return hl.median(m[{{}, {1, 5}}], 2) end, "np.median(a[:, :5], axis=1)", {m})
+    case(dt .. " median of all", function() return hl.median(m) end, "np.median(a)", {m})
+    case(dt .. " median: a lane with a NaN is NaN", function() return hl.median(zn23, 2) end, "np.median(a, axis=1)", {zn23})
+    local q = hl.array({0, 0.3, 0.75, 1}, "float64")
+    -- halua keeps complex64 (as it keeps float32); NumPy's float64 q promotes it to complex128
+    local keep = {dtype = dt}
+    for _, method in ipairs {"linear", "lower", "higher", "nearest", "midpoint"} do
+      case(dt .. " quantile " .. method, function() return hl.quantile(m, q, 2, false, method) end,
+           "np.quantile(a, b, axis=1, method='" .. method .. "')", {m, q}, keep)
+    end
+    case(dt .. " percentile keepdims", function() return hl.percentile(m, 40, 1, true) end,
+         "np.percentile(a, 40, axis=0, keepdims=True)", {m}, keep)
+    case(dt .. " trapezoid", function() return hl.trapezoid(m, nil, 0.5) end, "np.trapz(a, dx=0.5)", {m})
+    local xs = hl.array({0, 1, 3, 4, 6, 7}, PART[dt])
+    case(dt .. " trapezoid at points", function() return hl.trapezoid(m, xs) end, "np.trapz(a, b)", {m, xs}, {dtype = false})
+    local fp = cx({0, 1, 2, -1}, {1, 0, 2, 3}, dt)
+    local xi, xp = hl.array({-1, 0.5, 1.25, 3, 4}, PART[dt]), hl.array({0, 1, 2, 3}, PART[dt])
+    -- (NumPy's interp computes in complex128)
+    case(dt .. " interp of complex values, left and right", function() return hl.interp(xi, xp, fp, hl.complex(0, 5), 7) end,
+         "np.interp(b, c, a, left=5j, right=7)", {fp, xi, xp}, {dtype = false})
+  end
+  local z = hl.complex(np.rand({3, 5}, -2, 2, "float64"), np.rand({3, 5}, -2, 2, "float64"))
+  local zq = hl.where(hl.array({{false, true, false, false, false}, {false, false, false, false, false}, {true, false, false, true, false}}),
+                      hl.complex(1, nan), z)
+  local f = hl.jit(function(u) return hl.nanmax(u, 2), hl.nanmean(u, 1), hl.median(u, 2), hl.nanvar(u) end)
+  for n, e in ipairs {"np.nanmax(a, axis=1)", "np.nanmean(a, axis=0)", "np.median(a, axis=1)", "np.nanvar(a)"} do
+    case("jit: " .. e, function() return select(n, f(zq)) end, e, {zq})
+  end
+  case("vmap: nanmin per row", function() return hl.vmap(function(u) return hl.nanmin(u) end)(zq) end, "np.nanmin(a, axis=1)", {zq})
+  case("vmap: quantile per row", function() return hl.vmap(function(u) return hl.quantile(u, 0.3) end)(z) end,
+       "np.quantile(a, 0.3, axis=1)", {z})
+end)
+
+describe("NumPy-style functions on complex arrays: gradients and errors", function()
+  local z = hl.complex(hl.array({1.2, -0.7, 0.3, 2.1, 0.9}, "float64"), hl.array({-0.4, 1.1, 0.9, -1.6, 0.2}, "float64"))
+  local w = hl.complex(hl.array({0.5, -1.5}, "float64"), hl.array({1, 0.5}, "float64"))
+  local fs = {
+    {"nansum", function(u) return hl.real(hl.nansum(u) * w[1]) end},
+    {"nanmean", function(u) return hl.imag(hl.nanmean(u) * w[2]) end},
+    {"nanvar", function(u) return hl.nanvar(u) end},
+    {"nanmax and nanmin", function(u) return hl.real(hl.nanmax(u) * w[1]) + hl.imag(hl.nanmin(u) * w[2]) end},
+    {"quantile", function(u) return hl.sum(hl.real(hl.quantile(u, hl.array({0.3, 0.6}, "float64")) * w)) end},
+    {"median", function(u) return hl.real(hl.median(u[{{1, 4}}]) * w[2]) end},
+  }
+  for _, c in ipairs(fs) do
+    it(c[1] .. " matches central differences", function()
+      diff_check.close_pairs(hl.grad(c[2])(z), diff_check.numeric_complex(c[2], z), 1e-6, c[1])
+    end)
+  end
+  it("bincount and histogram refuse complex values as NumPy's bincount does, naming the cast", function()
+    local c = hl.complex(hl.array({1, 2}), 1)
+    local ok, e = pcall(hl.bincount, hl.array({1, 2}, "int32"), c)
+    assert.is_false(ok)
+    assert.matches("bincount: complex64 to float64 would drop the imaginary part; take hl.real(x) or hl.abs(x) first", tostring(e), 1, true)
+    ok, e = pcall(hl.histogram, c)
+    assert.is_false(ok)
+    assert.matches("histogram: complex64 to float64 would drop the imaginary part", tostring(e), 1, true)
+  end)
+end)
