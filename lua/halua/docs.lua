@@ -101,7 +101,10 @@ E("x:at", "x:at(index):set(v) / :add(v) / :mul(v) / :min(v) / :max(v) -> array",
   "add, mul, min and max; for set the last write in index order wins. Indices outside the axis " ..
   "(0, or past either end) are dropped, as JAX's default scatter mode does. v is cast to x's " ..
   "dtype. One scatter primitive per update: it runs in the pipeline, differentiates as JAX does " ..
-  "(min/max through the winners, ties sharing) and batches under vmap.",
+  "(min/max through the winners, ties sharing) and batches under vmap. On complex arrays mul, min " ..
+  "and max with index arrays are composed (the updates sorted by target, each run of repeats " ..
+  "reduced by a segmented scan): NumPy's np.multiply.at / np.minimum.at / np.maximum.at, min and " ..
+  "max in NumPy's order (real part, then imaginary part; the first NaN met wins).",
   [[local x = hl.zeros({2, 3})
 print(x:at({1, 2}):set(5), x:at({{}, 3}):add(1), x)
 local i = hl.array({1, 3, 3, -1}, "int32")
@@ -423,14 +426,18 @@ E("nanmean", "hl.nanmean(x [, axis or {axes}] [, keepdims]) -> array   (also x:n
   "not). Integers give float32, as hl.mean.",
   [[print(hl.nanmean(hl.array({1, 0 / 0, 2})), hl.nanmean(hl.array({{0 / 0, 0 / 0}, {3, 4}}), 2))]])
 E("nanmax", "hl.nanmax(x [, axis or {axes}] [, keepdims]) -> array   (also x:nanmax(...))",
-  "The maximum ignoring NaNs; an all-NaN slice gives NaN (NumPy warns too; halua does not warn).",
+  "The maximum ignoring NaNs; an all-NaN slice gives NaN (NumPy warns too; halua does not warn). " ..
+  "Complex arrays: NumPy's order (real part, then imaginary part), a NaN in either part ignored; " ..
+  "an all-NaN slice gives its first element, as NumPy.",
   [[print(hl.nanmax(hl.array({{1, 0 / 0}, {0 / 0, 0 / 0}}), 2))]])
 E("nanmin", "hl.nanmin(x [, axis or {axes}] [, keepdims]) -> array   (also x:nanmin(...))",
-  "The minimum ignoring NaNs; an all-NaN slice gives NaN (NumPy warns too; halua does not warn).",
+  "The minimum ignoring NaNs; an all-NaN slice gives NaN (NumPy warns too; halua does not warn). " ..
+  "Complex arrays as hl.nanmax.",
   [[print(hl.nanmin(hl.array({3, 0 / 0, 2})))]])
 E("nanvar", "hl.nanvar(x [, axis or {axes}] [, keepdims] [, ddof]) -> array   (also x:nanvar(...))",
   "The variance of the non-NaN elements: the sum of squared deviations from their mean divided by " ..
-  "count - ddof (ddof default 0); NaN where count - ddof is not positive, as NumPy (without its warning).",
+  "count - ddof (ddof default 0); NaN where count - ddof is not positive, as NumPy (without its warning). " ..
+  "Of a complex array, the mean of |x - mean|^2: a real array (float32 for complex64).",
   [[local x = hl.array({{1, 2, 0 / 0, 4}})
 print(hl.nanvar(x), hl.nanvar(x, 2, false, 1), hl.nanvar(x, 2, true))]])
 E("nanstd", "hl.nanstd(x [, axis or {axes}] [, keepdims] [, ddof]) -> array   (also x:nanstd(...))",
@@ -439,14 +446,15 @@ E("nanstd", "hl.nanstd(x [, axis or {axes}] [, keepdims] [, ddof]) -> array   (a
 E("median", "hl.median(x [, axis or {axes}] [, keepdims]) -> array   (also x:median(...))",
   "The middle value along the axes (all when nil), or the mean of the two middle values for an " ..
   "even count; a slice holding a NaN gives NaN, as NumPy. Differentiable (the gradient reaches " ..
-  "the middle elements).",
+  "the middle elements). Complex arrays sort in NumPy's order (real part, then imaginary part).",
   [[local x = hl.array({{3, 1, 2}, {4, 6, 5}})
 print(hl.median(x), hl.median(x, 2), hl.median(x, 1, true))]])
 E("quantile", "hl.quantile(x, q [, axis or {axes}] [, keepdims] [, method]) -> array   (also x:quantile(...))",
   "The q-th quantiles (q in [0, 1], a number or an array) of x over the axes (all when nil); q's " ..
   "axes come first in the result, as NumPy. method is \"linear\" (default), \"lower\", \"higher\", " ..
   "\"nearest\" (ties to even) or \"midpoint\"; the options may also be a table {axis =, keepdims =, " ..
-  "method =}. A slice holding a NaN gives NaN. Integers give float32.",
+  "method =}. A slice holding a NaN gives NaN. Integers give float32. Complex arrays sort in NumPy's " ..
+  "order and interpolate each part (complex64 stays complex64, where NumPy's float64 q gives complex128).",
   [[local x = hl.array({1, 2, 3, 4, 10})
 print(hl.quantile(x, 0.5), hl.quantile(x, hl.array({0.1, 0.9})), hl.quantile(x, 0.3, {method = "lower"}))]])
 E("percentile", "hl.percentile(x, q [, axis or {axes}] [, keepdims] [, method]) -> array   (also x:percentile(...))",
@@ -479,7 +487,8 @@ print(hl.searchsorted(a, 2), hl.searchsorted(a, 2, "right"), hl.searchsorted(a, 
 E("interp", "hl.interp(x, xp, fp [, left] [, right]) -> array",
   "Piecewise-linear interpolation at x of the points (xp, fp), xp increasing, as NumPy's interp; " ..
   "left and right (default fp's first and last values) outside xp's range. The result has the " ..
-  "inputs' float dtype (float32 stays float32, where NumPy gives float64). Differentiable in x, xp and fp.",
+  "inputs' float dtype (float32 stays float32, where NumPy gives float64). Differentiable in x, xp and fp. " ..
+  "A complex fp (and left, right) interpolates each part.",
   [[print(hl.interp(hl.array({0.5, 1.5, 5}), hl.array({0, 1, 2}), hl.array({0, 10, 20}), nil, -1))]])
 E("histogram", "hl.histogram(x [, bins] [, range] [, opts]) -> counts, edges",
   "Counts the elements of x (flattened) in bins: bins is a count (default 10) of equal bins over " ..
@@ -1330,6 +1339,8 @@ E("complex", "hl.complex(re [, im]) -> array",
   "hypot), sign, exp, expm1, log, log1p, sqrt (NumPy's principal branches), sin, cos, tan, sinh, " ..
   "cosh, tanh, asin, acos, atan, asinh, acosh, atanh (NumPy's branch cuts), isnan, isinf, " ..
   "isfinite, square, reciprocal, sum, prod, mean, var, std, cumsum, cumprod, max, min, argmax, " ..
+  "nansum, nanmean, nanvar, nanstd, nanmax, nanmin, median, quantile, percentile, trapezoid, " ..
+  "interp, x:at(index arrays):set/add/mul/min/max, segment_sum/max/min, " ..
   "argmin, sort, argsort, lt, le, gt, ge, maximum, minimum (NumPy's order: real part, then " ..
   "imaginary part), matmul, shape ops, " ..
   "hl.save/hl.load (.npy '<c8', '<c16'), jit, " ..
