@@ -25,6 +25,28 @@ return function(hl, core)
     return p
   end
 
+  local function isnan(z) return hl.logical_or(hl.isnan(hl.real(z)), hl.isnan(hl.imag(z))) end
+
+  -- max and min in O(count) with the real scatter: the extreme real part per target, then the
+  -- extreme imaginary part among the elements that reach it; a NaN (either part) wins over
+  -- everything, the first one met in NumPy's order (x, then the updates in index order) found
+  -- by a min-scatter of the NaN updates' positions. x3 is [rows, n, cols], u [rows, nb, cols].
+  local function extreme(x3, u, i, n, nb, is_max)
+    local mode, low = is_max and "max" or "min", is_max and -math.huge or math.huge
+    local xr, xi, ur, ui = hl.real(x3), hl.imag(x3), hl.real(u), hl.imag(u)
+    local xbad, ubad = isnan(x3), isnan(u)
+    local xr1, ur1 = hl.where(xbad, low, xr), hl.where(ubad, low, ur)
+    local re = core.scatter(xr1, ur1, i, 1, mode)
+    local at_target = core.gather(re, hl.clip(i, 0, n - 1), 1)
+    local ucand = hl.logical_and(hl.eq(ur1, at_target), hl.logical_not(ubad))
+    local xcand = hl.logical_and(hl.eq(xr1, re), hl.logical_not(xbad))
+    local im = core.scatter(hl.where(xcand, xi, low), hl.where(ucand, ui, low), i, 1, mode)
+    local pos = hl.broadcast_to(hl.reshape(hl.arange(nb, "int32"), {1, nb, 1}), ubad.shape)
+    local first = core.scatter(hl.fill_like(xr, nb, nil, "int32"), hl.where(ubad, pos, nb), i, 1, "min")
+    local nan_u = hl.take_along_axis(u, hl.minimum(first, nb - 1) + 1, 2)
+    return hl.where(xbad, x3, hl.where(hl.lt(first, nb), nan_u, hl.complex(re, im)))
+  end
+
   return function(x, v, idx, axis, mode)
     local f = combine[mode]
     if not f then util.fail("scatter: no complex composition for mode %s", tostring(mode)) end
@@ -35,6 +57,10 @@ return function(hl, core)
     -- one flat list of targets (-1 for every one that is dropped, so they form one run)
     local i = core.reshape(idx, {nb})
     i = hl.where(hl.logical_and(hl.ge(i, 0), hl.lt(i, n)), i, -1)
+    if mode ~= "mul" then
+      local r = extreme(core.reshape(x, {rows, n, cols}), core.reshape(v, {rows, nb, cols}), i, n, nb, mode == "max")
+      return core.reshape(r, shape)
+    end
     local order = core.sort(i, 0, true)
     local s = core.gather(i, order, 0)
     local u = core.gather(core.reshape(v, {rows, nb, cols}), order, 1)
