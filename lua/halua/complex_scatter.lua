@@ -1,13 +1,12 @@
 -- The scatter primitive's mul, min and max modes on complex arrays (x:at(idx):mul/min/max(v)
--- with index arrays, np.multiply.at / np.minimum.at / np.maximum.at). The primitive combines
--- each part alone, which is right for set and add only; these modes are composed instead:
--- the updates are sorted by target (a stable sort, so repeated targets keep their order), each
--- run of equal targets is reduced by a segmented scan in log2(count) steps of the complex
--- operation (hl.maximum / hl.minimum already order complex numbers as NumPy does, a NaN winning
--- over the others and the earlier NaN over a later one), and the last element of each run, its
--- reduction, is combined with x once. Every step is an ordinary op, so the composition traces,
--- differentiates and batches. A product of a run is taken as a tree, not NumPy's left fold: the
--- same value up to rounding.
+-- with index arrays, np.multiply.at / np.minimum.at / np.maximum.at, segment_max/min). The
+-- primitive combines each part alone, which is right for set and add only; these modes are
+-- composed of ordinary ops instead, so they trace, differentiate and batch:
+--  - min and max in O(count) with the real scatter (extreme below);
+--  - mul: the updates sorted by target (a stable sort, so repeats keep their order), each run of
+--    equal targets reduced by a segmented scan of complex products in log2(count) steps, and
+--    each run's last element, its product, multiplied into x once. A run's product is taken as
+--    a tree, not NumPy's left fold: the same value up to rounding.
 -- Returns scatter(x, v, idx, axis, mode) with core.scatter's arguments (idx 0-based, anything
 -- outside 0..n-1 dropped; v's shape is x's with axis replaced by idx's shape).
 return function(hl, core)
@@ -68,12 +67,20 @@ return function(hl, core)
     -- elements of its run ending at it (runs are contiguous, so equal targets d apart mean the
     -- whole span is one run); the earlier operand goes first, as in NumPy's sequential order
     local d = 1
+    -- (on the parts as real arrays: the composed complex product's views would be repeated at
+    -- every step)
+    local ur, ui = hl.real(u), hl.imag(u)
+    local function sl(a, from, count) return util.slice_axis(core, a, 1, from, count) end
     while d < nb do
-      local s_prev = hl.concatenate({hl.fill_like(s, -2, {d}, s.dtype), util.slice_axis(core, s, 0, 0, nb - d)}, 1)
-      local u_prev = hl.concatenate({util.slice_axis(core, u, 1, 0, d), util.slice_axis(core, u, 1, 0, nb - d)}, 2)
-      u = hl.where(core.reshape(hl.eq(s_prev, s), {1, nb, 1}), f(u_prev, u), u)
+      -- elements d.. against those d before them (the first d elements have none: kept)
+      local same = core.reshape(hl.eq(util.slice_axis(core, s, 0, 0, nb - d), util.slice_axis(core, s, 0, d, nb - d)), {1, nb - d, 1})
+      local hr, hi, tr, ti = sl(ur, 0, nb - d), sl(ui, 0, nb - d), sl(ur, d, nb - d), sl(ui, d, nb - d)
+      local pr, pi = hr * tr - hi * ti, hr * ti + hi * tr
+      ur = hl.concatenate({sl(ur, 0, d), hl.where(same, pr, tr)}, 2)
+      ui = hl.concatenate({sl(ui, 0, d), hl.where(same, pi, ti)}, 2)
       d = d * 2
     end
+    u = hl.complex(ur, ui)
     -- each run's last element carries its reduction: only those are placed (distinct targets)
     local s_next = hl.concatenate({util.slice_axis(core, s, 0, 1, nb - 1), hl.fill_like(s, -2, {1}, s.dtype)}, 1)
     local tgt = hl.where(hl.ne(s, s_next), s, -1)
