@@ -1397,6 +1397,15 @@ E("fft.irfft", "hl.fft.irfft(x [, n] [, axis] [, norm]) -> real array",
   "ignored (NumPy's rule). Give n for an odd length.",
   [[local x = hl.array({1, 2, 3, 4, 5})
 print(hl.fft.irfft(hl.fft.rfft(x), 5))]])
+E("fft.hfft", "hl.fft.hfft(x [, n] [, axis] [, norm]) -> real array",
+  "The transform of a signal with Hermitian symmetry given by its first n // 2 + 1 values (so its " ..
+  "spectrum is real), as numpy.fft.hfft: irfft of conj(x) with the norm's direction swapped (no " ..
+  "scaling by default). n defaults to 2 (m - 1).",
+  [[print(hl.fft.hfft(hl.complex(hl.array({1, 2, 3}), hl.array({0, -1, 0}))))]])
+E("fft.ihfft", "hl.fft.ihfft(x [, n] [, axis] [, norm]) -> complex array",
+  "The inverse of hfft for real x, as numpy.fft.ihfft: conj(rfft(x)) with the norm's direction " ..
+  "swapped (1/n by default), the first n // 2 + 1 values.",
+  [[print(hl.fft.ihfft(hl.array({1, 2, 3, 4})))]])
 E("fft.fft2", "hl.fft.fft2(x [, s] [, axes] [, norm]) -> complex array",
   "The transform over two axes (default the last two): hl.fft.fftn with axes {-2, -1}.",
   [[print(hl.fft.fft2(hl.array({{1, 2}, {3, 4}})))]])

@@ -132,6 +132,26 @@ return function(hl, core, shared)
     return irfft_axis(x, n, a, norm)
   end
 
+  -- hfft and ihfft, numpy.fft's transforms of a Hermitian-symmetric signal (a real spectrum):
+  -- irfft of the conjugate and the conjugate of rfft, with the norm mode's direction swapped
+  local SWAPPED = {backward = "forward", forward = "backward", ortho = "ortho"}
+
+  function fft.hfft(x, n, axis, norm, opts)
+    local op, a = "fft.hfft", nil
+    x, n, a, norm = one_axis_args(op, x, n, axis, norm, opts)
+    if n == nil then
+      n = 2 * (x.shape[a + 1] - 1)
+      if n < 1 then fail("%s: cannot infer the output length from %d value(s); give n", op, x.shape[a + 1]) end
+    end
+    return irfft_axis(hl.conj(as_complex(x)), n, a, SWAPPED[norm])
+  end
+
+  function fft.ihfft(x, n, axis, norm, opts)
+    local op, a = "fft.ihfft", nil
+    x, n, a, norm = one_axis_args(op, x, n, axis, norm, opts)
+    return hl.conj(rfft_axis(op, x, n or x.shape[a + 1], a, SWAPPED[norm]))
+  end
+
   -- (x [, s] [, axes] [, norm] [, opts]) for the many-axis transforms: the 0-based axes and their
   -- lengths, as numpy.fft.fftn: with s but no axes, the last #s axes; default_axes when neither
   local function many_axes_args(op, x, s, axes, norm, opts, default_axes)

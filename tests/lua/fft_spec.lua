@@ -113,6 +113,34 @@ fft_suite("hl.fft over lengths of every kernel, against NumPy", function(case)
   case("ifft of 40 lanes of 257 values (Bluestein)", function() return F.ifft(zb) end, "np.fft.ifft(a)", {zb}, {dtype = "complex64"})
 end)
 
+fft_suite("hfft and ihfft (a Hermitian signal's transforms) against NumPy", function(case)
+  for _, n in ipairs({1, 2, 5, 8, 9, 37}) do
+    for _, cdt in ipairs {"complex128", "complex64"} do
+      local rdt = RDT[cdt]
+      local h = crand({math.floor(n / 2) + 1}, cdt)
+      for _, norm in ipairs {false, "backward", "ortho", "forward"} do
+        local nm = norm or nil
+        case(string.format("hfft of %s[%d] to %d values, norm %s", cdt, h.size, n, tostring(norm)),
+             function() return F.hfft(h, n, nil, nm) end, string.format("np.fft.hfft(a, %d, norm=%s)", n, pynorm(nm)), {h},
+             {dtype = rdt})
+        local x = rand({n}, rdt)
+        case(string.format("ihfft of %s[%d], norm %s", rdt, n, tostring(norm)), function() return F.ihfft(x, nil, nil, nm) end,
+             string.format("np.fft.ihfft(a, norm=%s)", pynorm(nm)), {x}, {dtype = cdt})
+      end
+    end
+  end
+  local z = crand({3, 4, 5}, "complex128")
+  case("hfft along axis 2 with the length inferred", function() return F.hfft(z, nil, 2) end, "np.fft.hfft(a, axis=1)", {z},
+       {dtype = "float64"})
+  local x = rand({4, 6}, "float32")
+  case("ihfft along axis 1, n = 5 (cropped), as an options table", function() return F.ihfft(x, {n = 5, axis = 1}) end,
+       "np.fft.ihfft(a, 5, axis=0)", {x}, {dtype = "complex64"})
+  local xi = hl.array({{3, 1, 4, 1}, {5, 9, 2, 6}}, "int32")
+  case("ihfft of int32 gives complex64", function() return F.ihfft(xi) end, "np.fft.ihfft(a)", {xi}, {dtype = "complex64"})
+  case("hfft under jit", function() return hl.jit(function(u) return F.hfft(u, 7, -1, "ortho") end)(z) end,
+       "np.fft.hfft(a, 7, norm='ortho')", {z}, {dtype = "float64"})
+end)
+
 -- Long transforms go through .npy files (a table of 65537 complex values is no Lua constant):
 -- NumPy gives the largest error relative to the largest modulus of its result.
 describe("long transforms against NumPy", function()
@@ -633,6 +661,10 @@ describe("derivatives against central differences", function()
     end, crand({3, 3})},
     {"sum(abs(rfft(x, 5, forward))^2), cropped", function(u) return hl.sum(hl.square(hl.abs(F.rfft(u, 5, nil, "forward")))) end, rand({7})},
     {"sum(real(fft(x, 37)) w) of a Bluestein length", function(u) return hl.sum(hl.real(F.fft(u, 37))[{{1, 9}}] * w9) end, rand({7})},
+    {"sum(hfft(z, 9) w), z complex", function(u) return hl.sum(F.hfft(u, 9) * w9) end, crand({5})},
+    {"sum(abs(ihfft(x, nil, nil, ortho))^2 w), x real", function(u)
+      return hl.sum(hl.square(hl.abs(F.ihfft(u, nil, nil, "ortho"))) * w9[{{1, 4}}])
+    end, rand({7})},
     {"sum(fftshift(real(ifft(x))) w) along axis 1", function(u)
       return hl.sum(F.fftshift(hl.real(F.ifft(u, nil, 1)), 1) * hl.reshape(w9[{{1, 6}}], {3, 2}))
     end, crand({3, 2})},
@@ -750,8 +782,12 @@ describe("errors", function()
     {"fft.rfft: takes a real array, got complex128 (use hl.fft.fft for complex input)", F.rfft, z},
     {"fft.rfftn: takes a real array, got complex64 (use hl.fft.fft for complex input)", F.rfftn, z:astype("complex64")},
     {"fft.rfft2: takes a real array, got complex128 (use hl.fft.fft for complex input)", F.rfft2, z},
+    {"fft.ihfft: takes a real array, got complex128 (use hl.fft.fft for complex input)", F.ihfft, z},
+    {"fft.hfft: norm must be \"backward\", \"ortho\" or \"forward\", got both", F.hfft, z, nil, nil, "both"},
+    {"fft.ihfft: unknown option 'm' (the options are n, axis, norm)", F.ihfft, hl.ones({4}), {m = 2}},
     -- lengths that cannot be inferred, empty axes
     {"fft.irfft: cannot infer the output length from 1 value(s); give n", F.irfft, hl.ones({3, 1})},
+    {"fft.hfft: cannot infer the output length from 1 value(s); give n", F.hfft, hl.ones({3, 1})},
     {"fft.irfftn: cannot infer the last output length from 1 value(s); give s", F.irfftn, hl.ones({3, 1})},
     {"fft.irfft2: cannot infer the last output length from 1 value(s); give s", F.irfft2, hl.ones({1, 4}), nil, {2, 1}},
     {"fft.fft: the axis has no values (give n to pad it)", F.fft, hl.zeros({2, 0})},
