@@ -148,10 +148,7 @@ return function(hl, core, shared)
 
   local function result_shape(shape, ax, keepdims, kept)
     if not keepdims then return kept end
-    local s = {}
-    for i = 1, #shape do s[i] = shape[i] end
-    for _, a in ipairs(ax) do s[a + 1] = 1 end
-    return s
+    return util.keep_shape(shape, ax)
   end
 
   -- the product of complex numbers over the last axis, by halves in log2(n) complex products

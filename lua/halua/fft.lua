@@ -61,17 +61,24 @@ return function(hl, core, shared)
     return 1
   end
 
+  -- three optional arguments (names[1..3]) given in order, or some of them then an options table
+  -- holding any of them (its keys checked): the three values
+  local function positional_or_options(op, names, example, p, q, r, opts)
+    if util.is_options(p) then p, opts = nil, p
+    elseif util.is_options(q) then q, opts = nil, q
+    elseif util.is_options(r) then r, opts = nil, r end
+    if opts ~= nil then
+      util.options(op, opts, names, example)
+      if opts[names[1]] ~= nil then p = opts[names[1]] end
+      if opts[names[2]] ~= nil then q = opts[names[2]] end
+      if opts[names[3]] ~= nil then r = opts[names[3]] end
+    end
+    return p, q, r
+  end
+
   -- (x [, n] [, axis] [, norm] [, opts]) for the one-axis transforms
   local function one_axis_args(op, x, n, axis, norm, opts)
-    if util.is_options(n) then n, opts = nil, n
-    elseif util.is_options(axis) then axis, opts = nil, axis
-    elseif util.is_options(norm) then norm, opts = nil, norm end
-    if opts ~= nil then
-      util.options(op, opts, {"n", "axis", "norm"}, "{n = 64, axis = 1, norm = \"ortho\"}")
-      if opts.n ~= nil then n = opts.n end
-      if opts.axis ~= nil then axis = opts.axis end
-      if opts.norm ~= nil then norm = opts.norm end
-    end
+    n, axis, norm = positional_or_options(op, {"n", "axis", "norm"}, "{n = 64, axis = 1, norm = \"ortho\"}", n, axis, norm, opts)
     x = shared.as_array(x, op)
     if x.ndim == 0 then fail("%s: needs at least one axis, got a scalar", op) end
     local a = util.norm_axis(op, axis == nil and -1 or axis, x.ndim)
@@ -155,15 +162,7 @@ return function(hl, core, shared)
   -- (x [, s] [, axes] [, norm] [, opts]) for the many-axis transforms: the 0-based axes and their
   -- lengths, as numpy.fft.fftn: with s but no axes, the last #s axes; default_axes when neither
   local function many_axes_args(op, x, s, axes, norm, opts, default_axes)
-    if util.is_options(s) then s, opts = nil, s
-    elseif util.is_options(axes) then axes, opts = nil, axes
-    elseif util.is_options(norm) then norm, opts = nil, norm end
-    if opts ~= nil then
-      util.options(op, opts, {"s", "axes", "norm"}, "{axes = {1, 2}, norm = \"ortho\"}")
-      if opts.s ~= nil then s = opts.s end
-      if opts.axes ~= nil then axes = opts.axes end
-      if opts.norm ~= nil then norm = opts.norm end
-    end
+    s, axes, norm = positional_or_options(op, {"s", "axes", "norm"}, "{axes = {1, 2}, norm = \"ortho\"}", s, axes, norm, opts)
     x = shared.as_array(x, op)
     if s ~= nil and type(s) ~= "table" then fail("%s: s must be a list of lengths, got %s", op, type(s)) end
     if axes ~= nil and type(axes) ~= "table" then axes = {axes} end

@@ -184,12 +184,7 @@ local function mask_of(axes)
   return m
 end
 
-local function keep_shape(shape, axes)
-  local s = {}
-  for i = 1, #shape do s[i] = shape[i] end
-  for _, a in ipairs(axes) do s[a + 1] = 1 end
-  return s
-end
+local keep_shape = util.keep_shape
 
 local function reducer(name)
   local prim = P[name]

@@ -43,6 +43,14 @@ function M.is_options(t)
   return false
 end
 
+-- shape with the 0-based axes set to 1 (a reduction's result with keepdims), a new table
+function M.keep_shape(shape, axes)
+  local s = {}
+  for i = 1, #shape do s[i] = shape[i] end
+  for _, a in ipairs(axes) do s[a + 1] = 1 end
+  return s
+end
+
 -- the 0-based axis that ax (1-based, negative from the end) names in an array of ndim axes
 function M.norm_axis(op, ax, ndim)
   if type(ax) ~= "number" or ax ~= math.floor(ax) then
