@@ -7,6 +7,7 @@
 #include "hl_extern_cufft.h"
 #include "hl_device.h"
 #include "hl_linalg_layout.h"
+#include "hl_symbolic.h"
 
 using namespace Halide;
 using Halide::Internal::make_zero;
@@ -125,12 +126,43 @@ struct Lowerer {
   int input(const hl_node &n, int k) const { return hl_node_inputs(g, &n)[k]; }
 
   /* Extent of numpy axis a of node i: a constant in a jit pipeline; in an eager kernel
-   * (dynamic graph) read from the input buffer, so one kernel serves every shape. */
+   * (dynamic graph) read from the input buffer, so one kernel serves every shape; in a
+   * polymorphic program an affine function of the symbols (hl_symbolic.h). */
   Expr extent(int i, int a) const {
     const hl_node &n = node(i);
+    if (g->sym) return number(i, HL_SYM_SHAPE, a, n.type.shape[a]);
     if (!g->dynamic) return Expr((int)n.type.shape[a]);
     if (n.prim != HL_P_PARAM) throw CompileError("halua: internal: dynamic extent of a non-parameter");
     return L.params[n.attrs.i[0]].dim(n.type.ndim - 1 - a).extent();
+  }
+
+  /* symbol j of a polymorphic program: its parameter's extent along its axis */
+  Expr symbol(int j) const {
+    const ImageParam &p = L.params[g->sym->param[j]];
+    return p.dim(p.dimensions() - 1 - g->sym->axis[j]).extent();
+  }
+  /* a size-like number of node i (field and index as hl_symbolic.h's slots): `traced` where it is
+   * a constant, else (c + sum a_j s_j) / HL_SYM_DEN, in 64 bits where the division is not whole */
+  Expr number(int i, int field, int index, int64_t traced) const {
+    const hl_sym_slot *sl = hl_sym_find(g->sym, i, field, index);
+    if (!sl) return Expr((int)traced);
+    bool whole = sl->c % HL_SYM_DEN == 0;
+    for (int j = 0; j < g->sym->nsym; j++) whole = whole && sl->a[j] % HL_SYM_DEN == 0;
+    if (whole) {
+      Expr e = Expr((int)(sl->c / HL_SYM_DEN));
+      for (int j = 0; j < g->sym->nsym; j++)
+        if (sl->a[j]) e = e + (int)(sl->a[j] / HL_SYM_DEN) * symbol(j);
+      return e;
+    }
+    Expr e = Expr(sl->c);
+    for (int j = 0; j < g->sym->nsym; j++)
+      if (sl->a[j]) e = e + Expr(sl->a[j]) * cast(Int(64), symbol(j));
+    return cast(Int(32), e / Expr((int64_t)HL_SYM_DEN));
+  }
+  /* attrs.i[k] of node i, as an expression (a slice's start and step, a scatter's target length) */
+  Expr attr(int i, int k) const {
+    int64_t v = node(i).attrs.i[k];
+    return g->sym ? number(i, HL_SYM_ATTR_I, k, v) : Expr((int)v);
   }
 
   /* Floats test their magnitude bits, so NaN is true on every target: Halide compiles a float
@@ -573,7 +605,7 @@ struct Lowerer {
     Func bits("bits" + std::to_string(s));
     const std::vector<Var> &v = hl_vars(sn.type.ndim);
     bits(v) = hl_half_encode(L.funcs[s](v), sn.type.dtype);
-    if (!g->dynamic && hl_shape_size(sn.type.ndim, sn.type.shape) > 0)
+    if (hl_graph_sized(g) && hl_shape_size(sn.type.ndim, sn.type.shape) > 0)
       for (int d = 0; d < sn.type.ndim; d++) bits.bound(v[d], 0, (int)sn.type.shape[sn.type.ndim - 1 - d]);
     L.staged.push_back(bits);
     return bits;
@@ -590,7 +622,7 @@ struct Lowerer {
     Func staged("staged" + std::to_string(s));
     const std::vector<Var> &v = hl_vars(sn.type.ndim);
     staged(v) = L.params[sn.attrs.i[0]](v);
-    if (!g->dynamic)
+    if (hl_graph_sized(g))
       for (int d = 0; d < sn.type.ndim; d++) staged.bound(v[d], 0, (int)sn.type.shape[sn.type.ndim - 1 - d]);
     L.staged.push_back(staged);
     return staged;
@@ -612,15 +644,15 @@ struct Lowerer {
     if (n.prim == HL_P_QR || n.prim == HL_P_SVD || n.prim == HL_P_EIGH || n.prim == HL_P_SLOGDET) {
       /* the packed factors of each matrix (hl_linalg_layout.h) */
       int src = input(n, 0);
-      const hl_type &t = node(src).type;
+      int rs = node(src).type.ndim;
       int what = n.prim == HL_P_QR ? HL_DECOMP_QR : n.prim == HL_P_SVD ? HL_DECOMP_SVD : n.prim == HL_P_EIGH ? HL_DECOMP_EIGH : HL_DECOMP_SLOGDET;
-      std::vector<ExternFuncArgument> args = {host_operand(src), Expr(what), Expr((int)n.attrs.i[0]),
-                                              Expr((int)t.shape[t.ndim - 2]), Expr((int)t.shape[t.ndim - 1])};
+      std::vector<ExternFuncArgument> args = {host_operand(src), Expr(what), Expr((int)n.attrs.i[0]), extent(src, rs - 2),
+                                              extent(src, rs - 1)};
       L.funcs[i].define_extern("hl_stage_linalg_decomp", args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C,
                                DeviceAPI::Host);
       return;
     }
-    Expr order((int)n.type.shape[n.type.ndim - 2]);
+    Expr order = extent(i, n.type.ndim - 2);
     std::vector<ExternFuncArgument> args;
     for (int k = 0; k < n.nin; k++) args.push_back(host_operand(input(n, k)));
     if (n.prim == HL_P_SOLVE_TRIANGULAR) args.push_back(Expr((int)n.attrs.i[0]));
@@ -634,7 +666,7 @@ struct Lowerer {
   void sort(int i) {
     const hl_node &n = node(i);
     int ax = (int)n.attrs.i[0], src = input(n, 0);
-    std::vector<ExternFuncArgument> args = {host_operand(src), Expr(n.type.ndim - 1 - ax), Expr((int)n.type.shape[ax]),
+    std::vector<ExternFuncArgument> args = {host_operand(src), Expr(n.type.ndim - 1 - ax), extent(i, ax),
                                             Expr(n.prim == HL_P_ARGSORT ? 1 : 0)};
     L.funcs[i].define_extern("hl_stage_sort", args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, DeviceAPI::Host);
   }
@@ -737,7 +769,7 @@ struct Lowerer {
       break;
     case HL_P_SLICE:
       for (int a = 0; a < r; a++)
-        ia[rin - 1 - a] = (int)n.attrs.i[a] + (int)n.attrs.i[HL_MAX_DIMS + a] * Expr(v[r - 1 - a]);
+        ia[rin - 1 - a] = attr(i, a) + attr(i, HL_MAX_DIMS + a) * Expr(v[r - 1 - a]);
       break;
     case HL_P_RESHAPE: {
       /* a unit axis appended (how the complex rewrite pairs real values with zeros, hl_complex.c):
@@ -749,20 +781,20 @@ struct Lowerer {
         for (int a = 0; a < rin; a++) ia[a] = v[a + 1];
         break;
       }
-      /* through the flat row-major index, in 64-bit arithmetic once it can pass 2^31 */
-      bool wide = hl_shape_size(r, n.type.shape) > INT32_MAX;
-      auto num = [&](int64_t x) { return wide ? Expr(x) : Expr((int)x); };
+      /* through the flat row-major index, in 64-bit arithmetic once it can pass 2^31 (a
+       * polymorphic program's reshapes are checked to stay below when it runs: hl_sym_bind) */
+      bool wide = hl_graph_sized(g) && hl_shape_size(r, n.type.shape) > INT32_MAX;
+      auto num = [&](Expr x) { return wide ? cast(Int(64), x) : x; };
       Expr flat = num(0);
-      for (int a = 0; a < r; a++) {
-        Expr va = wide ? cast(Int(64), v[r - 1 - a]) : Expr(v[r - 1 - a]);
-        flat = flat * num(n.type.shape[a]) + va;
-      }
-      int64_t inner = 1;
+      for (int a = 0; a < r; a++) flat = flat * num(extent(i, a)) + num(v[r - 1 - a]);
+      Expr inner = num(1);
+      bool unit = true;
       for (int a = rin - 1; a >= 0; a--) {
-        Expr c = inner == 1 ? flat : flat / num(inner);
-        c = a == 0 ? c : c % num(in.type.shape[a]);
+        Expr c = unit ? flat : flat / inner;
+        c = a == 0 ? c : c % num(extent(src, a));
         ia[rin - 1 - a] = wide ? cast(Int(32), c) : c;   /* each axis itself is below 2^31 */
-        inner *= in.type.shape[a];
+        inner = inner * num(extent(src, a));
+        unit = unit && in.type.shape[a] == 1 && !(g->sym && hl_sym_find(g->sym, src, HL_SYM_SHAPE, a));
       }
       break;
     }
@@ -776,17 +808,17 @@ struct Lowerer {
     const std::vector<Var> &v = hl_vars(r);
     std::vector<Expr> args = args_of(r);
     Expr e;
-    int64_t end = 0;
+    Expr end = 0;
     std::vector<std::pair<Expr, Expr>> pieces;
     for (int k = 0; k < n.nin; k++) {
       int s = input(n, k);
-      int64_t len = node(s).type.shape[ax];
-      if (len == 0) continue;
+      if (node(s).type.shape[ax] == 0) continue;   /* (a polymorphic program's sizes are never 0 where traced) */
+      Expr len = extent(s, ax);
       std::vector<Expr> a = args;
       /* clamped so that every branch of the select reads in bounds */
-      a[hd] = clamp(Expr(v[hd]) - (int)end, 0, (int)len - 1);
-      end += len;
-      pieces.push_back({Expr(v[hd]) < (int)end, call(s, a)});
+      a[hd] = clamp(Expr(v[hd]) - end, 0, max(len - 1, 0));
+      end = end + len;
+      pieces.push_back({Expr(v[hd]) < end, call(s, a)});
     }
     e = pieces.empty() ? make_zero(hl_compute_type(n.type.dtype)) : pieces.back().second;
     for (int k = (int)pieces.size() - 2; k >= 0; k--) e = select(pieces[k].first, pieces[k].second, e);
@@ -836,7 +868,7 @@ struct Lowerer {
     rx = ux.type.ndim;
     ri = jx.type.ndim;
     it = jx.type.dtype == HL_INT64 ? Int(64) : Int(32);
-    int64_t extent_n = n.attrs.i[1];
+    Expr extent_n = attr(i, 1);
     Func &f = L.funcs[i];
     f(v) = based ? call(input(n, 0), args_of(r)) : make_zero(ty);
     std::vector<Expr> iargs(ri), xargs(rx), oargs = args_of(r);
@@ -849,8 +881,8 @@ struct Lowerer {
     }
     for (int d = 0; d < ri; d++) iargs[ri - 1 - d] = rd[ri - 1 - d];
     Expr raw = cast(it, call(ids, iargs));
-    Expr valid = raw >= make_zero(it) && raw < cast(it, Expr(extent_n));
-    oargs[r - 1 - ax] = cast(Int(32), clamp(raw, make_zero(it), cast(it, Expr(std::max<int64_t>(extent_n - 1, 0)))));
+    Expr valid = raw >= make_zero(it) && raw < cast(it, extent_n);
+    oargs[r - 1 - ax] = cast(Int(32), clamp(raw, make_zero(it), cast(it, max(extent_n - 1, 0))));
     for (int d = 0; d < ax; d++) xargs[rx - 1 - d] = out_var(d);
     for (int d = 0; d < ri; d++) xargs[rx - 1 - (ax + d)] = rd[ri - 1 - d];
     for (int d = ax + ri; d < rx; d++) xargs[rx - 1 - d] = out_var(d - ri + 1);
@@ -892,7 +924,13 @@ struct Lowerer {
        * constant in the pipeline, which fast-math folds to garbage for inf and NaN */
       if (hl_dtype_is_half(n.type.dtype))
         constants[i] = hl_half_decode(Internal::make_const(UInt(16), (uint64_t)hl_half_from_double(n.type.dtype, n.attrs.f)), n.type.dtype);
-      else
+      else if (const hl_sym_slot *sl = hl_sym_find(g->sym, i, HL_SYM_VALUE, 0)) {
+        /* a polymorphic program's constant that follows the sizes (mean's divisor) */
+        Expr e = Expr(sl->fc);
+        for (int j = 0; j < g->sym->nsym; j++)
+          if (sl->fa[j] != 0) e = e + Expr(sl->fa[j]) * cast(Float(64), symbol(j));
+        constants[i] = n.type.dtype == HL_BOOL ? cast(ty, e != 0) : fit(cast(ty, e), n.type.dtype);
+      } else
         constants[i] = n.type.dtype == HL_BOOL ? cast(ty, n.attrs.f != 0) : fit(cast(ty, Expr(n.attrs.f)), n.type.dtype);
       L.funcs[i](v) = constants[i];
       break;

@@ -64,7 +64,7 @@ struct PartBuilder {
 }  // namespace
 
 bool hl_plan_make(const hl_graph *g0, hl_plan &plan) {
-  if (g0->dynamic || g0->device != HL_DEVICE_CPU || g0->schedule) return false;
+  if (!hl_graph_sized(g0) || g0->device != HL_DEVICE_CPU || g0->schedule) return false;
   std::vector<char> is_free = free_nodes(g0);
   int total = 0;
   for (int i = 0; i < g0->nnodes; i++) total += !is_free[i];

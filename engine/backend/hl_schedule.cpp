@@ -77,22 +77,30 @@ void pointwise(Stage s, int r, int vec, bool parallel, int static_inner, int64_t
 /* `work`: the elements a reduction reads (0: as many as f has), which decides parallelism: a
  * row logsumexp of 4096x4096 has only 4096 results but reads 16M elements */
 /* `whole`: f is computed over exactly its whole shape (pointwise) */
-void schedule_root(Func f, const hl_node &n, bool dynamic, int vec, bool update_too, Func sized, int64_t work = 0,
+/* `sizes`: SIZED (a jit pipeline's constant extents), EAGER (an eager kernel's: read from `sized`
+ * at run time) or SYMBOLIC (a polymorphic program's, traced at large made-up sizes: parallel
+ * wherever a traced size was large, nothing assumed of the real extents) */
+enum sizes_known { SIZED, EAGER, SYMBOLIC };
+sizes_known sizes_of(const hl_graph *g) { return g->dynamic ? EAGER : g->sym ? SYMBOLIC : SIZED; }
+
+void schedule_root(Func f, const hl_node &n, sizes_known sizes, int vec, bool update_too, Func sized, int64_t work = 0,
                    bool whole = false) {
   int r = n.type.ndim;
   f.compute_root();
+  bool dynamic = sizes == EAGER, unsized = sizes != SIZED;
+  whole = whole && !unsized;
   int64_t total = hl_shape_size(r, n.type.shape);
-  int inner = dynamic || r == 0 ? 0 : (int)n.type.shape[r - 1];
-  if (dynamic || work < total) work = total;
+  int inner = unsized || r == 0 ? 0 : (int)n.type.shape[r - 1];
+  if (unsized || work < total) work = total;
   auto apply = [&](bool par) {
-    pointwise(f, r, vec, par && total >= kParallelMinElems, inner, dynamic ? 0 : total, whole && !dynamic);
+    pointwise(f, r, vec, par && total >= kParallelMinElems, inner, unsized ? 0 : total, whole);
     for (int u = 0; u < f.num_update_definitions(); u++) {
       /* the update splits as the pure definition does: a block of 16K elements over a smaller
        * Func left its guarded tail to Halide 14's miscompile (see pointwise), and the update of
        * a 1024-element sum, computed whole for an extern consumer, ran over 16K elements, past
        * its buffer */
-      if (update_too) pointwise(f.update(u), r, vec, par && total >= kParallelMinElems, inner, dynamic ? 0 : total);
-      else if (r == 1 && par && !dynamic) {
+      if (update_too) pointwise(f.update(u), r, vec, par && total >= kParallelMinElems, inner, unsized ? 0 : total);
+      else if (r == 1 && par && !unsized) {
         /* the reduction runs along the innermost axis: parallel over the results, in about 16
          * tasks of at least 16K elements read. The inner loop keeps the name x0, at which the
          * per-lane partial results are computed (schedule_inner_reduction) */
@@ -155,7 +163,8 @@ void schedule_matmul(hl_lowered &L, int i, int vec, Func sized, Func out) {
   };
   out.compute_root();
   Expr big = L.g->dynamic ? (sized.output_buffer().dim(0).extent() >= tn && sized.output_buffer().dim(1).extent() >= tm)
-                          : (n.type.shape[r - 1] >= tn && n.type.shape[r - 2] >= tm ? Internal::const_true() : Internal::const_false());
+            : L.g->sym    ? Internal::const_false()   /* (the guarded tiles below serve every size) */
+            : (n.type.shape[r - 1] >= tn && n.type.shape[r - 2] >= tm ? Internal::const_true() : Internal::const_false());
   tile(out.specialize(big), TailStrategy::ShiftInwards);
   tile(out, TailStrategy::GuardWithIf);
   prod.compute_at(out, mo).unroll(v[1]);
@@ -183,9 +192,9 @@ void schedule_scatter(hl_lowered &L, int i, int vec, Func sized) {
   (void)sized;
   f.compute_root();
   int64_t total = hl_shape_size(r, n.type.shape);
-  bool dynamic = L.g->dynamic;
-  pointwise(f, r, vec, !dynamic && total >= kParallelMinElems, dynamic || r == 0 ? 0 : (int)n.type.shape[r - 1],
-            dynamic ? 0 : total);
+  bool dynamic = L.g->dynamic, unsized = !hl_graph_sized(L.g);
+  pointwise(f, r, vec, !dynamic && total >= kParallelMinElems, unsized || r == 0 ? 0 : (int)n.type.shape[r - 1],
+            unsized ? 0 : total);
   Stage u = f.update();
   if (r > 1 && hd != 0 && L.rdoms[i].defined()) {
     const std::vector<Var> &v = hl_vars(r);
@@ -315,7 +324,7 @@ bool expensive(int prim) {
  * it leaves out. Not for an empty value: bound to extent 0, it loses its buffer. */
 static bool bound_whole(hl_lowered &L, int i) {
   const hl_node &n = L.g->nodes[i];
-  if (L.g->dynamic || hl_shape_size(n.type.ndim, n.type.shape) == 0) return false;
+  if (!hl_graph_sized(L.g) || hl_shape_size(n.type.ndim, n.type.shape) == 0) return false;
   const std::vector<Var> &v = hl_vars(n.type.ndim);
   for (int d = 0; d < n.type.ndim; d++) L.funcs[i].bound(v[d], 0, (int)n.type.shape[n.type.ndim - 1 - d]);
   return true;
@@ -335,7 +344,7 @@ static std::vector<char> extern_inputs(const hl_lowered &L) {
 static std::vector<char> bound_extern_operands(hl_lowered &L) {
   const hl_graph *g = L.g;
   std::vector<char> bounded(g->nnodes, 0);
-  if (g->dynamic) return bounded;
+  if (!hl_graph_sized(g)) return bounded;
   for (int i = 0; i < g->nnodes; i++) {
     if (!L.funcs[i].is_extern()) continue;
     const hl_node &n = g->nodes[i];
@@ -426,7 +435,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     switch (hl_prims[n.prim].kind) {
     case HL_K_INDEXED:
       if (hl_is_scatter(n.prim)) schedule_scatter(L, i, vec, L.outputs[0]);
-      else schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i));
+      else schedule_root(L.funcs[i], n, sizes_of(g), vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i));
       break;
     case HL_K_MATMUL:
       if (L.funcs[i].is_extern()) L.funcs[i].compute_root();   /* the engine's matmul kernel */
@@ -435,8 +444,8 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     case HL_K_REDUCE:
       if (n.prim == HL_P_ARGMAX || n.prim == HL_P_ARGMIN) {
         /* the extreme value, then the index search: both along the reduced axis */
-        schedule_root(L.helpers[i], n, g->dynamic, 1, false, L.outputs[0]);
-        schedule_root(L.funcs[i], n, g->dynamic, 1, false, L.outputs[0]);
+        schedule_root(L.helpers[i], n, sizes_of(g), 1, false, L.outputs[0]);
+        schedule_root(L.funcs[i], n, sizes_of(g), 1, false, L.outputs[0]);
       } else {
         /* the update runs innermost over the reduction; vectorising the output's innermost
          * dimension is legal when that dimension is not reduced */
@@ -447,25 +456,25 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
         Func red = L.helpers[i].defined() ? L.helpers[i] : L.funcs[i];
         int rvec = L.helpers[i].defined() ? t.natural_vector_size(red.output_types()[0]) : vec;
         int64_t reads = hl_shape_size(src.type.ndim, src.type.shape);
-        bool big = !g->dynamic && reads >= kParallelMinElems;
+        bool big = hl_graph_sized(g) && reads >= kParallelMinElems;
         /* rfactor first: Halide 14's rfactor of an update whose pure loops were already fused
          * (the parallel loop of a rank >= 3 result) kept the original loops around the fused
          * one, so every result was summed once per outer iteration (a jitted sum over the last
          * axis of [8,8,256,256] gave 64 x the sum); loops scheduled after it are its own */
-        if (inner_reduced && !g->dynamic && hl_dtype_is_float(src.type.dtype))
+        if (inner_reduced && hl_graph_sized(g) && hl_dtype_is_float(src.type.dtype))
           schedule_inner_reduction(L, i, red, n.type.ndim, rvec, big);
-        schedule_root(red, n, g->dynamic, inner_reduced ? 1 : rvec, !inner_reduced, L.outputs[0], reads);
+        schedule_root(red, n, sizes_of(g), inner_reduced ? 1 : rvec, !inner_reduced, L.outputs[0], reads);
         /* the conversion back is inlined into its consumers, except into an extern stage
          * (sort, LAPACK, a loop), which reads a buffer: there it gets one */
         if (red.name() != L.funcs[i].name() && extern_input[i])
-          schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i));
+          schedule_root(L.funcs[i], n, sizes_of(g), vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i));
       }
       break;
     default:
-      if (!g->dynamic && n.type.ndim >= 2 && reads_across(L, root, i, across))
+      if (hl_graph_sized(g) && n.type.ndim >= 2 && reads_across(L, root, i, across))
         schedule_tiled(L.funcs[i], n.type.ndim, vec, hl_shape_size(n.type.ndim, n.type.shape) >= kParallelMinElems);
       else
-        schedule_root(L.funcs[i], n, g->dynamic, vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i));
+        schedule_root(L.funcs[i], n, sizes_of(g), vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i));
       break;
     }
   }
@@ -478,10 +487,10 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     int vec = t.natural_vector_size(hl_compute_type(n.type.dtype));
     bool parallel = hl_shape_size(n.type.ndim, n.type.shape) >= kParallelMinElems;
     if (L.outputs[k].is_extern()) continue;   /* a transpose of a parameter (hl_transpose.c) */
-    if (!g->dynamic && n.type.ndim >= 2 && !root[i] && reads_across(L, root, i, across))
+    if (hl_graph_sized(g) && n.type.ndim >= 2 && !root[i] && reads_across(L, root, i, across))
       schedule_tiled(L.outputs[k], n.type.ndim, vec, parallel);
     else
-      schedule_root(L.outputs[k], n, g->dynamic, vec, false, L.outputs[k], 0, true);
+      schedule_root(L.outputs[k], n, sizes_of(g), vec, false, L.outputs[k], 0, true);
   }
 }
 

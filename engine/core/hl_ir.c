@@ -2,6 +2,7 @@
 #include "hl_ir.h"
 #include "hl_error.h"
 #include "hl_linalg_layout.h"
+#include "hl_symbolic.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -425,6 +426,7 @@ void hl_graph_free(hl_graph *g) {
   free(g->nodes);
   free(g->edges);
   free(g->outputs);
+  hl_sym_free(g->sym);
   memset(g, 0, sizeof *g);
 }
 
@@ -579,6 +581,20 @@ static void put_graph(const hl_graph *g, hl_key *key, const int *order, const in
     }
     key_put(key, n->attrs.i, sizeof(int64_t) * (size_t)hl_attr_count(n->prim, n->type.ndim));
     if (hl_prims[n->prim].attrs == HL_A_VALUE) key_put(key, &n->attrs.f, sizeof(double));
+    /* a polymorphic program: its sizes as functions of the symbols (the traced ones are made-up) */
+    const hl_symbolic *sym = g->sym;
+    int id = order ? order[o] : o;
+    for (int k = sym ? sym->first[id] : 0; sym && k < sym->first[id + 1]; k++) {
+      const hl_sym_slot *sl = &sym->slots[k];
+      int32_t where[2] = {sl->field, sl->index};
+      key_put(key, where, sizeof where);
+      key_put(key, &sl->c, sizeof(int64_t) * (1 + HL_MAX_SYMS));
+      key_put(key, &sl->fc, sizeof(double) * (1 + HL_MAX_SYMS));
+    }
+  }
+  if (g->sym) {
+    key_put(key, &g->sym->nsym, sizeof(int));
+    key_put(key, g->sym->param, sizeof(int) * 2 * HL_MAX_SYMS);
   }
   key_put(key, &g->device, sizeof(int));
   key_put(key, &g->schedule, sizeof(int));

@@ -82,7 +82,11 @@ typedef struct hl_graph {
   int dynamic;        /* eager kernels: PARAM extents come from buffers at run time */
   int device;         /* where the pipeline runs: 0 host, 1 CUDA */
   int schedule;       /* 0: halua's schedules (hl_schedule.cpp); 1: Halide's Mullapudi2016 autoscheduler */
+  struct hl_symbolic *sym;   /* a polymorphic program's sizes (hl_symbolic.h; owned), or NULL */
 } hl_graph;
+
+/* whether g's extents are known when it is compiled (not an eager kernel's, nor a polymorphic program's) */
+static inline int hl_graph_sized(const hl_graph *g) { return !g->dynamic && !g->sym; }
 
 /* a node's input ids (n->nin of them); NULL for a node without inputs, whose graph may have no
  * edges array at all (an offset from a null pointer is undefined, even a zero one) */

@@ -80,13 +80,41 @@ static hl_dtype check_dtype(lua_State *L, int idx, const char *op, hl_dtype dflt
   return (hl_dtype)t;
 }
 
+/* hl.jit's dynamic sizes (lua/halua/symdim.lua) are cdata that stand for a number where a size or
+ * a scalar is taken: their traced value, which the registry's "halua.symdim" function gives (nil
+ * for any other cdata). lua_tonumber would read them as 0, so every number read here goes through
+ * num_at. */
+static int symdim_value(lua_State *L, int idx, double *v) {
+  if (lua_type(L, idx) != 10 /* LUA_TCDATA */) return 0;
+  if (idx < 0 && idx > LUA_REGISTRYINDEX) idx = lua_gettop(L) + idx + 1;
+  lua_getfield(L, LUA_REGISTRYINDEX, "halua.symdim");
+  if (!lua_isfunction(L, -1)) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  lua_pushvalue(L, idx);
+  lua_call(L, 1, 1);
+  int ok = lua_type(L, -1) == LUA_TNUMBER;
+  if (ok) *v = lua_tonumber(L, -1);
+  lua_pop(L, 1);
+  return ok;
+}
+static int is_num(lua_State *L, int idx) {
+  double v;
+  return lua_type(L, idx) == LUA_TNUMBER || symdim_value(L, idx, &v);
+}
+static double num_at(lua_State *L, int idx) {
+  double v = 0;
+  return lua_type(L, idx) == LUA_TNUMBER || !symdim_value(L, idx, &v) ? lua_tonumber(L, idx) : v;
+}
+
 /* shape from a number or a table of numbers */
 static int check_shape(lua_State *L, int idx, const char *op, int64_t *shape) {
   /* the same test for a number as for a table's entries: NaN, infinities and values past 9e15
    * (no array has that many elements, and the int64 conversion is exact below it) are refused
    * here, before any op sees the shape or an array is placed on a device */
-  if (lua_type(L, idx) == LUA_TNUMBER) {
-    double v = lua_tonumber(L, idx);
+  if (is_num(L, idx)) {
+    double v = num_at(L, idx);
     if (!(v >= 0 && v <= 9.0e15) || v != floor(v)) raisef(L, "halua: %s: shape entries must be non-negative integers", op);
     shape[0] = (int64_t)v;
     return 1;
@@ -96,8 +124,8 @@ static int check_shape(lua_State *L, int idx, const char *op, int64_t *shape) {
   if (n > HL_MAX_DIMS) raisef(L, "halua: %s: at most 8 dimensions", op);
   for (int k = 0; k < n; k++) {
     lua_rawgeti(L, idx, k + 1);
-    double v = lua_tonumber(L, -1);
-    if (lua_type(L, -1) != LUA_TNUMBER || !(v >= 0 && v <= 9.0e15) || v != floor(v))
+    double v = num_at(L, -1);
+    if (!is_num(L, -1) || !(v >= 0 && v <= 9.0e15) || v != floor(v))
       raisef(L, "halua: %s: shape entries must be non-negative integers", op);
     shape[k] = (int64_t)v;
     lua_pop(L, 1);
@@ -234,8 +262,8 @@ static int l_full(lua_State *L) {
   int n = check_shape(L, 1, "full", shape);
   if (hl_shape_check("full", n, shape)) return raise(L);
   int isb = lua_type(L, 2) == LUA_TBOOLEAN;
-  if (!isb && lua_type(L, 2) != LUA_TNUMBER) raisef(L, "halua: full: fill value must be a number or boolean, got %s", luaL_typename(L, 2));
-  double v = isb ? lua_toboolean(L, 2) : lua_tonumber(L, 2);
+  if (!isb && !is_num(L, 2)) raisef(L, "halua: full: fill value must be a number or boolean, got %s", luaL_typename(L, 2));
+  double v = isb ? lua_toboolean(L, 2) : num_at(L, 2);
   hl_dtype t = check_dtype(L, 3, "full", isb ? HL_BOOL : HL_FLOAT32);
   /* full(shape, v, dtype, tracer): a constant of the tracer's trace (no pipeline input) */
   hl_array *like = lua_isnoneornil(L, 4) ? NULL : check_array(L, 4, "full");
@@ -259,7 +287,8 @@ static void get_operand(lua_State *L, int idx, hl_operand *o, const char *op) {
   memset(o, 0, sizeof *o);
   int t = lua_type(L, idx);
   if (t == LUA_TNUMBER) o->number = lua_tonumber(L, idx);
-  else if (t == LUA_TBOOLEAN) {
+  else if (symdim_value(L, idx, &o->number)) {
+  } else if (t == LUA_TBOOLEAN) {
     o->number = lua_toboolean(L, idx);
     o->is_bool = 1;
   } else if (!(o->array = to_array(L, idx))) {
@@ -447,7 +476,7 @@ static int l_transpose(lua_State *L) {
   }
   for (int k = 0; k < x->ndim; k++) {
     lua_rawgeti(L, 2, k + 1);
-    at.i[k] = (int64_t)lua_tonumber(L, -1);
+    at.i[k] = (int64_t)num_at(L, -1);
     lua_pop(L, 1);
   }
   hl_array r;
@@ -478,9 +507,9 @@ static int l_slice(lua_State *L) {
     lua_rawgeti(L, 2, k + 1);
     lua_rawgeti(L, 3, k + 1);
     lua_rawgeti(L, 4, k + 1);
-    at.i[k] = (int64_t)lua_tonumber(L, -3);
-    at.i[HL_MAX_DIMS + k] = (int64_t)lua_tonumber(L, -2);
-    at.shape[k] = (int64_t)lua_tonumber(L, -1);
+    at.i[k] = (int64_t)num_at(L, -3);
+    at.i[HL_MAX_DIMS + k] = (int64_t)num_at(L, -2);
+    at.shape[k] = (int64_t)num_at(L, -1);
     lua_pop(L, 3);
   }
   hl_array r;
@@ -710,6 +739,23 @@ static int l_property(lua_State *L) {
   case 's':
     if (!strcmp(k, "size")) {
       lua_pushnumber(L, (double)hl_shape_size(x->ndim, x->shape));
+      if (hl_is_abstract(x)) {   /* (as shape's, below) */
+        lua_getfield(L, LUA_REGISTRYINDEX, "halua.symdim_shape");
+        if (lua_isfunction(L, -1)) {
+          lua_pop(L, 2);
+          lua_getfield(L, LUA_REGISTRYINDEX, "halua.symdim_shape");
+          lua_createtable(L, x->ndim, 0);
+          for (int d = 0; d < x->ndim; d++) {
+            lua_pushnumber(L, (double)x->shape[d]);
+            lua_rawseti(L, -2, d + 1);
+          }
+          lua_pushlightuserdata(L, x->graph);
+          lua_pushboolean(L, 1);
+          lua_call(L, 3, 1);
+        } else {
+          lua_pop(L, 1);
+        }
+      }
       return 1;
     }
     if (!strcmp(k, "shape")) {
@@ -717,6 +763,17 @@ static int l_property(lua_State *L) {
       for (int d = 0; d < x->ndim; d++) {
         lua_pushnumber(L, (double)x->shape[d]);
         lua_rawseti(L, -2, d + 1);
+      }
+      /* a tracer of a polymorphic trace (hl.jit's dynamic_axes) shows its dynamic sizes as such */
+      if (hl_is_abstract(x)) {
+        lua_getfield(L, LUA_REGISTRYINDEX, "halua.symdim_shape");
+        if (lua_isfunction(L, -1)) {
+          lua_insert(L, -2);
+          lua_pushlightuserdata(L, x->graph);
+          lua_call(L, 2, 1);
+        } else {
+          lua_pop(L, 1);
+        }
       }
       return 1;
     }
@@ -1032,6 +1089,83 @@ static int l_program_build(lua_State *L) {
   return 1;
 }
 
+/* program_build_symbolic({traces}, {{tracers}...}, {{sizes}...}, {param}, {axis}, name) -> program, or
+ * nil and the reason the function is not polymorphic (engine/runtime/hl_eval.h); param and axis
+ * 0-based */
+static int l_program_build_symbolic(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  int ntr = (int)lua_objlen(L, 1), nsym = (int)lua_objlen(L, 4);
+  if (nsym < 1 || nsym > HL_MAX_SYMS || ntr != nsym + 2 || (int)lua_objlen(L, 2) != ntr || (int)lua_objlen(L, 3) != ntr ||
+      (int)lua_objlen(L, 5) != nsym)
+    return raisef(L, "halua: jit: %d dynamic sizes (at most %d)", nsym, HL_MAX_SYMS);
+  hl_trace *traces[HL_MAX_SYMS + 2];
+  const hl_array **outs[HL_MAX_SYMS + 2];
+  int64_t sizes[HL_MAX_SYMS + 2][HL_MAX_SYMS] = {{0}};
+  int param[HL_MAX_SYMS], axis[HL_MAX_SYMS], nout = -1;
+  for (int t = 0; t < ntr; t++) {
+    lua_rawgeti(L, 1, t + 1);
+    traces[t] = check_trace(L, -1);
+    lua_pop(L, 1);
+    lua_rawgeti(L, 2, t + 1);
+    int n;
+    outs[t] = list_arrays(L, lua_gettop(L), &n, "jit");   /* (its userdata stays on the stack) */
+    if (nout >= 0 && n != nout) return raisef(L, "halua: jit: the function returns %d arrays at one size and %d at another", nout, n);
+    nout = n;
+    lua_rawgeti(L, 3, t + 1);
+    for (int j = 0; j < nsym; j++) {
+      lua_rawgeti(L, -1, j + 1);
+      sizes[t][j] = (int64_t)lua_tonumber(L, -1);
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  for (int j = 0; j < nsym; j++) {
+    lua_rawgeti(L, 4, j + 1);
+    lua_rawgeti(L, 5, j + 1);
+    param[j] = (int)lua_tointeger(L, -2);
+    axis[j] = (int)lua_tointeger(L, -1);
+    lua_pop(L, 2);
+  }
+  const char *name = luaL_optstring(L, 6, "jit");
+  hl_lua_program *u = lua_newuserdata(L, sizeof(hl_lua_program));
+  memset(u, 0, sizeof *u);
+  luaL_getmetatable(L, PROGRAM_MT);
+  lua_setmetatable(L, -2);
+  char why[400];
+  int rc = hl_program_build_symbolic(traces, (const hl_array *const *const *)outs, nout, nsym, (const int64_t(*)[HL_MAX_SYMS])sizes,
+                                     param, axis, name, &u->p, why, sizeof why);
+  if (rc < 0) return raise(L);
+  if (rc > 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, why);
+    return 2;
+  }
+  hl_lua_kernel_check(L);
+  return 1;
+}
+
+/* program_serves(program, args...) -> true, or false and why (hl_program_serves) */
+static int l_program_serves(lua_State *L) {
+  hl_program *p = hl_lua_check_program(L, 1);
+  int nargs = lua_gettop(L) - 1;
+  if (nargs > HL_MAX_PROGRAM_ARRAYS) return raisef(L, "halua: jit: too many arrays");
+  const hl_array **args = lua_newuserdata(L, sizeof *args * (size_t)(nargs ? nargs : 1));
+  for (int k = 0; k < nargs; k++) args[k] = check_array(L, k + 2, "jit");
+  char why[200];
+  int ok = hl_program_serves(p, nargs, args, why, sizeof why);
+  if (ok < 0) return raise(L);
+  lua_pushboolean(L, ok);
+  if (ok) return 1;
+  lua_pushstring(L, why);
+  return 2;
+}
+
+/* trace_id(trace) -> what a tracer's shape hook is told its trace is (halua.symdim_shape) */
+static int l_trace_id(lua_State *L) {
+  lua_pushlightuserdata(L, &check_trace(L, 1)->g);
+  return 1;
+}
+
 /* trace_export(trace, {tracers}, dir, name): hl.export's library (engine/runtime/hl_export.h) */
 static int l_trace_export(lua_State *L) {
   hl_trace *t = check_trace(L, 1);
@@ -1261,6 +1395,9 @@ static const luaL_Reg core_funcs[] = {
     {"strip", l_strip},
     {"graph_nodes", l_graph_nodes},
     {"program_build", l_program_build},
+    {"program_build_symbolic", l_program_build_symbolic},
+    {"trace_id", l_trace_id},
+    {"program_serves", l_program_serves},
     {"trace_export", l_trace_export},
     {"program_run", l_program_run},
     {"program_stmt", l_program_stmt},

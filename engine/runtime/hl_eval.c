@@ -651,6 +651,164 @@ int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, cons
   return 0;
 }
 
+/* the same constants: one array, or equal contents (a constant made inside the function each time) */
+static int same_capture(const hl_array *a, const hl_array *b) {
+  if (a->storage == b->storage && a->offset == b->offset && !memcmp(a->strides, b->strides, sizeof a->strides)) return 1;
+  if (a->dtype != b->dtype || a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim)) return 0;
+  if (hl_is_abstract(a) || hl_is_abstract(b) || hl_array_device(a) != HL_DEVICE_CPU || hl_array_device(b) != HL_DEVICE_CPU) return 0;
+  hl_array ca, cb;
+  if (hl_contiguous(a, &ca)) return 0;
+  if (hl_contiguous(b, &cb)) {
+    hl_array_release(&ca);
+    return 0;
+  }
+  int same = !memcmp(hl_array_data(&ca), hl_array_data(&cb), (size_t)hl_shape_size(a->ndim, a->shape) * hl_dtype_size(a->dtype));
+  hl_array_release(&ca);
+  hl_array_release(&cb);
+  return same;
+}
+
+int hl_program_build_symbolic(hl_trace *const *traces, const hl_array *const *const *outputs, int nout, int nsym,
+                              const int64_t sizes[][HL_MAX_SYMS], const int *param, const int *axis, const char *name,
+                              hl_program *p, char *why, size_t nwhy) {
+  int ntr = nsym + 2, rc = -1;
+  if (nsym < 1 || nsym > HL_MAX_SYMS) return hl_error("jit: %d dynamic sizes (at most %d)", nsym, HL_MAX_SYMS);
+  if (nout > HL_MAX_PROGRAM_ARRAYS) return hl_error("jit: too many outputs (%d, at most %d)", nout, HL_MAX_PROGRAM_ARRAYS);
+  hl_graph graphs[HL_MAX_SYMS + 2];
+  const hl_graph *gp[HL_MAX_SYMS + 2];
+  int *ids = malloc(sizeof *ids * (size_t)(nout ? nout : 1));
+  if (!ids) return hl_error("out of memory");
+  for (int t = 0; t < ntr; t++) hl_graph_init(&graphs[t]);
+  for (int t = 0; t < ntr; t++) {
+    for (int k = 0; k < nout; k++) {
+      if (outputs[t][k]->graph != &traces[t]->g) {
+        hl_error("jit: output %d is not a value of this trace", k + 1);
+        goto done;
+      }
+      ids[k] = outputs[t][k]->node;
+    }
+    if (hl_graph_set_outputs(&traces[t]->g, nout, ids) || hl_graph_prune(&traces[t]->g, &graphs[t])) goto done;
+    gp[t] = &graphs[t];
+    if (traces[t]->ncaptures != traces[0]->ncaptures) {
+      snprintf(why, nwhy, "the function captures %d constants at one size and %d at another", traces[0]->ncaptures,
+               traces[t]->ncaptures);
+      rc = 1;
+      goto done;
+    }
+    for (int c = 0; c < traces[0]->ncaptures; c++)
+      if (!same_capture(&traces[0]->captures[c], &traces[t]->captures[c])) {
+        snprintf(why, nwhy, "constant %d that the function captures differs between sizes (an array made from a dynamic size "
+                 "as a value: build it from x.shape with hl.full or hl.arange instead)", c + 1);
+        rc = 1;
+        goto done;
+      }
+  }
+  {
+    hl_symbolic *sym = hl_sym_fit(gp, nsym, sizes, param, axis, traces[0]->g.nparams - traces[0]->ncaptures, why, nwhy);
+    if (!sym) {
+      rc = why[0] ? 1 : hl_error("out of memory");
+      goto done;
+    }
+    memset(p, 0, sizeof *p);
+    p->g = graphs[0];
+    hl_graph_init(&graphs[0]);
+    p->g.sym = sym;
+  }
+  p->nargs = traces[0]->g.nparams - traces[0]->ncaptures;
+  p->kernel = hl_cache_get(&p->g, name);
+  if (!p->kernel) {
+    hl_graph_free(&p->g);
+    goto done;
+  }
+  p->captures = calloc((size_t)(traces[0]->ncaptures ? traces[0]->ncaptures : 1), sizeof(hl_array));
+  if (!p->captures) {
+    hl_kernel_release(p->kernel);
+    hl_graph_free(&p->g);
+    hl_error("out of memory");
+    goto done;
+  }
+  p->ncaptures = traces[0]->ncaptures;
+  for (int k = 0; k < p->ncaptures; k++) hl_array_copy_ref(&p->captures[k], &traces[0]->captures[k]);
+  rc = 0;
+done:
+  for (int t = 0; t < ntr; t++) hl_graph_free(&graphs[t]);
+  free(ids);
+  return rc;
+}
+
+int hl_program_serves(const hl_program *p, int nargs, const hl_array *const *args, char *why, size_t nwhy) {
+  if (!p->g.sym) return 1;
+  int nin = nargs + p->ncaptures;
+  if (nargs != p->nargs) return hl_error("jit: %d arguments for a program of %d", nargs, p->nargs);
+  const int64_t **shapes = malloc(sizeof *shapes * (size_t)(nin ? nin : 1));
+  int *ndims = malloc(sizeof *ndims * (size_t)(nin ? nin : 1));
+  if (!shapes || !ndims) {
+    free(shapes);
+    free(ndims);
+    return hl_error("out of memory");
+  }
+  for (int k = 0; k < nin; k++) {
+    const hl_array *a = k < nargs ? args[k] : &p->captures[k - nargs];
+    shapes[k] = a->shape;
+    ndims[k] = a->ndim;
+  }
+  int64_t sym[HL_MAX_SYMS];
+  int ok = hl_sym_bind(&p->g, shapes, ndims, sym, why, nwhy) == 0;
+  free(shapes);
+  free(ndims);
+  return ok;
+}
+
+/* A polymorphic program's output shapes for these inputs, after checking that the inputs are
+ * sizes it serves (the caller's signature says so; this keeps a wrong call from reading out of
+ * bounds) and that its reshapes' flat indices fit the 32 bits they are computed in. */
+static int symbolic_shapes(const hl_program *p, int nin, const hl_array *const *in, int64_t (*out)[HL_MAX_DIMS]) {
+  const hl_graph *g = &p->g;
+  const int64_t *small_shapes[16], **shapes = small_shapes;
+  int small_ndims[16], *ndims = small_ndims;
+  if (nin > 16 && (!(shapes = malloc(sizeof *shapes * (size_t)nin)) || !(ndims = malloc(sizeof *ndims * (size_t)nin)))) {
+    if (shapes != small_shapes) free(shapes);
+    return hl_error("out of memory");
+  }
+  for (int k = 0; k < nin; k++) {
+    shapes[k] = in[k]->shape;
+    ndims[k] = in[k]->ndim;
+  }
+  int64_t sym[HL_MAX_SYMS];
+  char why[200];
+  int rc = hl_sym_bind(g, shapes, ndims, sym, why, sizeof why) ? hl_error("jit: a polymorphic program called with other "
+                                                                          "shapes: %s", why) : 0;
+  if (shapes != small_shapes) free(shapes);
+  if (ndims != small_ndims) free(ndims);
+  if (rc) return rc;
+  const hl_symbolic *s = g->sym;
+  for (int i = 0; i < g->nnodes; i++) {
+    const hl_node *n = &g->nodes[i];
+    if (n->prim != HL_P_RESHAPE || s->first[i] == s->first[i + 1]) continue;
+    int64_t e, total = 1;
+    for (int a = 0; a < n->type.ndim; a++) {
+      const hl_sym_slot *sl = hl_sym_find(s, i, HL_SYM_SHAPE, a);
+      if (!sl) e = n->type.shape[a];
+      else if (hl_sym_size(sl, s->nsym, sym, &e)) return hl_error("jit: these sizes are not ones the program serves");
+      total = e && total > INT32_MAX / e ? INT64_MAX : total * e;
+    }
+    if (total > INT32_MAX)
+      return hl_error("jit: a reshape of %lld elements in a program with dynamic_axes (at most 2^31-1; leave those axes "
+                      "static for arrays this large)", (long long)total);
+  }
+  for (int k = 0; k < g->noutputs; k++) {
+    int i = g->outputs[k];
+    const hl_node *n = &g->nodes[i];
+    for (int a = 0; a < n->type.ndim; a++) {
+      const hl_sym_slot *sl = hl_sym_find(s, i, HL_SYM_SHAPE, a);
+      out[k][a] = n->type.shape[a];
+      if (sl && hl_sym_size(sl, s->nsym, sym, &out[k][a]))
+        return hl_error("jit: the result's size %d is not a whole number at these sizes", a + 1);
+    }
+  }
+  return 0;
+}
+
 int hl_program_place_captures(hl_program *p) {
   for (int c = 0; c < p->ncaptures; c++) {
     /* (a loop body's abstract captures are values of the enclosing pipeline, whose trace may be
@@ -690,6 +848,7 @@ int hl_program_run_inputs(hl_program *p, int nin, const hl_array *const *inputs,
   const hl_array *small_in[ONSTACK], **in = small_in;
   hl_array *small_outp[ONSTACK], **outp = small_outp;
   int ntmp = 0, rc = -1, nout = 0;
+  int64_t (*sym_shapes)[HL_MAX_DIMS] = NULL;   /* a polymorphic program's output shapes */
   if (nin > ONSTACK && (!(tmp = malloc(sizeof *tmp * (size_t)nin)) || !(in = malloc(sizeof *in * (size_t)nin)))) {
     hl_error("out of memory");
     goto done;
@@ -713,9 +872,16 @@ int hl_program_run_inputs(hl_program *p, int nin, const hl_array *const *inputs,
     }
     in[k] = a;
   }
+  if (p->g.sym) {
+    if (!(sym_shapes = malloc(sizeof *sym_shapes * (size_t)(nouts ? nouts : 1)))) {
+      hl_error("out of memory");
+      goto done;
+    }
+    if (symbolic_shapes(p, nin, in, sym_shapes)) goto done;
+  }
   for (; nout < nouts; nout++) {
     const hl_type *ty = &p->g.nodes[p->g.outputs[nout]].type;
-    if (hl_array_alloc_on(&outs[nout], p->g.device, ty->dtype, ty->ndim, ty->shape)) goto done;
+    if (hl_array_alloc_on(&outs[nout], p->g.device, ty->dtype, ty->ndim, sym_shapes ? sym_shapes[nout] : ty->shape)) goto done;
     outp[nout] = &outs[nout];
   }
   /* nothing to compute when every output is empty (and a GPU kernel over nothing fails to launch) */
@@ -723,6 +889,7 @@ int hl_program_run_inputs(hl_program *p, int nin, const hl_array *const *inputs,
   for (int k = 0; k < nout; k++) work += hl_shape_size(outs[k].ndim, outs[k].shape);
   rc = work ? hl_kernel_run(p->kernel, in, outp) : 0;
 done:
+  free(sym_shapes);
   for (int k = 0; k < ntmp; k++) hl_array_release(&tmp[k]);
   if (rc)
     for (int k = 0; k < nout; k++) hl_array_release(&outs[k]);

@@ -4,6 +4,7 @@
 #ifndef HL_EVAL_H
 #define HL_EVAL_H
 #include "hl_ir.h"
+#include "hl_symbolic.h"
 
 /* A trace is either a jit trace (tracers are abstract: a node and a type) or a tape, which
  * autodiff records outside jit: every op also runs now, and each node keeps its concrete value,
@@ -82,6 +83,16 @@ typedef struct hl_program {
 
 /* Prune t's graph to `outputs` (tracers of t), compile it (through the cache) into p. */
 int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, const char *name, hl_program *p);
+/* A polymorphic program (hl.jit's dynamic_axes; engine/core/hl_symbolic.h) from traces[0..nsym+1]
+ * of one function at the symbols' sizes[t] (base, each symbol moved, all moved), outputs[t] their
+ * results; symbol j is argument array param[j]'s numpy axis axis[j]. 0 when built; 1 when the
+ * function is not polymorphic at these sizes (the reason in why; p untouched); -1 + hl_error. */
+int hl_program_build_symbolic(hl_trace *const *traces, const hl_array *const *const *outputs, int nout, int nsym,
+                              const int64_t sizes[][HL_MAX_SYMS], const int *param, const int *axis, const char *name,
+                              hl_program *p, char *why, size_t nwhy);
+/* Whether p serves these arguments: 1; 0 for a polymorphic program called at sizes it does not
+ * serve (a size divided by 2 at an odd size, an extent of 0), with why. */
+int hl_program_serves(const hl_program *p, int nargs, const hl_array *const *args, char *why, size_t nwhy);
 /* The most arrays a program takes in (arguments and captures) and gives out, each: a model's
  * parameters and its optimiser's state as separate leaves (hundreds for a deep network). */
 enum { HL_MAX_PROGRAM_ARRAYS = 4096 };

@@ -3,6 +3,7 @@
 -- primitives, indexing, printing and hl.jit.
 local core = require "halua_core"
 local util = require "halua.util"
+local symdim = require "halua.symdim"
 local tree = require "halua.tree"
 local ok_format, format = pcall(require, "halua.format")
 
@@ -97,9 +98,16 @@ hl.asarray = function(x, dtype)
   if is_array(x) then return hl.astype(x, dtype) end
   return placed(core.array(x, dtype), "array")
 end
-function hl.full(shape, v, dtype) return placed(core.full(shape, v, dtype), "full") end
-function hl.zeros(shape, dtype) return placed(core.full(shape, 0, dtype or "float32"), "full") end
-function hl.ones(shape, dtype) return placed(core.full(shape, 1, dtype or "float32"), "full") end
+-- (a shape holding a dynamic size of hl.jit's dynamic_axes makes a constant of the trace being
+-- built, sized by it: lua/halua/symdim.lua)
+local function filled(shape, v, dtype)
+  local anchor = symdim.anchor(shape)
+  if anchor then return core.full(shape, v, dtype, anchor) end
+  return placed(core.full(shape, v, dtype), "full")
+end
+function hl.full(shape, v, dtype) return filled(shape, v, dtype) end
+function hl.zeros(shape, dtype) return filled(shape, 0, dtype or "float32") end
+function hl.ones(shape, dtype) return filled(shape, 1, dtype or "float32") end
 -- a filled array like x: a constant of x's trace when x is traced, else on x's device
 local function like(x, v, shape, dtype, op)
   x = as_array(x, op or "fill_like")
@@ -126,6 +134,17 @@ function hl.arange(a, b, c, d)
   if #args == 1 then start, stop, step = 0, args[1], 1
   elseif #args == 2 then start, stop, step = args[1], args[2], 1
   else start, stop, step = args[1], args[2], args[3] end
+  if symdim.is_sym(start) or symdim.is_sym(stop) then
+    -- a range sized by a dynamic size: whole steps, a length of (stop - start) / step
+    if type(step) ~= "number" or step == 0 or step ~= math.floor(step) then
+      fail("arange: with a dynamic size, step must be a non-zero whole number")
+    end
+    local span = step > 0 and stop - start or start - stop
+    local n = math.abs(step) == 1 and span or (span + math.abs(step) - 1):floordiv(math.abs(step))
+    if n < 0 then fail("arange: the range %s to %s is empty at some sizes", symdim.show(start), symdim.show(stop)) end
+    local i = core.iota("float64", {n}, 0, symdim.anchor(n) or symdim.anchor({start, stop}))
+    return (i * step + start):astype(dtype or "int32")
+  end
   for _, v in ipairs {start, stop, step} do
     if type(v) ~= "number" then fail("arange: start, stop and step must be numbers") end
   end
@@ -155,8 +174,10 @@ end
 function hl.eye(n, m, dtype)
   if is_dtype(m) then m, dtype = nil, m end
   m = m or n
-  local r = core.iota("int32", {n, m}, 0)
-  local c = core.iota("int32", {n, m}, 1)
+  local anchor = symdim.anchor({n, m})
+  local r = core.iota("int32", {n, m}, 0, anchor)
+  local c = core.iota("int32", {n, m}, 1, anchor)
+  if anchor then return hl.eq(r, c):astype(dtype or "float32") end
   return placed(hl.eq(r, c):astype(dtype or "float32"), "eye")
 end
 
@@ -292,6 +313,7 @@ function hl.reshape(x, shape, ...)
   elseif type(shape) == "number" then
     shape = {shape}
   end
+  shape = symdim.concrete(shape)
   if type(shape) ~= "table" then fail("reshape: shape must be a number or a table, got %s", type(shape)) end
   local s, hole, known = {}, nil, 1
   for i, e in ipairs(shape) do
@@ -377,6 +399,7 @@ hl.softmax = hl.nn.softmax
 
 -- one axis spec -> start0, step, count, drop
 local function axis_spec(spec, extent, axis, shape)
+  spec = symdim.concrete(spec)
   if type(spec) == "number" then
     if spec ~= math.floor(spec) then fail("index: index %s is not an integer", tostring(spec)) end
     local i = spec < 0 and extent + spec or spec - 1
@@ -386,6 +409,7 @@ local function axis_spec(spec, extent, axis, shape)
     return i, 1, 1, true
   end
   if type(spec) ~= "table" then fail("index: axis %d: expected a number or a range table, got %s", axis, type(spec)) end
+  spec = symdim.concrete(spec)
   local a, b, step = spec[1] or 1, spec[2] or -1, spec[3] or 1
   for _, v in ipairs {a, b, step} do
     if type(v) ~= "number" or v ~= math.floor(v) then

@@ -4,6 +4,7 @@ return function(hl, core, shared)
   local tree = require "halua.tree"
   local util = require "halua.util"
   local tracing = require "halua.trace"   -- the jit traces being built, and the open autodiff tape
+  local symdim = require "halua.symdim"   -- dynamic_axes: the sizes a polymorphic trace shows
   local fail, pack = util.fail, util.pack
   local is_array = core.is_array
   local unpack = unpack or table.unpack
@@ -75,20 +76,26 @@ return function(hl, core, shared)
 
   -- Traces self.f on tracers standing for the arrays of args (on `device`): the trace, its traced
   -- results in order, and where each sits in the results (slots), with the results' trees.
-  local function trace_call(self, args, n, info, device)
+  -- `resize(k, shape)`, when given, gives the shape to trace array argument k at (dynamic_axes).
+  local function trace_call(self, args, n, info, device, resize, before)
     local trace = core.trace_new()
     local targs = {}
+    local k = 0
+    local function arg(a)
+      local dtype, shape = core.info(a)
+      k = k + 1
+      if resize then shape = resize(k, shape) end
+      return core.trace_arg(trace, dtype, shape, device or core.device_of(a))
+    end
     for i = 1, n do
       local a = args[i]
       if info[i] == true then
-        local dtype, shape = core.info(a)
-        targs[i] = core.trace_arg(trace, dtype, shape, device or core.device_of(a))
+        targs[i] = arg(a)
       elseif type(info[i]) == "table" then
         local leaves = {}
         for j, l in ipairs(info[i].leaves) do
           if is_array(l) then
-            local dtype, shape = core.info(l)
-            leaves[j] = core.trace_arg(trace, dtype, shape, device or core.device_of(l))
+            leaves[j] = arg(l)
           else
             leaves[j] = l
           end
@@ -101,6 +108,7 @@ return function(hl, core, shared)
     -- autodiff records onto the trace being built (ad.lua)
     local stack = tracing.stack
     stack[#stack + 1] = trace
+    if before then before(trace, targs) end
     local ok, results = pcall(function() return pack(self.f(unpack(targs, 1, n))) end)
     stack[#stack] = nil
     if not ok then
@@ -139,6 +147,184 @@ return function(hl, core, shared)
     -- constants must not keep tracers alive
     for _, s in ipairs(entry.slots) do entry.consts[s[1]][s[2]] = false end
     self.cache[sig] = entry
+    return entry
+  end
+
+  -- ---- dynamic_axes: one program for every size of the named axes (lua/halua/symdim.lua) ----
+
+  -- The dynamic axes of this call: for each array argument k (in the order analyse lists them)
+  -- its dynamic axes (0-based) and their symbols, grouped by size (equal sizes are one symbol:
+  -- the program may rely on them being equal, and the signature says they are). nil when this
+  -- call cannot be polymorphic (an empty dynamic axis, too many different sizes), with why.
+  local symbol_names = {"b", "c", "d", "e"}
+  local function poly_plan(self, args, n, info)
+    local dyn, sizes, origin, params, axes, by_size = {}, {}, {}, {}, {}, {}
+    local parts = {}
+    local k = 0
+    local function leaf(a, i, leafno)
+      k = k + 1
+      local _, shape = core.info(a)
+      local want = self.dynamic_axes[i] or self.dynamic_axes.all or {}
+      local d = {}
+      for _, ax in ipairs(want) do
+        if ax > #shape then
+          fail("jit: dynamic_axes names axis %d of argument %d%s, which has %d axes", ax, i,
+               leafno and (" (leaf " .. leafno .. ")") or "", #shape)
+        end
+        local size = shape[ax]
+        if size == 0 then return "an empty dynamic axis (size 0) is specialised" end
+        local j = by_size[size]
+        if not j then
+          j = #sizes + 1
+          if j > symdim.max_symbols then return "more than " .. symdim.max_symbols .. " different dynamic sizes" end
+          by_size[size], sizes[j] = j, size
+          params[j], axes[j] = k - 1, ax - 1
+          local pname = type(self.f) == "function" and debug.getlocal(self.f, i) or nil
+          origin[j] = string.format("axis %d of %s%s", ax, pname or ("argument " .. i), leafno and (" (leaf " .. leafno .. ")") or "")
+        end
+        d[ax] = j
+      end
+      dyn[k] = d
+      local dims = {}
+      for a = 1, #shape do dims[a] = d[a] and symbol_names[d[a]] or tostring(shape[a]) end
+      parts[#parts + 1] = core.info(a) .. "@" .. core.device_of(a) .. "[" .. table.concat(dims, ",") .. "]"
+    end
+    for i = 1, n do
+      if info[i] == true then
+        local why = leaf(args[i], i)
+        if why then return nil, why end
+      elseif type(info[i]) == "table" then
+        for j, l in ipairs(info[i].leaves) do
+          if is_array(l) then
+            local why = leaf(l, i, j)
+            if why then return nil, why end
+          end
+        end
+      end
+    end
+    if #sizes == 0 then return nil, "no array argument has the named axes" end
+    return {dyn = dyn, sizes = sizes, origin = origin, params = params, axes = axes, names = {unpack(symbol_names, 1, #sizes)},
+            shapes = table.concat(parts, ";")}
+  end
+
+  local function say_poly(self, what)
+    if log_compiles then io.stderr:write(string.format("halua: %s: %s\n", self.name, what)) end
+  end
+
+  -- Traces f once per set of made-up sizes (base, each symbol moved, all moved) and has the
+  -- engine fit one program to them: the entry, or false and why when f is not polymorphic here.
+  local function build_poly(self, args, n, info, plan)
+    local nsym = #plan.sizes
+    local which = {0}
+    for j = 1, nsym do which[#which + 1] = j end
+    which[#which + 1] = "check"
+    local traces, traced_lists, sizes, entries, guards = {}, {}, {}, {}, nil
+    local ok, err = pcall(function()
+      for t, at in ipairs(which) do
+        local markers = {}
+        for j = 1, nsym do markers[j] = symdim.marker(j, at) end
+        local function resize(k, shape)
+          local d = plan.dyn[k]
+          for a in pairs(d) do shape[a] = markers[d[a]] end
+          return shape
+        end
+        local function before(trace, targs)
+          symdim.begin(plan.names, plan.origin, at, core.trace_id(trace))
+          for i = 1, n do
+            local v = targs[i]
+            local first = core.is_tracer(v) and v or (type(v) == "table" and info[i] and tree.leaves(v)[1]) or nil
+            if first and core.is_tracer(first) then
+              symdim.set_anchor(first)
+              break
+            end
+          end
+        end
+        local tok, trace, traced, entry = pcall(trace_call, self, args, n, info, self.device, resize, before)
+        local g = symdim.finish()
+        if not tok then error(trace, 0) end
+        traces[t], traced_lists[t], sizes[t], entries[t] = trace, traced, markers, entry
+        if t == 1 then guards = g end
+      end
+    end)
+    local function close_all() for _, tr in ipairs(traces) do core.trace_close(tr) end end
+    if not ok then
+      close_all()
+      -- (an error a polymorphic trace meets is the function's own: said in terms of its sizes)
+      error(symdim.explain(err, plan.names, plan.origin), 0)
+    end
+    -- the results must have one structure, and the same values where they are not traced
+    local e0 = entries[1]
+    for t = 2, #entries do
+      local e = entries[t]
+      local same = e.nres == e0.nres and #e.slots == #e0.slots
+      for r = 1, e0.nres do
+        same = same and e.defs[r] == e0.defs[r]
+        for j, l in ipairs(e0.consts[r]) do
+          local m = e.consts[r][j]
+          if symdim.is_sym(l) or symdim.is_sym(m) then
+            close_all()
+            fail("jit: %s returns a dynamic size (result %d); return an array (hl.array of it is not a size either), or leave the axis out of dynamic_axes", self.name, r)
+          end
+          same = same and (core.is_tracer(l) or l == m)
+        end
+      end
+      if not same then
+        close_all()
+        return false, "its results differ between sizes (a number computed from a size is returned)"
+      end
+    end
+    local program, why
+    if #traced_lists[1] > 0 then
+      local tok, p, w = pcall(core.program_build_symbolic, traces, traced_lists, sizes, plan.params, plan.axes, self.name)
+      if not tok then
+        close_all()
+        error(p, 0)
+      end
+      program, why = p, w
+    else
+      why = "nothing to compute"
+    end
+    e0.text = core.trace_text(traces[1], traced_lists[1])
+    close_all()
+    if not program then return false, why end
+    e0.program = program
+    e0.guards = guards or {}
+    e0.polymorphic = plan.origin
+    for _, s in ipairs(e0.slots) do e0.consts[s[1]][s[2]] = false end
+    return e0
+  end
+
+  -- The entry for a call of a function with dynamic_axes (nil: trace it for these sizes), and
+  -- the reason when it has to be specialised.
+  local function poly_entry(self, args, n, info, arrays)
+    local plan, why = poly_plan(self, args, n, info)
+    if not plan then return nil, why end
+    local key = n .. "|" .. plan.shapes
+    for i = 1, n do
+      if info[i] == false then key = key .. "|" .. (self.static[i] and ("S" .. static_sig(args[i])) or leaf_sig(args[i], i)) end
+      if type(info[i]) == "table" then key = key .. "|" .. info[i].def end
+    end
+    local entry = self.poly_cache[key]
+    if entry == nil then
+      local desc = {}
+      for j = 1, #plan.names do desc[j] = plan.names[j] .. " = " .. plan.origin[j] end
+      if log_compiles then
+        io.stderr:write(string.format("halua: tracing %s polymorphic in %s (signature %s)\n", self.name, table.concat(desc, ", "), key))
+      end
+      local w
+      entry, w = build_poly(self, args, n, info, plan)
+      self.poly_cache[key] = entry
+      if not entry then
+        self.poly_why[key] = w
+        say_poly(self, "not polymorphic: " .. w .. "; compiled for each size instead")
+      end
+    end
+    if not entry then return nil, self.poly_why[key] end
+    if not symdim.guards_hold(entry.guards, plan.sizes) then
+      return nil, "these sizes break a division the function's sizes rely on"
+    end
+    local serves, w = core.program_serves(entry.program, unpack(arrays))
+    if not serves then return nil, "the program does not serve these sizes: " .. w end
     return entry
   end
 
@@ -258,6 +444,15 @@ return function(hl, core, shared)
     end
     local sig, arrays, info = analyse(self, args, n)
     local entry = self.cache[sig]
+    if not entry and self.dynamic_axes then
+      local why
+      entry, why = poly_entry(self, args, n, info, arrays)
+      if entry then
+        self.cache[sig] = entry
+      elseif why then
+        say_poly(self, "this call is specialised: " .. why)
+      end
+    end
     if not entry then
       -- a program takes at most core.max_program_arrays arrays (runtime/hl_eval.h): said now,
       -- not after a compile that may take minutes
@@ -303,7 +498,8 @@ return function(hl, core, shared)
     if type(f) ~= "function" and not (type(f) == "table" and getmetatable(f) and getmetatable(f).__call) then
       fail("jit: expected a function, got %s", type(f))
     end
-    opts = util.options("jit", opts, {"static_argnums", "donate_argnums", "device", "schedule", "name"}, "{static_argnums = {2}}")
+    opts = util.options("jit", opts, {"static_argnums", "donate_argnums", "device", "schedule", "name", "dynamic_axes"},
+                        "{static_argnums = {2}}")
     local function argnums(key)
       local list, out = opts[key], {}
       if type(list) == "number" then list = {list} end
@@ -335,10 +531,44 @@ return function(hl, core, shared)
     if opts.schedule == "auto" and device == CUDA then
       fail("jit: schedule \"auto\" schedules CPU pipelines (Mullapudi2016); leave it out for cuda")
     end
+    -- dynamic_axes = {1}: axis 1 of every array argument; {{1}, {}, {1, 2}}: per argument
+    local dynamic_axes
+    if opts.dynamic_axes ~= nil then
+      local d = opts.dynamic_axes
+      local function axes_list(list, what)
+        if type(list) == "number" then list = {list} end
+        if type(list) ~= "table" then fail("jit: dynamic_axes%s must hold 1-based axis numbers, got a %s", what, type(list)) end
+        for _, a in ipairs(list) do
+          if type(a) ~= "number" or a < 1 or a ~= math.floor(a) then
+            fail("jit: dynamic_axes%s must hold 1-based axis numbers, got %s", what, tostring(a))
+          end
+        end
+        return list
+      end
+      if type(d) ~= "table" then fail("jit: dynamic_axes must be a list of axes such as {1}, or one list per argument such as {{1}, {}}, got a %s", type(d)) end
+      local tables, numbers = 0, 0
+      for _, v in pairs(d) do
+        if type(v) == "table" then tables = tables + 1 else numbers = numbers + 1 end
+      end
+      if tables > 0 and numbers > 0 then
+        fail("jit: dynamic_axes mixes axis numbers and per-argument lists; give {1} (every argument) or {{1}, {}, {2}} (one list per argument)")
+      end
+      dynamic_axes = {}
+      if tables > 0 then
+        for i, v in pairs(d) do
+          if type(i) ~= "number" then fail("jit: dynamic_axes must be a list, got key %s", tostring(i)) end
+          dynamic_axes[i] = axes_list(v, " of argument " .. i)
+          if static[i] and #dynamic_axes[i] > 0 then fail("jit: dynamic_axes names axes of argument %d, which is static", i) end
+        end
+      else
+        dynamic_axes.all = axes_list(d, "")
+      end
+    end
     local info = type(f) == "function" and debug.getinfo(f, "S") or nil
     local name = opts.name or (info and info.short_src and ("jit " .. info.short_src .. ":" .. (info.linedefined or 0))) or "jit"
     local self = setmetatable({f = f, static = static, has_static = next(static) ~= nil, max_static = max_static, cache = {}, name = name,
-                               device = device, schedule = opts.schedule == "auto" and "auto" or nil}, jit_mt)
+                               device = device, schedule = opts.schedule == "auto" and "auto" or nil,
+                               dynamic_axes = dynamic_axes, poly_cache = {}, poly_why = {}}, jit_mt)
     -- the call memo (see __call), and the way on for calls it does not know
     self.memo = core.call_memo()
     local function general(...) return self:call(...) end

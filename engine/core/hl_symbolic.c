@@ -1,0 +1,289 @@
+/* Shape polymorphism: the affine fit of a program traced at several sizes (hl_symbolic.h). */
+#include "hl_symbolic.h"
+#include "hl_ir.h"
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  const hl_graph *const *g;
+  int nsym, ntraces, nargs;
+  const int64_t (*sizes)[HL_MAX_SYMS];
+  hl_sym_slot *slots;
+  int nslots, cap;
+  char *why;
+  size_t nwhy;
+} fitter;
+
+static int refuse(fitter *f, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(f->why, f->nwhy, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+static int push(fitter *f, const hl_sym_slot *s) {
+  if (f->nslots == f->cap) {
+    int cap = f->cap ? 2 * f->cap : 64;
+    hl_sym_slot *n = realloc(f->slots, sizeof *n * (size_t)cap);
+    if (!n) return refuse(f, "%s", "");
+    f->slots = n;
+    f->cap = cap;
+  }
+  f->slots[f->nslots++] = *s;
+  return 0;
+}
+
+/* the number as it is in trace t */
+static int64_t int_at(const fitter *f, int t, int node, int field, int index) {
+  const hl_node *n = &f->g[t]->nodes[node];
+  switch (field) {
+  case HL_SYM_SHAPE: return n->type.shape[index];
+  case HL_SYM_ATTR_I: return n->attrs.i[index];
+  default: return n->attrs.shape[index];
+  }
+}
+
+static const char *field_text(int field) {
+  return field == HL_SYM_SHAPE ? "an extent" : field == HL_SYM_VALUE ? "a constant" : "an attribute";
+}
+
+/* Whether the lowering reads this number as an expression (hl_lower.cpp): extents, reshape's,
+ * broadcast's and iota's target shapes (the node's own), a slice's starts and steps, a scatter's
+ * target length, constants. */
+static int lowerable(fitter *f, int node, int field, int index) {
+  const hl_node *n = &f->g[0]->nodes[node];
+  hl_prim_kind kind = hl_prims[n->prim].kind;
+  if (kind == HL_K_LOOP || kind == HL_K_DIST || kind == HL_K_FFT)
+    return refuse(f, "%s's sizes follow the dynamic size (compiled loops, collectives and FFTs are specialised for now)",
+                  hl_prims[n->prim].name);
+  if (n->prim == HL_P_PARAM && field == HL_SYM_SHAPE && n->attrs.i[0] >= f->nargs)
+    return refuse(f, "a constant the function captures has a size that follows the dynamic size (make it inside the "
+                     "function from x.shape, with hl.zeros, hl.full or hl.arange)");
+  switch (field) {
+  case HL_SYM_SHAPE: case HL_SYM_ATTR_SHAPE: return 0;
+  case HL_SYM_VALUE: return n->prim == HL_P_CONST ? 0 : refuse(f, "%s's value follows the dynamic size", hl_prims[n->prim].name);
+  default:
+    if (n->prim == HL_P_SLICE) return 0;
+    if ((n->prim == HL_P_SCATTER || n->prim == HL_P_SCATTER_ADD) && index == 1) return 0;
+    return refuse(f, "%s's attribute %d follows the dynamic size", hl_prims[n->prim].name, index + 1);
+  }
+}
+
+static int fit_int(fitter *f, int node, int field, int index) {
+  int64_t v0 = int_at(f, 0, node, field, index);
+  int same = 1;
+  for (int t = 1; t < f->ntraces; t++) same = same && int_at(f, t, node, field, index) == v0;
+  if (same) return 0;
+  if (lowerable(f, node, field, index)) return -1;
+  hl_sym_slot s = {.node = node, .field = field, .index = index};
+  int64_t c = v0 * HL_SYM_DEN;
+  for (int j = 0; j < f->nsym; j++) {
+    int64_t dv = int_at(f, 1 + j, node, field, index) - v0, ds = f->sizes[1 + j][j] - f->sizes[0][j];
+    if (dv * HL_SYM_DEN % ds) goto not_affine;
+    s.a[j] = dv * HL_SYM_DEN / ds;
+    c -= s.a[j] * f->sizes[0][j];
+  }
+  s.c = c;
+  for (int t = 1; t < f->ntraces; t++) {
+    int64_t want = c;
+    for (int j = 0; j < f->nsym; j++) want += s.a[j] * f->sizes[t][j];
+    if (want != int_at(f, t, node, field, index) * HL_SYM_DEN) goto not_affine;
+  }
+  return push(f, &s);
+not_affine:
+  return refuse(f, "%s of %s (node %d) is not an affine function of the dynamic sizes (a product of two of them, or a "
+                   "division that rounds)", field_text(field), hl_prims[f->g[0]->nodes[node].prim].name, node);
+}
+
+static int fit_value(fitter *f, int node) {
+  double v0 = f->g[0]->nodes[node].attrs.f;
+  int same = 1;
+  for (int t = 1; t < f->ntraces; t++) {
+    double v = f->g[t]->nodes[node].attrs.f;
+    same = same && !memcmp(&v, &v0, sizeof v);
+  }
+  if (same) return 0;
+  if (lowerable(f, node, HL_SYM_VALUE, 0)) return -1;
+  hl_sym_slot s = {.node = node, .field = HL_SYM_VALUE};
+  double c = v0;
+  for (int j = 0; j < f->nsym; j++) {
+    s.fa[j] = (f->g[1 + j]->nodes[node].attrs.f - v0) / (double)(f->sizes[1 + j][j] - f->sizes[0][j]);
+    c -= s.fa[j] * (double)f->sizes[0][j];
+  }
+  s.fc = c;
+  for (int t = 1; t < f->ntraces; t++) {
+    double want = c, got = f->g[t]->nodes[node].attrs.f;
+    for (int j = 0; j < f->nsym; j++) want += s.fa[j] * (double)f->sizes[t][j];
+    if (!(fabs(want - got) <= 1e-9 * fmax(1.0, fabs(got))))
+      return refuse(f, "a constant (node %d) is not an affine function of the dynamic sizes (such as 1 / n: divide by the "
+                       "size instead)", node);
+  }
+  return push(f, &s);
+}
+
+static int same_structure(fitter *f) {
+  const hl_graph *a = f->g[0];
+  for (int t = 1; t < f->ntraces; t++) {
+    const hl_graph *b = f->g[t];
+    if (b->nnodes != a->nnodes || b->noutputs != a->noutputs || b->nparams != a->nparams ||
+        memcmp(b->outputs, a->outputs, sizeof(int) * (size_t)a->noutputs))
+      return refuse(f, "the function builds another program at other sizes (%d against %d operations)", b->nnodes, a->nnodes);
+    for (int i = 0; i < a->nnodes; i++) {
+      const hl_node *x = &a->nodes[i], *y = &b->nodes[i];
+      if (x->prim != y->prim || x->nin != y->nin || x->type.dtype != y->type.dtype || x->type.ndim != y->type.ndim ||
+          x->attrs.dtype != y->attrs.dtype || x->attrs.nshape != y->attrs.nshape ||
+          (x->nin && memcmp(hl_node_inputs(a, x), hl_node_inputs(b, y), sizeof(int) * (size_t)x->nin)))
+        return refuse(f, "the function builds another program at other sizes (operation %d: %s against %s)", i + 1,
+                      hl_prims[x->prim].name, hl_prims[y->prim].name);
+    }
+  }
+  return 0;
+}
+
+hl_symbolic *hl_sym_fit(const hl_graph *const *graphs, int nsym, const int64_t sizes[][HL_MAX_SYMS], const int *param,
+                        const int *axis, int nargs, char *why, size_t nwhy) {
+  fitter f = {.g = graphs, .nsym = nsym, .ntraces = nsym + 2, .nargs = nargs, .sizes = sizes, .why = why, .nwhy = nwhy};
+  why[0] = 0;
+  hl_symbolic *s = NULL;
+  const hl_graph *g = graphs[0];
+  if (nsym < 1 || nsym > HL_MAX_SYMS) {
+    refuse(&f, "%d dynamic sizes (at most %d)", nsym, HL_MAX_SYMS);
+    goto fail;
+  }
+  if (g->device != 0) {
+    refuse(&f, "polymorphic programs run on the CPU for now");
+    goto fail;
+  }
+  if (same_structure(&f)) goto fail;
+  for (int i = 0; i < g->nnodes; i++) {
+    const hl_node *n = &g->nodes[i];
+    if (hl_dtype_is_complex(n->type.dtype)) {
+      refuse(&f, "complex values are specialised for now");
+      goto fail;
+    }
+    for (int a = 0; a < n->type.ndim; a++)
+      if (fit_int(&f, i, HL_SYM_SHAPE, a)) goto fail;
+    int na = hl_attr_count(n->prim, n->type.ndim);
+    for (int k = 0; k < na; k++)
+      if (fit_int(&f, i, HL_SYM_ATTR_I, k)) goto fail;
+    for (int k = 0; k < n->attrs.nshape; k++)
+      if (fit_int(&f, i, HL_SYM_ATTR_SHAPE, k)) goto fail;
+    if (hl_prims[n->prim].attrs == HL_A_VALUE && fit_value(&f, i)) goto fail;
+  }
+  /* a parameter's dynamic axis is its symbol itself */
+  for (int k = 0; k < f.nslots; k++) {
+    const hl_sym_slot *sl = &f.slots[k];
+    const hl_node *n = &g->nodes[sl->node];
+    if (n->prim != HL_P_PARAM || sl->field != HL_SYM_SHAPE) continue;
+    int ok = sl->c == 0, which = -1;
+    for (int j = 0; j < nsym; j++) {
+      if (sl->a[j] == HL_SYM_DEN && which < 0) which = j;
+      else ok = ok && sl->a[j] == 0;
+    }
+    if (!ok || which < 0) {
+      refuse(&f, "axis %d of argument array %d is not one of the dynamic sizes", sl->index + 1, (int)n->attrs.i[0] + 1);
+      goto fail;
+    }
+  }
+  s = calloc(1, sizeof *s);
+  if (!s || !(s->first = calloc((size_t)g->nnodes + 1, sizeof(int)))) goto oom;
+  s->nsym = nsym;
+  s->nnodes = g->nnodes;
+  for (int j = 0; j < nsym; j++) {
+    s->param[j] = param[j];
+    s->axis[j] = axis[j];
+  }
+  s->slots = f.slots;
+  s->nslots = f.nslots;
+  f.slots = NULL;
+  if (s->nslots && !(s->forms = malloc(sizeof *s->forms * (size_t)s->nslots))) goto oom;
+  for (int k = 0; k < s->nslots; k++) {
+    const hl_sym_slot *sl = &s->slots[k];
+    if (sl->field == HL_SYM_VALUE) continue;
+    int least = sl->field == HL_SYM_ATTR_I ? 0 : 1, seen = 0;
+    for (int q = 0; q < s->nforms && !seen; q++) {
+      hl_sym_slot *fm = &s->forms[q];
+      if (fm->c == sl->c && !memcmp(fm->a, sl->a, sizeof fm->a)) {
+        seen = 1;
+        if (least > fm->index) fm->index = least;
+      }
+    }
+    if (!seen) {
+      hl_sym_slot *fm = &s->forms[s->nforms++];
+      *fm = (hl_sym_slot){.c = sl->c, .index = least};
+      memcpy(fm->a, sl->a, sizeof fm->a);
+    }
+  }
+  /* (slots were made node by node) */
+  for (int k = 0, i = 0; i <= g->nnodes; i++) {
+    while (k < s->nslots && s->slots[k].node < i) k++;
+    s->first[i] = k;
+  }
+  return s;
+oom:
+  snprintf(why, nwhy, "%s", "");
+fail:
+  free(f.slots);
+  if (s) hl_sym_free(s);
+  return NULL;
+}
+
+void hl_sym_free(hl_symbolic *s) {
+  if (!s) return;
+  free(s->first);
+  free(s->slots);
+  free(s->forms);
+  free(s);
+}
+
+const hl_sym_slot *hl_sym_find(const hl_symbolic *s, int node, int field, int index) {
+  if (!s || node < 0 || node >= s->nnodes) return NULL;
+  for (int k = s->first[node]; k < s->first[node + 1]; k++)
+    if (s->slots[k].field == field && s->slots[k].index == index) return &s->slots[k];
+  return NULL;
+}
+
+int hl_sym_size(const hl_sym_slot *slot, int nsym, const int64_t *sym, int64_t *out) {
+  /* (sizes below 2^53 and coefficients of a few hundred: no overflow in 64 bits) */
+  int64_t v = slot->c;
+  for (int j = 0; j < nsym; j++) v += slot->a[j] * sym[j];
+  if (v < 0 || v % HL_SYM_DEN) return -1;
+  *out = v / HL_SYM_DEN;
+  return 0;
+}
+
+int hl_sym_bind(const hl_graph *g, const int64_t *const *shapes, const int *ndims, int64_t *sym, char *why, size_t nwhy) {
+  const hl_symbolic *s = g->sym;
+  for (int j = 0; j < s->nsym; j++) sym[j] = shapes[s->param[j]][s->axis[j]];
+  for (int q = 0; q < s->nforms; q++) {
+    int64_t v = -1;
+    if (hl_sym_size(&s->forms[q], s->nsym, sym, &v) || v < s->forms[q].index) {
+      snprintf(why, nwhy, "at these sizes one of its sizes is %s", v < 0 ? "negative or fractional" : v == 0 ? "0" : "fractional");
+      return -1;
+    }
+  }
+  for (int i = 0; i < g->nnodes; i++) {
+    const hl_node *n = &g->nodes[i];
+    if (n->prim != HL_P_PARAM) continue;
+    int p = (int)n->attrs.i[0];
+    if (ndims[p] != n->type.ndim) {
+      snprintf(why, nwhy, "argument array %d has rank %d where the program takes rank %d", p + 1, ndims[p], n->type.ndim);
+      return -1;
+    }
+    for (int a = 0; a < n->type.ndim; a++) {
+      const hl_sym_slot *sl = hl_sym_find(s, i, HL_SYM_SHAPE, a);
+      int64_t want = n->type.shape[a];
+      if (sl && hl_sym_size(sl, s->nsym, sym, &want)) want = -1;
+      if (shapes[p][a] != want) {
+        snprintf(why, nwhy, "axis %d of argument array %d has %lld elements where the program needs %lld", a + 1, p + 1,
+                 (long long)shapes[p][a], (long long)want);
+        return -1;
+      }
+    }
+  }
+  return 0;
+}

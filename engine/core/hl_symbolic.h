@@ -1,0 +1,72 @@
+/* Shape polymorphism (hl.jit's dynamic_axes): one program for every size of some axes.
+ *
+ * halua does not carry symbolic sizes through shape inference. The function is traced several
+ * times instead, at made-up sizes of its dynamic axes (each group of equal dynamic axes is one
+ * symbol): once at base sizes, once more per symbol with that symbol moved, and once with every
+ * symbol moved to check the fit. Every size-like number of the program (node extents, the
+ * attributes that hold sizes, constants such as mean's divisor) is then an affine function of the
+ * symbols, found from the traces and checked on the last one; anything else (a graph that
+ * differs between sizes, an extent that is not affine) makes the program specialised instead,
+ * with the reason. The lowering reads each symbol's value from its parameter's buffer. */
+#ifndef HL_SYMBOLIC_H
+#define HL_SYMBOLIC_H
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct hl_graph;
+
+/* at most this many symbols in one program */
+#define HL_MAX_SYMS 4
+/* coefficients are multiples of 1/HL_SYM_DEN: a size divided exactly by 2..8 stays affine */
+#define HL_SYM_DEN 840
+
+/* what a slot holds: a node's extent along numpy axis `index`, attrs.i[index], attrs.shape[index],
+ * or a constant's value (attrs.f) */
+typedef enum { HL_SYM_SHAPE, HL_SYM_ATTR_I, HL_SYM_ATTR_SHAPE, HL_SYM_VALUE } hl_sym_field;
+
+/* value = (c + sum_j a[j] * s_j) / HL_SYM_DEN for sizes; fc + sum_j fa[j] * s_j for a VALUE */
+typedef struct {
+  int node, field, index;
+  int64_t c, a[HL_MAX_SYMS];
+  double fc, fa[HL_MAX_SYMS];
+} hl_sym_slot;
+
+typedef struct hl_symbolic {
+  int nsym;
+  int param[HL_MAX_SYMS], axis[HL_MAX_SYMS];   /* symbol j is the extent of numpy axis axis[j] of parameter param[j] */
+  int nnodes;
+  int *first;           /* node i's slots are slots[first[i] .. first[i + 1]) */
+  hl_sym_slot *slots;
+  int nslots;
+  /* the distinct forms of its sizes, each with the least value a call may give it (1 for
+   * extents: a size that is 0 where every trace had one changes what ops mean, 0 for slice
+   * starts): a call whose sizes make one of them fractional or smaller is specialised instead */
+  hl_sym_slot *forms;   /* (index holds the least value) */
+  int nforms;
+} hl_symbolic;
+
+/* The table of graphs[0..nsym+1] (pruned, node for node the same program): graphs[0] traced at
+ * sizes[0], graphs[1 + j] at sizes[1 + j] (symbol j moved), graphs[nsym + 1] at sizes[nsym + 1]
+ * (every symbol moved). Parameters below nargs are the arguments, the rest captured constants.
+ * NULL with the reason in why when the program is not polymorphic (or NULL with why "" on
+ * running out of memory). */
+hl_symbolic *hl_sym_fit(const struct hl_graph *const *graphs, int nsym, const int64_t sizes[][HL_MAX_SYMS], const int *param,
+                        const int *axis, int nargs, char *why, size_t nwhy);
+void hl_sym_free(hl_symbolic *s);
+/* node i's slot for (field, index), or NULL when that number is a constant */
+const hl_sym_slot *hl_sym_find(const hl_symbolic *s, int node, int field, int index);
+/* a slot's size at these symbol values: 0, or -1 when it is not a whole non-negative number
+ * (a size divided by 2 at an odd size: the program does not apply there) */
+int hl_sym_size(const hl_sym_slot *slot, int nsym, const int64_t *sym, int64_t *out);
+/* The symbols' values read from the parameters' shapes (shapes[p], ndims[p]), and every
+ * parameter's shape checked against the program: 0, or -1 when these arguments are not sizes the
+ * program was made for (said in why). */
+int hl_sym_bind(const struct hl_graph *g, const int64_t *const *shapes, const int *ndims, int64_t *sym, char *why, size_t nwhy);
+#ifdef __cplusplus
+}
+#endif
+#endif
