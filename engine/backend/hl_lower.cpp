@@ -965,6 +965,7 @@ void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
   L.consumers.assign(g->nnodes, 0);
   L.params.assign(g->nparams, ImageParam());
   L.staged.clear();
+  L.totals.clear();
   Lowerer lw{g, L, std::vector<Expr>(g->nnodes)};
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
@@ -988,6 +989,11 @@ void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
     case HL_K_DIST: lw.dist(i); break;
     case HL_K_FFT: lw.fft(i); break;
     case HL_K_INDEXED: lw.indexed(i); break;
+    }
+    if (g->sym) {
+      Expr total = cast(Int(64), 1);
+      for (int a = 0; a < n.type.ndim; a++) total = total * cast(Int(64), lw.extent(i, a));
+      L.totals.push_back(total);
     }
   }
   /* Outputs are their own Funcs: a parameter or a node used twice still gets a buffer. */

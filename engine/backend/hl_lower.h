@@ -17,6 +17,9 @@ struct hl_lowered {
   std::vector<Halide::ImageParam> params; /* one per PARAM, in argument order */
   std::vector<Halide::Func> outputs;      /* one per graph output */
   std::vector<Halide::Func> staged;       /* CUDA: copies of parameters that host stages read */
+  /* a polymorphic program's element count of each node, from its symbols at run time (the
+   * schedules choose parallel loops by it); empty otherwise */
+  std::vector<Halide::Expr> totals;
   /* for hl.export: every stage the pipeline calls must be linkable without the engine (a matmul
    * is a Halide definition, not a call to the engine's cached kernel) */
   bool exporting = false;

@@ -83,8 +83,13 @@ void pointwise(Stage s, int r, int vec, bool parallel, int static_inner, int64_t
 enum sizes_known { SIZED, EAGER, SYMBOLIC };
 sizes_known sizes_of(const hl_graph *g) { return g->dynamic ? EAGER : g->sym ? SYMBOLIC : SIZED; }
 
+/* a polymorphic program's element count of node i at run time (hl_lowered::totals), else undefined */
+Expr run_total(const hl_lowered &L, int i) { return L.g->sym ? L.totals[i] : Expr(); }
+
+/* `run_total`: a polymorphic program's element count of f at run time (run_total above): the work
+ * that decides parallelism (a reduction's: what it reads) */
 void schedule_root(Func f, const hl_node &n, sizes_known sizes, int vec, bool update_too, Func sized, int64_t work = 0,
-                   bool whole = false) {
+                   bool whole = false, Expr run_total = Expr()) {
   int r = n.type.ndim;
   f.compute_root();
   bool dynamic = sizes == EAGER, unsized = sizes != SIZED;
@@ -118,9 +123,10 @@ void schedule_root(Func f, const hl_node &n, sizes_known sizes, int vec, bool up
       }
     }
   };
-  if (dynamic && r > 0) {
-    /* eager kernels: the same code for every shape, so choose parallelism at run time */
-    Expr big = total_elems(sized, r) >= kParallelMinElems;
+  if ((dynamic || run_total.defined()) && r > 0) {
+    /* eager kernels and polymorphic programs: the same code for every shape, so choose
+     * parallelism at run time */
+    Expr big = run_total.defined() ? run_total >= Expr((int64_t)kParallelMinElems) : total_elems(sized, r) >= kParallelMinElems;
     Stage sp = f.specialize(big);
     pointwise(sp, r, vec, true, inner);
     apply(false);
@@ -435,7 +441,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     switch (hl_prims[n.prim].kind) {
     case HL_K_INDEXED:
       if (hl_is_scatter(n.prim)) schedule_scatter(L, i, vec, L.outputs[0]);
-      else schedule_root(L.funcs[i], n, sizes_of(g), vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i));
+      else schedule_root(L.funcs[i], n, sizes_of(g), vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i), run_total(L, i));
       break;
     case HL_K_MATMUL:
       if (L.funcs[i].is_extern()) L.funcs[i].compute_root();   /* the engine's matmul kernel */
@@ -444,8 +450,8 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     case HL_K_REDUCE:
       if (n.prim == HL_P_ARGMAX || n.prim == HL_P_ARGMIN) {
         /* the extreme value, then the index search: both along the reduced axis */
-        schedule_root(L.helpers[i], n, sizes_of(g), 1, false, L.outputs[0]);
-        schedule_root(L.funcs[i], n, sizes_of(g), 1, false, L.outputs[0]);
+        schedule_root(L.helpers[i], n, sizes_of(g), 1, false, L.outputs[0], 0, false, run_total(L, i));
+        schedule_root(L.funcs[i], n, sizes_of(g), 1, false, L.outputs[0], 0, false, run_total(L, i));
       } else {
         /* the update runs innermost over the reduction; vectorising the output's innermost
          * dimension is legal when that dimension is not reduced */
@@ -463,18 +469,21 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
          * axis of [8,8,256,256] gave 64 x the sum); loops scheduled after it are its own */
         if (inner_reduced && hl_graph_sized(g) && hl_dtype_is_float(src.type.dtype))
           schedule_inner_reduction(L, i, red, n.type.ndim, rvec, big);
-        schedule_root(red, n, sizes_of(g), inner_reduced ? 1 : rvec, !inner_reduced, L.outputs[0], reads);
+        schedule_root(red, n, sizes_of(g), inner_reduced ? 1 : rvec, !inner_reduced, L.outputs[0], reads, false,
+                      run_total(L, hl_node_inputs(g, &n)[0]));
         /* the conversion back is inlined into its consumers, except into an extern stage
          * (sort, LAPACK, a loop), which reads a buffer: there it gets one */
         if (red.name() != L.funcs[i].name() && extern_input[i])
-          schedule_root(L.funcs[i], n, sizes_of(g), vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i));
+          schedule_root(L.funcs[i], n, sizes_of(g), vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i), run_total(L, i));
       }
       break;
     default:
-      if (hl_graph_sized(g) && n.type.ndim >= 2 && reads_across(L, root, i, across))
+      /* (tiles serve any extents: a polymorphic program's transposes are tiled too, parallel where
+       * the traced sizes were large) */
+      if (!g->dynamic && n.type.ndim >= 2 && reads_across(L, root, i, across))
         schedule_tiled(L.funcs[i], n.type.ndim, vec, hl_shape_size(n.type.ndim, n.type.shape) >= kParallelMinElems);
       else
-        schedule_root(L.funcs[i], n, sizes_of(g), vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i));
+        schedule_root(L.funcs[i], n, sizes_of(g), vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i), run_total(L, i));
       break;
     }
   }
@@ -487,10 +496,10 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     int vec = t.natural_vector_size(hl_compute_type(n.type.dtype));
     bool parallel = hl_shape_size(n.type.ndim, n.type.shape) >= kParallelMinElems;
     if (L.outputs[k].is_extern()) continue;   /* a transpose of a parameter (hl_transpose.c) */
-    if (hl_graph_sized(g) && n.type.ndim >= 2 && !root[i] && reads_across(L, root, i, across))
+    if (!g->dynamic && n.type.ndim >= 2 && !root[i] && reads_across(L, root, i, across))
       schedule_tiled(L.outputs[k], n.type.ndim, vec, parallel);
     else
-      schedule_root(L.outputs[k], n, sizes_of(g), vec, false, L.outputs[k], 0, true);
+      schedule_root(L.outputs[k], n, sizes_of(g), vec, false, L.outputs[k], 0, true, run_total(L, i));
   }
 }
 
