@@ -112,9 +112,10 @@ function M.train(script, opts, params, logits, data)
     local new_p, new_state = opt.update(g, state, p)
     return new_p, new_state, l
   end, {name = "train_step"})
+  -- (one program for the training and the test set: the number of images is a dynamic axis)
   local accuracy = hl.jit(function(p, x, c)
     return hl.mean(hl.eq(hl.argmax(logits(p, x), 2), c):astype("float32"))
-  end, {name = "accuracy"})
+  end, {name = "accuracy", dynamic_axes = {{}, {1}, {1}}})
 
   -- an epoch visits the training set in a fresh random order, in whole batches
   local function shuffled_batches(epoch)

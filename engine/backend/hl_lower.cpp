@@ -136,6 +136,11 @@ struct Lowerer {
     return L.params[n.attrs.i[0]].dim(n.type.ndim - 1 - a).extent();
   }
 
+  /* The traced extent of node i's axis a, as a polymorphic program's expression: where the
+   * lowering takes a node's size as it was traced (in eager kernels too, whose extents are
+   * read from buffers only for their parameters) */
+  Expr traced_extent(int i, int a) const { return g->sym ? extent(i, a) : Expr((int)node(i).type.shape[a]); }
+
   /* symbol j of a polymorphic program: its parameter's extent along its axis */
   Expr symbol(int j) const {
     const ImageParam &p = L.params[g->sym->param[j]];
@@ -646,13 +651,13 @@ struct Lowerer {
       int src = input(n, 0);
       int rs = node(src).type.ndim;
       int what = n.prim == HL_P_QR ? HL_DECOMP_QR : n.prim == HL_P_SVD ? HL_DECOMP_SVD : n.prim == HL_P_EIGH ? HL_DECOMP_EIGH : HL_DECOMP_SLOGDET;
-      std::vector<ExternFuncArgument> args = {host_operand(src), Expr(what), Expr((int)n.attrs.i[0]), extent(src, rs - 2),
-                                              extent(src, rs - 1)};
+      std::vector<ExternFuncArgument> args = {host_operand(src), Expr(what), Expr((int)n.attrs.i[0]),
+                                              traced_extent(src, rs - 2), traced_extent(src, rs - 1)};
       L.funcs[i].define_extern("hl_stage_linalg_decomp", args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C,
                                DeviceAPI::Host);
       return;
     }
-    Expr order = extent(i, n.type.ndim - 2);
+    Expr order = traced_extent(i, n.type.ndim - 2);
     std::vector<ExternFuncArgument> args;
     for (int k = 0; k < n.nin; k++) args.push_back(host_operand(input(n, k)));
     if (n.prim == HL_P_SOLVE_TRIANGULAR) args.push_back(Expr((int)n.attrs.i[0]));
@@ -666,7 +671,7 @@ struct Lowerer {
   void sort(int i) {
     const hl_node &n = node(i);
     int ax = (int)n.attrs.i[0], src = input(n, 0);
-    std::vector<ExternFuncArgument> args = {host_operand(src), Expr(n.type.ndim - 1 - ax), extent(i, ax),
+    std::vector<ExternFuncArgument> args = {host_operand(src), Expr(n.type.ndim - 1 - ax), traced_extent(i, ax),
                                             Expr(n.prim == HL_P_ARGSORT ? 1 : 0)};
     L.funcs[i].define_extern("hl_stage_sort", args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, DeviceAPI::Host);
   }
@@ -786,14 +791,14 @@ struct Lowerer {
       bool wide = hl_graph_sized(g) && hl_shape_size(r, n.type.shape) > INT32_MAX;
       auto num = [&](Expr x) { return wide ? cast(Int(64), x) : x; };
       Expr flat = num(0);
-      for (int a = 0; a < r; a++) flat = flat * num(extent(i, a)) + num(v[r - 1 - a]);
+      for (int a = 0; a < r; a++) flat = flat * num(traced_extent(i, a)) + num(v[r - 1 - a]);
       Expr inner = num(1);
       bool unit = true;
       for (int a = rin - 1; a >= 0; a--) {
         Expr c = unit ? flat : flat / inner;
-        c = a == 0 ? c : c % num(extent(src, a));
+        c = a == 0 ? c : c % num(traced_extent(src, a));
         ia[rin - 1 - a] = wide ? cast(Int(32), c) : c;   /* each axis itself is below 2^31 */
-        inner = inner * num(extent(src, a));
+        inner = inner * num(traced_extent(src, a));
         unit = unit && in.type.shape[a] == 1 && !(g->sym && hl_sym_find(g->sym, src, HL_SYM_SHAPE, a));
       }
       break;
@@ -813,7 +818,7 @@ struct Lowerer {
     for (int k = 0; k < n.nin; k++) {
       int s = input(n, k);
       if (node(s).type.shape[ax] == 0) continue;   /* (a polymorphic program's sizes are never 0 where traced) */
-      Expr len = extent(s, ax);
+      Expr len = traced_extent(s, ax);
       std::vector<Expr> a = args;
       /* clamped so that every branch of the select reads in bounds */
       a[hd] = clamp(Expr(v[hd]) - end, 0, max(len - 1, 0));

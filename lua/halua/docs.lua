@@ -581,7 +581,15 @@ E("jit", "hl.jit(f [, opts]) -> jitted function",
   "opts.static_argnums = {2} makes argument 2 static (any Lua value, part of the signature); " ..
   "opts.device = \"cuda\" compiles for the GPU; opts.name names it in logs; opts.schedule = \"auto\" " ..
   "uses Halide's autoscheduler; opts.donate_argnums is accepted as JAX takes it (halua never " ..
-  "overwrites an input, so it only says the caller is done with the array). Any other key is an " ..
+  "overwrites an input, so it only says the caller is done with the array). " ..
+  "opts.dynamic_axes = {1} compiles one program for every size of axis 1 of each array argument " ..
+  "(every pytree leaf); {{1}, {}, {1, 2}} names them per argument. Inside f, x.shape holds sizes " ..
+  "there: they print as b, c, ..., compute with + - * / (exact), d:floordiv(k) and %, serve as " ..
+  "sizes (reshape, zeros, full, arange, broadcast_to, slices, mean's divisor, split), and a " ..
+  "comparison that differs between sizes is an error (so is d:value()). Equal sizes at a call are " ..
+  "one size; sizes that meet in an op must be equal. Programs that cannot serve every size " ..
+  "(cumsum along the axis, compiled loops carrying it, FFT, complex, CUDA) are compiled per size, " ..
+  "and HALUA_LOG_COMPILES says why (docs/dynamic_axes.md). Any other key is an " ..
   "error, and so is a static argument number past the arguments a call passes. jf:lower(...) gives the " ..
   "compiled form: :ir() (the traced program), :stmt() (Halide's loop nest), :compile_ms(), and " ..
   "for cuda :ptx() (the kernels) and :loop_ptx() (a list: those of its compiled loops). " ..
@@ -589,7 +597,9 @@ E("jit", "hl.jit(f [, opts]) -> jitted function",
   [[local f = hl.jit(function(x, y) return hl.tanh(x * y + 1):sum(1) end)
 local a = hl.ones({2, 3})
 print(f(a, a), f)
-print(f:lower(a, a):ir())]])
+print(f:lower(a, a):ir())
+local g = hl.jit(function(x) return hl.sum(x, 1) / x.shape[1] end, {dynamic_axes = {1}})
+print(g(hl.ones({5, 2})), g(hl.ones({7, 2})))   -- one compile for both sizes]])
 E("trace", "hl.trace(f, ...) -> program",
   "The program hl.jit traces for f on these arguments, printable as text (like a jaxpr); f may be " ..
   "a plain or a jitted function. Nothing runs.",

@@ -400,9 +400,17 @@ return function(hl, core, shared)
 
   -- in the shell a jitted function shows its name and how many signatures it has traced
   function jit_mt:__tostring()
-    local n = 0
-    for _ in pairs(self.cache) do n = n + 1 end
-    return string.format("<jit function %s: %d signature%s traced>", (self.name:gsub("^jit ", "")), n, n == 1 and "" or "s")
+    local n, programs, poly, served = 0, {}, 0, 0
+    for _, e in pairs(self.cache) do
+      n = n + 1
+      if e.polymorphic then
+        served = served + 1
+        if not programs[e] then programs[e], poly = true, poly + 1 end
+      end
+    end
+    local s = string.format("<jit function %s: %d signature%s traced", (self.name:gsub("^jit ", "")), n, n == 1 and "" or "s")
+    if poly > 0 then s = s .. string.format(", %d of them by %d polymorphic program%s", served, poly, poly == 1 and "" or "s") end
+    return s .. ">"
   end
 
   function jit_mt:__call(...)
@@ -540,7 +548,8 @@ return function(hl, core, shared)
         if type(list) ~= "table" then fail("jit: dynamic_axes%s must hold 1-based axis numbers, got a %s", what, type(list)) end
         for _, a in ipairs(list) do
           if type(a) ~= "number" or a < 1 or a ~= math.floor(a) then
-            fail("jit: dynamic_axes%s must hold 1-based axis numbers, got %s", what, tostring(a))
+            fail("jit: dynamic_axes%s must hold 1-based axis numbers, got %s", what,
+                 type(a) == "number" and tostring(a) or ("a " .. type(a)))
           end
         end
         return list

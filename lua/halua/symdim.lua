@@ -153,16 +153,6 @@ local function divide(x, k, floor)
 end
 
 -- Comparisons: true or false where every size (each symbol at least 1) gives that answer
-local function bounds(e)
-  -- the least value of e over sizes >= 1, and whether it grows without bound (or falls)
-  local lo, up, down = e.c, false, false
-  for _, a in pairs(e.a) do
-    lo = lo + a
-    if a > 0 then up = true else down = true end
-  end
-  return lo, up, down
-end
-
 local function undecided(x, op, y)
   local what = {}
   for j = 1, #ctx.names do what[#what + 1] = ctx.names[j] .. " (" .. ctx.origin[j] .. ")" end
@@ -171,19 +161,17 @@ local function undecided(x, op, y)
        "hl.where", show(x), op, show(y), #what > 1 and "s" or "", table.concat(what, ", "))
 end
 
--- sign of x - y: -1, 0, 1, or nil when sizes differ in it
-local function compare(x, y)
+-- the least and greatest value of x - y over every size (nil for an opaque size)
+local function range(x, y)
   local d = add(x, y, -1)
-  if type(d) == "number" then return d < 0 and -1 or d > 0 and 1 or 0 end
+  if type(d) == "number" then return d, d end
   local e = affine(d)
   if not e then return nil end
-  local lo, up, down = bounds(e)
-  if not down and lo > 0 then return 1 end
-  if not up then
-    -- every coefficient negative: the greatest value is at sizes 1
-    if lo < 0 then return -1 end
+  local lo, hi = e.c, e.c
+  for _, a in pairs(e.a) do
+    if a > 0 then lo, hi = lo and lo + a, nil else hi, lo = hi and hi + a, nil end
   end
-  return nil
+  return lo or -math.huge, hi or math.huge
 end
 
 local mt = {}
@@ -205,21 +193,24 @@ function mt.__unm(x) return mul(x, -1) end
 function mt.__pow() fail("jit: a dynamic size raised to a power is not a size the program can keep") end
 function mt.__eq(x, y)
   if not (type(x) == "number" or is_sym(x)) or not (type(y) == "number" or is_sym(y)) then return false end
-  local s = compare(x, y)
-  if s == nil then undecided(x, "==", y) end
-  return s == 0
+  local lo, hi = range(x, y)
+  if lo and lo == 0 and hi == 0 then return true end
+  if lo and (lo > 0 or hi < 0) then return false end
+  undecided(x, "==", y)
 end
 function mt.__lt(x, y)
   check_operand(x, "<"); check_operand(y, "<")
-  local s = compare(x, y)
-  if s == nil then undecided(x, "<", y) end
-  return s < 0
+  local lo, hi = range(x, y)
+  if lo and hi < 0 then return true end
+  if lo and lo >= 0 then return false end
+  undecided(x, "<", y)
 end
 function mt.__le(x, y)
   check_operand(x, "<="); check_operand(y, "<=")
-  local s = compare(x, y)
-  if s == nil then undecided(x, "<=", y) end
-  return s <= 0
+  local lo, hi = range(x, y)
+  if lo and hi <= 0 then return true end
+  if lo and lo > 0 then return false end
+  undecided(x, "<=", y)
 end
 function mt.__tostring(x) return text(expr_of(x)) end
 function mt.__concat(x, y)
@@ -231,7 +222,8 @@ function mt.__call() fail("jit: a dynamic size is not a function") end
 function mt.__index.floordiv(x, k) return divide(x, k, true) end
 -- d:value() is refused with the way out: the value is not known while tracing
 function mt.__index.value(x)
-  undecided(x, "as a Lua number:", "its value")
+  fail("jit: the value of the dynamic size %s is not known while tracing (every size shares one program): mark the " ..
+       "argument static (static_argnums) or leave that axis out of dynamic_axes to compute with it in Lua", show(x))
 end
 Sym = ffi.metatype("halua_symdim", mt)
 

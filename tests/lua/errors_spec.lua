@@ -212,7 +212,7 @@ describe("errors", function()
   end)
   it("jit's options: unknown keys and argument numbers out of range", function()
     local id = function(x) return x end
-    fails("^halua: jit: unknown option 'statc_argnums' %(the options are static_argnums, donate_argnums, device, schedule, name%)",
+    fails("^halua: jit: unknown option 'statc_argnums' %(the options are static_argnums, donate_argnums, device, schedule, name, dynamic_axes%)",
           hl.jit, id, {statc_argnums = 1})
     fails("^halua: jit: options must be a table", hl.jit, id, 3)
     fails("^halua: jit: static_argnums must hold 1%-based argument numbers", hl.jit, id, {static_argnums = {0}})
