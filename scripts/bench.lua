@@ -336,6 +336,47 @@ do
   res.fft_c64_batched_ms = best_of(function() return hl.fft.fft(zb) end, 3, 3) * 1e3
 end
 
+-- hl.jit's dynamic_axes (docs/dynamic_axes.md): the MLP train step with its batch axis dynamic
+-- against the same step specialised to batch 256, and a fused chain over 2^24, alternated in one
+-- run (each the best of three rounds); and the MLP's forward pass called with every batch size
+-- from 1 to 256, counting the pipelines compiled
+do
+  local params, batch, labels = mlp_setup("cpu")
+  local function loss(p, xb, yb)
+    local h = hl.maximum(hl.matmul(xb, p.w1) + p.b1, 0)
+    h = hl.maximum(hl.matmul(h, p.w2) + p.b2, 0)
+    return -(hl.nn.log_softmax(hl.matmul(h, p.w3) + p.b3, -1) * yb):sum() / xb.shape[1]
+  end
+  local function step(p, xb, yb)
+    local l, g = hl.value_and_grad(loss)(p, xb, yb)
+    local q = {}
+    for k, v in pairs(p) do q[k] = v - 0.01 * g[k] end
+    return l, q
+  end
+  local fixed, dyn = hl.jit(step), hl.jit(step, {dynamic_axes = {{}, {1}, {1}}})
+  local f1, f2 = hl.jit(function(u, v, w) return hl.tanh(u * v + w) end), hl.jit(function(u, v, w) return hl.tanh(u * v + w) end, {dynamic_axes = {1}})
+  local ts, td, tf1, tf2 = math.huge, math.huge, math.huge, math.huge
+  for _ = 1, 3 do
+    ts = math.min(ts, best_of(function() return fixed(params, batch, labels) end, 3, 3))
+    td = math.min(td, best_of(function() return dyn(params, batch, labels) end, 3, 3))
+    tf1 = math.min(tf1, best_of(function() return f1(x, y, z) end, 3, 3))
+    tf2 = math.min(tf2, best_of(function() return f2(x, y, z) end, 3, 3))
+  end
+  res.dyn_mlp_sgd_ms, res.dyn_mlp_sgd_ratio = td * 1e3, td / ts
+  res.dyn_fused_ratio = tf2 / tf1
+  local forward = hl.jit(function(p, xb)
+    local h = hl.maximum(hl.matmul(xb, p.w1) + p.b1, 0)
+    h = hl.maximum(hl.matmul(h, p.w2) + p.b2, 0)
+    return hl.matmul(h, p.w3) + p.b3
+  end, {dynamic_axes = {{}, {1}}})
+  local rows = {}
+  for k = 1, 256 do rows[k] = batch[{{1, k}}] end   -- (views: nothing compiles for them)
+  hl.matmul(rows[2], params.w1)   -- (the engine's matmul kernel, which the program calls, compiled first)
+  local misses = hl.cache_info().misses
+  for k = 1, 256 do forward(params, rows[k]) end
+  res.dyn_forward_compiles = hl.cache_info().misses - misses
+end
+
 -- samples/heat.lua: a jitted fori_loop compiles its body once, so its compile time is flat in the
 -- number of steps; the run against the same loop written in NumPy
 package.path = root .. "/samples/?.lua;" .. package.path
@@ -406,6 +447,10 @@ print_table({
   {"solve256_ms", "linalg.solve 256x256 float64, one right-hand side (ms)", "lower"},
   {"solve_batched_ms", "linalg.solve 64 x (32x32) float64, batched (ms)", "lower"},
   {"scatter_add_ms", "x:at(idx):add(u), 10^6 float32 updates into 2^16 bins, jit (ms)", "lower"},
+  {"dyn_mlp_sgd_ms", "MLP train step with dynamic_axes (batch axis), batch 256, jit (ms)", "lower"},
+  {"dyn_mlp_sgd_ratio", "its run time / the step specialised to 256, same run (target <= 1.10)", "lower"},
+  {"dyn_fused_ratio", "tanh(a*b+c), 2^24 float32, dynamic_axes / specialised (target <= 1.05)", "lower"},
+  {"dyn_forward_compiles", "MLP forward called with batch sizes 1..256, dynamic_axes: pipelines compiled", "lower"},
 
   {"fft_c64_1024_ms", "fft.fft complex64, n = 2^10 (ms)", "lower"},
   {"fft_c64_65536_ms", "fft.fft complex64, n = 2^16 (ms)", "lower"},
