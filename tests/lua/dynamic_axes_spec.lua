@@ -536,7 +536,9 @@ describe("dynamic_axes: grad, value_and_grad, vmap and hl.nn", function()
   -- FAULT (the next five fail today; values are right, each size compiles): an elementwise op
   -- broadcasts a concrete operand to the tracer's shape before capturing it
   -- (engine/runtime/hl_frontend.c, hl_op_elemwise), so the capture's shape follows the dynamic
-  -- size. one_hot (positions 1..n against [b,1] labels), vmap, a closed-over bias all meet it.
+  -- size: one_hot (positions 1..n against [b,1] labels), a closed-over bias, vmap's body with a
+  -- closed-over array meet it; vmap of r * 2 + 1 fails with the same "constant 1 ... differs"
+  -- message, most likely the same way (not traced further).
   it("hl.nn.cross_entropy with integer labels: right values, one compile", function()
     local f = function(p, x, y) return hl.nn.cross_entropy(mlp(p, x), y) end
     local function labels(n) return (hl.arange(n) % 3 + 1):astype("int32") end
