@@ -1,0 +1,704 @@
+-- hl.jit(f, {dynamic_axes = ...}): one program for every size of the named axes. Every result of
+-- a polymorphic function is compared with the same function run eagerly (or jitted without
+-- dynamic_axes) at several sizes, 1, 2, odd, even and 1000 among them; "one compile" is counted
+-- with hl.cache_info().misses around the jitted calls only (inputs are made beforehand, since
+-- eager ops compile kernels of their own); what HALUA_LOG_COMPILES says and the disk cache are
+-- checked in child processes.
+local hl = require "halua"
+
+local root = debug.getinfo(1, "S").source:match("^@(.*/)tests/lua/") or "./"
+
+-- ---- helpers ----
+
+local function J(f, axes, opts)
+  opts = opts or {}
+  opts.dynamic_axes = axes
+  return hl.jit(f, opts)
+end
+
+-- the message of the error fn raises (fails the test when it raises none)
+local function err(fn, ...)
+  local ok, e = pcall(fn, ...)
+  assert(not ok, "expected an error, got none")
+  return tostring(e)
+end
+
+local function has(msg, words)
+  assert(msg:find(words, 1, true), "expected the message to contain:\n  " .. words .. "\ngot:\n  " .. msg)
+end
+
+-- deterministic inputs: sin of a ramp, of shape {n, m, ...}
+local function data(shape, phase)
+  local size = 1
+  for _, d in ipairs(shape) do size = size * d end
+  return hl.reshape(hl.sin(hl.arange(size):astype("float32") * 0.37 + (phase or 0)), shape)
+end
+
+local function flat(a)
+  if a.size == 0 then return {} end
+  return hl.reshape(a, {a.size}):astype("float64"):totable()
+end
+
+-- a and b (arrays or trees of them) have one shape and values within tol
+local function close(a, b, tol, where)
+  tol = tol or 1e-5
+  where = where or ""
+  if type(a) == "table" and not hl.core.is_array(a) then
+    assert(type(b) == "table" and not hl.core.is_array(b), where .. ": a table against a " .. type(b))
+    for k, v in pairs(b) do close(a[k], v, tol, where .. "." .. tostring(k)) end
+    for k in pairs(a) do assert(b[k] ~= nil, where .. ": extra key " .. tostring(k)) end
+    return
+  end
+  assert(hl.core.is_array(a) and hl.core.is_array(b), where .. ": expected two arrays")
+  assert.are.equal(table.concat(b.shape, ","), table.concat(a.shape, ","), where .. ": shape")
+  assert.are.equal(b.dtype, a.dtype, where .. ": dtype")
+  local x, y = flat(a), flat(b)
+  for i = 1, #y do
+    local d = math.abs(x[i] - y[i])
+    if not (d <= tol * (1 + math.abs(y[i])) or (x[i] ~= x[i] and y[i] ~= y[i])) then
+      error(string.format("%s: element %d is %.9g, expected %.9g", where, i, x[i], y[i]), 2)
+    end
+  end
+end
+
+-- f, and a function giving how many times it has been called (traced, under hl.jit)
+local function counted(f)
+  local n = 0
+  return function(...) n = n + 1; return f(...) end, function() return n end
+end
+
+-- the programs compiled (or loaded: cache misses) and the traces of `calls` (a counter from
+-- counted) while fn runs: 0 when the calls fn makes were served by a program made before. (Both:
+-- a call specialised to its size may find an identical program in the cache, made for another
+-- function, and a polymorphic call traces nothing.)
+local function misses(fn, calls)
+  local m, c = hl.cache_info().misses, calls and calls() or 0
+  fn()
+  return hl.cache_info().misses - m + (calls and calls() - c or 0)
+end
+
+-- f with dynamic_axes against f run eagerly, at each size n of `sizes` (inputs made by
+-- make(n)); returns the number of programs the polymorphic calls after the first compiled (0:
+-- one compile served them all; the first call may take more than one, as a program may run a
+-- kernel of its own, a matmul say)
+local function against_eager(f, axes, sizes, make, tol)
+  local fc, calls = counted(f)
+  local pf = J(fc, axes)
+  local inputs = {}
+  for i, n in ipairs(sizes) do inputs[i] = {make(n)} end
+  local got = {}
+  got[1] = {pf(unpack(inputs[1]))}
+  local m = misses(function()
+    for i = 2, #sizes do got[i] = {pf(unpack(inputs[i]))} end
+  end, calls)
+  for i, n in ipairs(sizes) do
+    local want = {f(unpack(inputs[i]))}
+    assert.are.equal(#want, #got[i])
+    for r = 1, #want do close(got[i][r], want[r], tol, "size " .. n .. " result " .. r) end
+  end
+  return m
+end
+
+-- ---- child processes (HALUA_LOG_COMPILES, the disk cache) ----
+
+local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+local function slurp(path)
+  local f = io.open(path, "rb")
+  if not f then return "" end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+-- runs script (Lua text) in a fresh luajit with env set; its stdout, stderr and exit status, and
+-- the table it printed after "RESULT "
+local function child(script, env)
+  local base = os.tmpname()
+  local f = assert(io.open(base .. ".lua", "w"))
+  f:write(script)
+  f:close()
+  local set = {}
+  for k, v in pairs(env) do set[#set + 1] = k .. "=" .. q(v) end
+  os.execute(string.format("(cd %s && env -u HALUA_DEVICE -u HALUA_QUIET %s luajit %s > %s 2> %s; echo $? > %s)", q(root),
+    table.concat(set, " "), q(base .. ".lua"), q(base .. ".out"), q(base .. ".err"), q(base .. ".rc")))
+  local r = {out = slurp(base .. ".out"), err = slurp(base .. ".err"), rc = tonumber(slurp(base .. ".rc"):match("%d+"))}
+  for _, ext in ipairs {"", ".lua", ".out", ".err", ".rc"} do os.remove(base .. ext) end
+  local chunk = r.out:match("RESULT (.*)$")
+  r.result = chunk and loadstring(chunk)()
+  r.text = "exit status " .. tostring(r.rc) .. "\n--- stdout:\n" .. r.out .. "--- stderr:\n" .. r.err
+  assert(r.rc == 0 and type(r.result) == "table", "the child failed:\n" .. r.text)
+  return r
+end
+
+local function count_lines(text, words)
+  local n = 0
+  for l in (text .. "\n"):gmatch("(.-)\n") do
+    if l:find(words, 1, true) then n = n + 1 end
+  end
+  return n
+end
+
+-- an MLP: params of static shape, a batch axis that is dynamic
+local function mlp_params(nin, nhid, nout)
+  return {w1 = data({nin, nhid}, 0.1) * 0.5, b1 = data({nhid}, 0.2) * 0.1,
+          w2 = data({nhid, nout}, 0.3) * 0.5, b2 = data({nout}, 0.4) * 0.1}
+end
+local function mlp(p, x) return hl.matmul(hl.tanh(hl.matmul(x, p.w1) + p.b1), p.w2) + p.b2 end
+-- softmax cross-entropy against one-hot targets, the mean over the batch
+local function mlp_loss(p, x, y) return -hl.mean(hl.sum(hl.nn.log_softmax(mlp(p, x)) * y, 2)) end
+-- one-hot rows (class (i mod k) + 1 for row i), made eagerly
+local function onehot(n, k)
+  local rows = {}
+  for i = 1, n do
+    local r = {}
+    for j = 1, k do r[j] = (j == (i - 1) % k + 1) and 1 or 0 end
+    rows[i] = r
+  end
+  return hl.array(rows, "float32")
+end
+
+-- ==================================================================================
+
+describe("dynamic_axes: option validation", function()
+  local id = function(x) return x end
+  it("refuses what is not a list of axes or of per-argument lists", function()
+    has(err(hl.jit, id, {dynamic_axes = 1}),
+        "halua: jit: dynamic_axes must be a list of axes such as {1}, or one list per argument such as {{1}, {}}, got a number")
+    has(err(hl.jit, id, {dynamic_axes = "a"}),
+        "halua: jit: dynamic_axes must be a list of axes such as {1}, or one list per argument such as {{1}, {}}, got a string")
+    has(err(hl.jit, id, {dynamic_axes = {0}}), "halua: jit: dynamic_axes must hold 1-based axis numbers, got 0")
+    has(err(hl.jit, id, {dynamic_axes = {1.5}}), "halua: jit: dynamic_axes must hold 1-based axis numbers, got 1.5")
+    has(err(hl.jit, id, {dynamic_axes = {-1}}), "halua: jit: dynamic_axes must hold 1-based axis numbers, got -1")
+    has(err(hl.jit, id, {dynamic_axes = {{"a"}}}), "halua: jit: dynamic_axes of argument 1 must hold 1-based axis numbers, got a")
+    has(err(hl.jit, id, {dynamic_axes = {{1}, true}}),
+        "halua: jit: dynamic_axes mixes axis numbers and per-argument lists; give {1} (every argument) or {{1}, {}, {2}} (one list per argument)")
+    has(err(hl.jit, id, {dynamic_axes = {1, {2}}}),
+        "halua: jit: dynamic_axes mixes axis numbers and per-argument lists; give {1} (every argument) or {{1}, {}, {2}} (one list per argument)")
+    has(err(hl.jit, id, {dynamic_axes = {{1}, foo = {1}}}), "halua: jit: dynamic_axes must be a list, got key foo")
+    has(err(hl.jit, id, {dynamic_axis = {1}}), "halua: jit: unknown option 'dynamic_axis'")
+  end)
+
+  it("refuses axes of a static argument", function()
+    has(err(hl.jit, function(x, n) return x * n end, {static_argnums = {2}, dynamic_axes = {{1}, {1}}}),
+        "halua: jit: dynamic_axes names axes of argument 2, which is static")
+    -- an empty list for the static argument is fine, and so is {1} for every array argument
+    local f = hl.jit(function(x, n) return x * n end, {static_argnums = {2}, dynamic_axes = {{1}, {}}})
+    close(f(hl.ones({3, 2}), 4), hl.full({3, 2}, 4))
+    local g = hl.jit(function(x, n) return x * n end, {static_argnums = {2}, dynamic_axes = {1}})
+    close(g(hl.ones({5, 2}), 3), hl.full({5, 2}, 3))
+  end)
+
+  it("refuses an axis past an argument's rank, at the call", function()
+    local f = J(function(x) return x end, {3})
+    has(err(f, hl.ones({2, 3})), "halua: jit: dynamic_axes names axis 3 of argument 1, which has 2 axes")
+    local g = J(function(x, y) return x:sum() + y:sum() end, {{1}, {2}})
+    has(err(g, hl.ones({2, 3}), hl.ones({3})), "halua: jit: dynamic_axes names axis 2 of argument 2, which has 1 axes")
+    local h = J(function(t) return t.a end, {{2}})
+    has(err(h, {a = hl.ones({2})}), "halua: jit: dynamic_axes names axis 2 of argument 1 (leaf 1), which has 1 axes")
+  end)
+
+  it("makes every leaf of a pytree argument dynamic", function()
+    local seen
+    local fc, calls = counted(function(t) seen = tostring(t.a.shape[1]) .. "," .. tostring(t.b.shape[1]); return t.a * 2 + hl.sum(t.b) end)
+    local f = J(fc, {1})
+    local ins = {{a = data({3, 2}), b = data({3}, 1)}, {a = data({7, 2}), b = data({7}, 1)}}
+    local got = {f(ins[1])}
+    local m = misses(function() got[2] = f(ins[2]) end, calls)
+    assert.are.equal("b,b", seen)
+    assert.are.equal(0, m)
+    for i, t in ipairs(ins) do close(got[i], t.a * 2 + hl.sum(t.b)) end
+  end)
+end)
+
+describe("dynamic_axes: unification and conflicts", function()
+  it("gives equal sizes one symbol, and one program serves every equal size", function()
+    local names
+    -- (the first trace's names: the eager reference runs f too)
+    local f = function(x, y) names = names or (tostring(x.shape[1]) .. " " .. tostring(y.shape[1])); return x * y + x end
+    local m = against_eager(f, {1}, {1, 2, 5, 8, 1000}, function(n) return data({n, 4}), data({n, 4}, 0.5) end)
+    assert.are.equal("b b", names)
+    assert.are.equal(0, m)
+  end)
+
+  it("gives different sizes different symbols where they do not meet", function()
+    local names
+    local f = function(x, y) names = tostring(x.shape[1]) .. " " .. tostring(y.shape[1]); return hl.sum(x, 1) + hl.sum(y, 1) end
+    local fc, calls = counted(f)
+    local pf = J(fc, {1})
+    local a, b, c, d = data({3, 4}), data({5, 4}, 1), data({8, 4}), data({2, 4}, 1)
+    local r1, r2 = pf(a, b), nil
+    local m = misses(function() r2 = pf(c, d) end, calls)
+    assert.are.equal("b c", names)
+    assert.are.equal(0, m)
+    close(r1, f(a, b))
+    close(r2, f(c, d))
+    -- (equal sizes now are a new signature: one symbol for both)
+    local r3 = pf(c, c)
+    assert.are.equal("b b", names)
+    close(r3, f(c, c))
+  end)
+
+  it("says which sizes conflict in an elementwise op", function()
+    local f = J(function(x, y) return x + y end, {1})
+    close(f(hl.ones({3, 4}), hl.ones({3, 4})), hl.full({3, 4}, 2))
+    local msg = err(f, hl.ones({3, 4}), hl.ones({5, 4}))
+    has(msg, "halua: add: cannot broadcast shapes [b,4] and [c,4] (under dynamic_axes, b = axis 1 of x, c = axis 1 of y; " ..
+             "sizes that meet in an operation must be one size: pass equal sizes there, or leave one of them out of dynamic_axes)")
+  end)
+
+  it("says which sizes conflict in a matmul, and unifies its contraction", function()
+    local f = function(x, w) return hl.matmul(hl.transpose(x), w) end
+    assert.are.equal(0, against_eager(f, {1}, {1, 3, 6, 1000}, function(n) return data({n, 4}), data({n, 2}, 1) end, 1e-4))
+    local msg = err(J(f, {1}), hl.ones({3, 4}), hl.ones({5, 2}))
+    has(msg, "halua: matmul: inner dimensions of [4,b] and [c,2] differ (b vs c) (under dynamic_axes, b = axis 1 of x, c = axis 1 of w;")
+  end)
+
+  it("refuses a fifth different size by compiling per size, with right values", function()
+    local f = function(a, b, c, d, e) return hl.sum(a) + hl.sum(b) + hl.sum(c) + hl.sum(d) + hl.sum(e) end
+    local pf = J(f, {1})
+    local ins = {data({1}), data({2}), data({3}), data({4}), data({5})}
+    close(pf(unpack(ins)), f(unpack(ins)))
+    -- four sizes are four symbols, one program
+    local seen
+    local g = J(function(a, b, c, d) seen = tostring(a.shape[1] + b.shape[1] + c.shape[1] + d.shape[1]); return a:sum() + b:sum() + c:sum() + d:sum() end, {1})
+    local r = g(ins[1], ins[2], ins[3], ins[4])
+    assert.are.equal("b + c + d + e", seen)
+    close(r, f(ins[1], ins[2], ins[3], ins[4], hl.zeros({1})))
+  end)
+end)
+
+describe("dynamic_axes: sizes inside the traced function", function()
+  it("print as expressions of the symbols", function()
+    local t
+    local f = J(function(x)
+      local b = x.shape[1]
+      t = {tostring(b), tostring(2 * b + 1), tostring(b - 1), tostring(b / 2), tostring(x.shape[1] + x.shape[1]),
+           tostring(x.size), tostring(-b), tostring(3 - b), tostring(b * 3 - 2), tostring((4 * b + 2) / 2),
+           tostring(b:floordiv(2)), tostring((2 * b + 1):floordiv(2)), "n=" .. b, tostring(b * b), tostring(x.shape[2])}
+      return x * 2
+    end, {1})
+    close(f(data({4, 3})), data({4, 3}) * 2)
+    assert.are.same({"b", "2*b + 1", "b - 1", "b/2", "2*b", "3*b", "-b", "-b + 3", "3*b - 2", "2*b + 1", "b/2", "b", "n=b", "b*b", "3"}, t)
+  end)
+
+  it("compute to numbers when the symbol cancels", function()
+    local t
+    local f = J(function(x)
+      local b = x.shape[1]
+      t = {b - b, b * 0, (2 * b) / 2 - b, (2 * b + 1) % 2, b + 1 - b}
+      return x
+    end, {1})
+    f(data({6, 2}))
+    assert.are.same({0, 0, 0, 1, 1}, t)
+    for _, v in ipairs(t) do assert.are.equal("number", type(v)) end
+  end)
+
+  it("answer the comparisons every size answers alike", function()
+    local t
+    local f = J(function(x)
+      local b = x.shape[1]
+      t = {b == 0, b + 1 > b, b > 0, b < 0, b ~= 0, 2 * b > b, b == b, b <= b, b >= b, b <= 0, b < b + 1,
+           b == b + 1, b <= 2 * b, b ~= b + 1, b == "b"}
+      return x
+    end, {1})
+    f(data({4, 2}))
+    assert.are.same({false, true, true, false, true, true, true, true, true, false, true, false, true, true, false}, t)
+  end)
+
+  -- every size is at least 1, so these hold at every size (b >= 1 is true). FAULT (fails today):
+  -- symdim.lua's compare gives only a strict sign, so a difference whose extreme is 0 at size 1
+  -- (1 - b) is "undecided" and raises
+  it("answer comparisons whose bound is met at size 1 (b >= 1, b - 1 >= 0, b < 1)", function()
+    local t
+    local f = J(function(x)
+      local b = x.shape[1]
+      t = {b >= 1, 1 <= b, b - 1 >= 0, b + 1 >= 2, b < 1, 0 >= b}
+      return x
+    end, {1})
+    f(data({4, 2}))
+    assert.are.same({true, true, true, true, false, false}, t)
+  end)
+
+  it("refuse the comparisons sizes answer differently, naming the way out", function()
+    local tail = " depends on the dynamic size b (axis 1 of x): a Lua branch on a traced size would fix the program to one size; " ..
+                 "mark the argument static (static_argnums), leave that axis out of dynamic_axes, or choose with hl.cond or hl.where"
+    local cases = {
+      {function(b) return b > 3 end, "halua: jit: 3 < b" .. tail},
+      {function(b) return b == 1 end, "halua: jit: b == 1" .. tail},
+      {function(b) return b >= 2 end, "halua: jit: 2 <= b" .. tail},
+      {function(b) return b - 1 > 0 end, "halua: jit: 0 < b - 1" .. tail},
+      {function(b) return b <= 5 end, "halua: jit: b <= 5" .. tail},
+    }
+    for _, c in ipairs(cases) do
+      has(err(J(function(x) c[1](x.shape[1]); return x end, {1}), data({4, 2})), c[2])
+    end
+    -- a Lua `if` on a size, the common case
+    local f = J(function(x) if x.shape[1] > 3 then return x end return -x end, {1})
+    has(err(f, data({5, 2})), "halua: jit: 3 < b" .. tail)
+    -- two symbols: both are named
+    local g = J(function(x, y) if x.shape[1] < y.shape[1] then return hl.sum(x) end return hl.sum(y) end, {1})
+    has(err(g, data({2, 2}), data({3, 2})),
+        "halua: jit: b < c depends on the dynamic sizes b (axis 1 of x), c (axis 1 of y): a Lua branch on a traced size")
+  end)
+
+  -- FAULT (fails today): symdim.lua's value() passes the text "its value" to undecided, whose
+  -- show() takes it for a size and raises "used after the jitted function ... returned"
+  it("refuse d:value() with the way out", function()
+    local f = J(function(x) local n = x.shape[1]:value(); return x * n end, {1})
+    local msg = err(f, data({4, 2}))
+    has(msg, "depends on the dynamic size b (axis 1 of x)")
+    has(msg, "mark the argument static (static_argnums), leave that axis out of dynamic_axes, or choose with hl.cond or hl.where")
+  end)
+
+  it("refuse arithmetic that is not a size", function()
+    local function at(fn) return err(J(function(x) fn(x.shape[1]); return x end, {1}), data({4, 2})) end
+    has(at(function(b) return (b + 1) / 2 end), "is not a whole size (use floordiv)")
+    has(at(function(b) return b / b end), "halua: jit: a size divided by a dynamic size (b / b) is not a size the program can keep")
+    has(at(function(b) return b / 0 end), "halua: jit: a dynamic size divides by a positive whole number, got 0")
+    has(at(function(b) return b / 1.5 end), "halua: jit: a dynamic size divides by a positive whole number, got 1.5")
+    has(at(function(b) return b ^ 2 end), "halua: jit: a dynamic size raised to a power is not a size the program can keep")
+    has(at(function(b) return b + "a" end), "halua: jit: + of a dynamic size and a string (sizes compute with numbers and other sizes)")
+    has(at(function(b) return #b end), "halua: jit: # of a dynamic size (a size is not a table)")
+    has(at(function(b) return b() end), "halua: jit: a dynamic size is not a function")
+    has(at(function(b) return b % 0 end), "halua: jit: a dynamic size's % takes a positive whole number, got 0")
+  end)
+
+  it("refuse use after the trace, and being returned", function()
+    local saved
+    local f = J(function(x) saved = x.shape[1]; return x end, {1})
+    f(data({3, 2}))
+    has(err(tostring, saved), "halua: jit: a dynamic size was used after the jitted function that traced it returned; " ..
+                              "sizes of dynamic_axes exist only while the function is traced")
+    has(err(function() return saved + 1 end), "halua: jit: a dynamic size was used after the jitted function that traced it returned")
+    local g = J(function(x) return x, x.shape[1] end, {1})
+    has(err(g, data({3, 2})), "returns a dynamic size (result 2); return an array (hl.array of it is not a size either), " ..
+                               "or leave the axis out of dynamic_axes")
+  end)
+
+  it("floordiv and % serve the sizes their guard holds and specialise the rest", function()
+    -- (the eager reference sees numbers)
+    local function floordiv(d, k) return type(d) == "number" and math.floor(d / k) or d:floordiv(k) end
+    local f = function(x) local h = floordiv(x.shape[1], 2); return hl.reshape(x[{{1, h}}], {h * x.shape[2]}) end
+    against_eager(f, {1}, {2, 3, 4, 7, 1000}, function(n) return data({n, 3}) end)
+    local g = function(x) local r = x.shape[1] % 3; return x * (r + 1) end
+    against_eager(g, {1}, {1, 2, 3, 4, 5, 999}, function(n) return data({n, 2}) end)
+  end)
+end)
+
+describe("dynamic_axes: functions that take sizes", function()
+  local sizes = {1, 2, 5, 8, 1000}
+  local function rows(n) return data({n, 3}) end
+  local cases = {
+    {"reshape to {3*b}", function(x) return hl.reshape(x, {x.shape[1] * 3}) end},
+    {"reshape to {3, b}", function(x) return hl.reshape(x, {3, x.shape[1]}) end},
+    {"reshape with -1", function(x) return hl.reshape(x, {-1, x.shape[1]}) end},
+    {"zeros", function(x) return x + hl.zeros({x.shape[1], 3}) end},
+    {"ones", function(x) return hl.ones({x.shape[1], 3}) * 2 + x end},
+    {"full", function(x) return hl.full({x.shape[1] + 1}, 7) end},
+    {"full int32", function(x) return hl.full({2, 2 * x.shape[1]}, 3, "int32") end},
+    {"arange(b)", function(x) return hl.arange(x.shape[1]) end},
+    {"arange(1, b + 1)", function(x) return hl.arange(1, x.shape[1] + 1) end},
+    {"arange(b, 0, -1)", function(x) return hl.arange(x.shape[1], 0, -1) end},
+    {"arange float32", function(x) return hl.arange(x.shape[1], "float32") * x[{{}, 1}] end},
+    {"eye(b)", function(x) return hl.eye(x.shape[1]) end},
+    {"eye(b, 3)", function(x) return hl.eye(x.shape[1], 3) + x end},
+    {"broadcast_to", function(x) return hl.broadcast_to(x[{{}, 1}], {2, x.shape[1]}) end},
+    {"x / b", function(x) return x / x.shape[1] end},
+    -- (float32 rounding of x * 1001 - 1000 differs with the order of operations: 1e-4)
+    {"x * (b + 1) - b", function(x) return x * (x.shape[1] + 1) - x.shape[1] end, 1e-4},
+    {"mean", function(x) return hl.mean(x) end},
+    {"mean axis 1", function(x) return hl.mean(x, 1) end},
+    {"sum / x.size", function(x) return hl.sum(x) / x.size end},
+    {"slice to b", function(x) return x[{{1, x.shape[1]}}] end},
+  }
+  for _, c in ipairs(cases) do
+    it(c[1] .. ": right values at sizes 1, 2, 5, 8, 1000 from one compile", function()
+      assert.are.equal(0, against_eager(c[2], {1}, sizes, rows, c[3]))
+    end)
+  end
+
+  it("arange's known values", function()
+    local f = J(function(x) return hl.arange(2, x.shape[1] + 2) end, {1})
+    assert.are.same({2, 3, 4, 5, 6}, f(data({5, 1})):totable())
+    assert.are.same({2}, f(data({1, 1})):totable())
+    local e = J(function(x) return hl.eye(x.shape[1]) end, {1})(data({3, 1}))
+    assert.are.same({{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, e:totable())
+  end)
+
+  it("arange with a step of 3 (a floordiv of the span) at every size", function()
+    against_eager(function(x) return hl.arange(0, 2 * x.shape[1], 3) end, {1}, {1, 2, 3, 4, 6, 1000}, rows)
+    has(err(J(function(x) return hl.arange(0, x.shape[1], 0.5) end, {1}), rows(2)),
+        "halua: arange: with a dynamic size, step must be a non-zero whole number")
+  end)
+
+  -- FAULT (fails today): init.lua's arange tests `n < 0` on a size that is 0 at size 1, which
+  -- raises the comparison's "Lua branch" error before its own message
+  it("arange refuses a range that is empty at some sizes with its own error", function()
+    has(err(J(function(x) return hl.arange(x.shape[1], 1) end, {1}), rows(2)),
+        "halua: arange: the range b to 1 is empty at some sizes")
+  end)
+
+  it("slicing bounds: x[{{2, b - 1}}] from one compile where it is not empty, specialised where it is", function()
+    local f = function(x) return x[{{2, x.shape[1] - 1}}] end
+    assert.are.equal(0, against_eager(f, {1}, {3, 4, 7, 1000}, rows))
+    -- size 2 and 1 make an empty slice: not a size the program serves, so each is specialised
+    against_eager(f, {1}, {2, 1}, rows)
+    local g = function(x) return x[{{x.shape[1] - 1, x.shape[1]}, 2}] end
+    assert.are.equal(0, against_eager(g, {1}, {2, 5, 1000}, rows))
+  end)
+
+  it("split into equal parts from one compile at even sizes; split's own error at an odd one", function()
+    local f = function(x) local a, b = unpack(hl.split(x, 2)); return a - b * 2 end
+    assert.are.equal(0, against_eager(f, {1}, {2, 4, 8, 1000}, rows))
+    local pf = J(f, {1})
+    pf(rows(6))
+    has(err(pf, rows(3)), "halua: split: axis 1 of length 3 does not divide into 2 equal parts")
+    has(err(pf, rows(1)), "halua: split: axis 1 of length 1 does not divide into 2 equal parts")
+    close(pf(rows(10)), f(rows(10)))
+  end)
+
+  it("a second dynamic axis: sizes of both in one shape", function()
+    local f = function(x) return hl.reshape(x, {x.shape[1] * x.shape[2]}) + hl.mean(x) end
+    against_eager(f, {1, 2}, {1, 4, 9}, function(n) return data({n, n + 1}) end)
+    local g = function(x) return hl.zeros({x.shape[2], x.shape[1]}) + hl.transpose(x) end
+    assert.are.equal(0, against_eager(g, {1, 2}, {1, 3, 8}, function(n) return data({n, 2 * n + 1}) end))
+  end)
+end)
+
+describe("dynamic_axes: grad, value_and_grad, vmap and hl.nn", function()
+  local P = mlp_params(5, 8, 3)
+  local sizes = {1, 2, 7, 64, 1000}
+  local function batch(n) return P, data({n, 5}, 0.7), onehot(n, 3) end
+
+  it("value_and_grad of an MLP loss (params static shape, batch dynamic) matches the static jit, one compile", function()
+    local loss, calls = counted(mlp_loss)
+    local vg = hl.value_and_grad(loss)
+    local pf = J(vg, {{}, {1}, {1}})
+    local sf = hl.jit(vg)
+    local ins = {}
+    for i, n in ipairs(sizes) do ins[i] = {batch(n)} end
+    local got = {{pf(unpack(ins[1]))}}
+    local m = misses(function() for i = 2, #sizes do got[i] = {pf(unpack(ins[i]))} end end, calls)
+    assert.are.equal(0, m)
+    for i, n in ipairs(sizes) do
+      local v, g = sf(unpack(ins[i]))
+      close(got[i][1], v, 1e-5, "loss at " .. n)
+      close(got[i][2], g, 1e-4, "grad at " .. n)
+    end
+  end)
+
+  it("grad of the MLP loss against central finite differences", function()
+    local gf = J(hl.grad(mlp_loss), {{}, {1}, {1}})
+    local _, x, y = batch(7)
+    local g = gf(P, x, y)
+    local w = flat(P.w2)
+    local h = 1e-2
+    for _, k in ipairs {1, 7, 24} do
+      local function at(d)
+        local v = {}
+        for i, e in ipairs(w) do v[i] = e end
+        v[k] = v[k] + d
+        local p = {w1 = P.w1, b1 = P.b1, b2 = P.b2, w2 = hl.reshape(hl.array(v, "float64"), {8, 3})}
+        local pd = {}
+        for name, a in pairs(p) do pd[name] = a:astype("float64") end
+        return mlp_loss(pd, x:astype("float64"), y:astype("float64")):item()
+      end
+      local fd = (at(h) - at(-h)) / (2 * h)
+      local got = flat(g.w2)[k]
+      assert(math.abs(got - fd) <= 1e-3 * (1 + math.abs(fd)), string.format("d loss / d w2[%d]: %.7g, finite differences %.7g", k, got, fd))
+    end
+  end)
+
+  it("grad with respect to the dynamic batch input", function()
+    local inner, calls = counted(function(x, p) return hl.sum(hl.tanh(mlp(p, x)) ^ 2) / x.shape[1] end)
+    local f = hl.grad(inner)
+    local ref = hl.grad(function(x, p) return hl.sum(hl.tanh(mlp(p, x)) ^ 2) / x.shape[1] end)
+    local pf = J(f, {{1}, {}})
+    local ins = {}
+    for i, n in ipairs(sizes) do ins[i] = data({n, 5}, 0.2) end
+    local got = {pf(ins[1], P)}
+    local m = misses(function() for i = 2, #ins do got[i] = pf(ins[i], P) end end, calls)
+    assert.are.equal(0, m)
+    for i, x in ipairs(ins) do close(got[i], ref(x, P), 1e-4, "size " .. sizes[i]) end
+  end)
+
+  it("softmax, log_softmax and a mean over the batch, one compile each", function()
+    local f1 = function(p, x) return hl.nn.softmax(mlp(p, x)) end
+    local f2 = function(p, x) return hl.nn.log_softmax(mlp(p, x), 2) end
+    local f3 = function(p, x, y) return mlp_loss(p, x, y) end
+    local f4 = function(p, x) return hl.mean(hl.nn.relu(mlp(p, x)), 1) end
+    assert.are.equal(0, against_eager(f1, {{}, {1}}, sizes, function(n) return P, data({n, 5}) end))
+    assert.are.equal(0, against_eager(f2, {{}, {1}}, sizes, function(n) return P, data({n, 5}) end))
+    assert.are.equal(0, against_eager(f3, {{}, {1}, {1}}, sizes, batch))
+    assert.are.equal(0, against_eager(f4, {{}, {1}}, sizes, function(n) return P, data({n, 5}) end))
+  end)
+
+  -- FAULT (the next five fail today; values are right, each size compiles): an elementwise op
+  -- broadcasts a concrete operand to the tracer's shape before capturing it
+  -- (engine/runtime/hl_frontend.c, hl_op_elemwise), so the capture's shape follows the dynamic
+  -- size: one_hot (positions 1..n against [b,1] labels), a closed-over bias, vmap's body with a
+  -- closed-over array meet it; vmap of r * 2 + 1 fails with the same "constant 1 ... differs"
+  -- message, most likely the same way (not traced further).
+  it("hl.nn.cross_entropy with integer labels: right values, one compile", function()
+    local f = function(p, x, y) return hl.nn.cross_entropy(mlp(p, x), y) end
+    local function labels(n) return (hl.arange(n) % 3 + 1):astype("int32") end
+    assert.are.equal(0, against_eager(f, {{}, {1}, {1}}, sizes, function(n) return P, data({n, 5}), labels(n) end))
+  end)
+
+  it("vmap inside the polymorphic function (a reduction per row)", function()
+    local f = function(x) return hl.vmap(function(r) return hl.sum(r * r) + r[1] end)(x) end
+    assert.are.equal(0, against_eager(f, {1}, sizes, function(n) return data({n, 5}) end))
+  end)
+
+  it("vmap inside the polymorphic function (its body uses arrays the function captures)", function()
+    local g = function(x, p) return hl.vmap(function(r) return hl.sum(mlp(p, hl.reshape(r, {1, 5}))) end)(x) end
+    assert.are.equal(0, against_eager(g, {{1}, {}}, sizes, function(n) return data({n, 5}), P end, 1e-4))
+  end)
+
+  it("vmap inside the polymorphic function (its body uses an array the function closes over)", function()
+    local W = data({5, 3}, 0.9)
+    local f = function(x) return hl.vmap(function(r) return hl.sum(hl.matmul(hl.reshape(r, {1, 5}), W)) end)(x) end
+    assert.are.equal(0, against_eager(f, {1}, sizes, function(n) return data({n, 5}) end, 1e-4))
+  end)
+
+  it("vmap inside the polymorphic function (an elementwise op with a number)", function()
+    local f = function(x) return hl.vmap(function(r) return r * 2 + 1 end)(x) end
+    assert.are.equal(0, against_eager(f, {1}, sizes, function(n) return data({n, 5}) end))
+  end)
+
+  it("an array the function closes over, broadcast against the batch (a bias), keeps it polymorphic", function()
+    local bias = data({5}, 0.3)
+    local W = data({5, 4}, 0.6)
+    -- (a closed-over matrix in a matmul needs no broadcast: one program today)
+    assert.are.equal(0, against_eager(function(x) return hl.matmul(x, W) end, {1}, sizes,
+                                      function(n) return data({n, 5}) end, 1e-4))
+    assert.are.equal(0, against_eager(function(x) return x + bias end, {1}, sizes, function(n) return data({n, 5}) end))
+  end)
+
+  it("a constant array made inside the function keeps it polymorphic", function()
+    local f = function(x) return x + hl.array({1, 2, 3, 4, 5}, "float32") end
+    assert.are.equal(0, against_eager(f, {1}, sizes, function(n) return data({n, 5}) end))
+  end)
+
+  it("the polymorphic function under hl.vmap and hl.grad from outside", function()
+    local inner = J(function(x) return hl.sum(x * x) / x.shape[1] end, {1})
+    local xs = data({4, 6, 3})
+    close(hl.vmap(inner)(xs), hl.vmap(function(x) return hl.sum(x * x) / 6 end)(xs))
+    local x = data({5, 3})
+    close(hl.grad(inner)(x), x * (2 / 5))
+  end)
+end)
+
+describe("dynamic_axes: what is compiled per size instead", function()
+  it("cumsum along the dynamic axis gives right values at each size", function()
+    against_eager(function(x) return hl.cumsum(x, 1) end, {1}, {1, 2, 7, 1000}, function(n) return data({n, 3}) end)
+    -- along a static axis it stays one program
+    assert.are.equal(0, against_eager(function(x) return hl.cumsum(x, 2) end, {1}, {1, 2, 7, 1000},
+                                      function(n) return data({n, 3}) end))
+  end)
+
+  it("a fori_loop whose carry has the dynamic size gives right values at each size", function()
+    local f = function(x) return hl.fori_loop(1, 4, function(i, c) return c * 0.5 + x * i end, x) end
+    against_eager(f, {1}, {1, 2, 7, 1000}, function(n) return data({n, 3}) end)
+    local g = function(x) return hl.fori_loop(1, 3, function(i, c) return c + hl.sum(x) * i end, hl.zeros({x.shape[1]})) end
+    against_eager(g, {1}, {1, 2, 7}, function(n) return data({n, 3}) end)
+  end)
+
+  it("an empty batch (size 0) is specialised and works", function()
+    local f = function(x) return x * 2 + hl.mean(x, 1) end
+    against_eager(f, {1}, {0, 3, 0}, function(n) return data({n, 4}) end)
+    local g = J(function(x) return hl.sum(x, 1) end, {1})
+    assert.are.same({0, 0, 0, 0}, g(hl.zeros({0, 4})):totable())
+    close(g(data({5, 4})), hl.sum(data({5, 4}), 1))
+  end)
+end)
+
+describe("dynamic_axes: one compile across many sizes", function()
+  it("the MLP forward called with batch sizes 1..256 compiles once", function()
+    local P = mlp_params(16, 32, 10)
+    local fc, calls = counted(mlp)
+    local f = J(fc, {{}, {1}})
+    local xs = {}
+    for n = 1, 256 do xs[n] = data({n, 16}, n * 0.01) end
+    local got = {f(P, xs[1])}
+    local m = misses(function() for n = 2, 256 do got[n] = f(P, xs[n]) end end, calls)
+    assert.are.equal(0, m)
+    local sf = hl.jit(mlp)
+    for _, n in ipairs {1, 2, 3, 17, 64, 128, 255, 256} do close(got[n], sf(P, xs[n]), 1e-4, "batch " .. n) end
+  end)
+end)
+
+describe("dynamic_axes: the log and the disk cache", function()
+  -- the child's program: an MLP forward under dynamic_axes at batch N, its values and cache
+  local MLP_CHILD = [==[
+local hl = require "halua"
+local N = tonumber(os.getenv("DYN_N"))
+local function data(shape, phase)
+  local size = 1
+  for _, d in ipairs(shape) do size = size * d end
+  return hl.reshape(hl.sin(hl.arange(size):astype("float32") * 0.37 + (phase or 0)), shape)
+end
+local P = {w1 = data({4, 6}, 0.1), b1 = data({6}, 0.2), w2 = data({6, 2}, 0.3), b2 = data({2}, 0.4)}
+local x = data({N, 4}, 0.5)
+local f = hl.jit(function(p, x) return hl.matmul(hl.tanh(hl.matmul(x, p.w1) + p.b1), p.w2) + p.b2 end,
+                 {dynamic_axes = {{}, {1}}, name = "dyn_mlp"})
+local y = f(P, x)
+local i = hl.cache_info()
+local vals = hl.reshape(y, {y.size}):totable()
+io.write("RESULT return {disk_hits = ", i.disk_hits, ", vals = {", table.concat(vals, ","), "}}\n")
+]==]
+
+  local function expected(n)
+    local P = {w1 = data({4, 6}, 0.1), b1 = data({6}, 0.2), w2 = data({6, 2}, 0.3), b2 = data({2}, 0.4)}
+    return hl.reshape(mlp(P, data({n, 4}, 0.5)), {n * 2})
+  end
+
+  it("a second process with another batch size loads the polymorphic program from disk", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -m 0700 " .. q(dir)) == 0)
+    local ok, e = pcall(function()
+      local env = {HALUA_CACHE_DIR = dir, HALUA_LOG_COMPILES = "1", DYN_N = "5"}
+      local r1 = child(MLP_CHILD, env)
+      has(r1.err, "halua: tracing dyn_mlp polymorphic in b = axis 1 of x")
+      assert.are.equal(1, count_lines(r1.err, "halua: compiled dyn_mlp"), r1.text)
+      close(hl.array(r1.result.vals, "float32"), expected(5), 1e-5, "first child")
+      env.DYN_N = "9"
+      local r2 = child(MLP_CHILD, env)
+      assert.are.equal(0, count_lines(r2.err, "halua: compiled dyn_mlp"), r2.text)
+      has(r2.err, "halua: loaded dyn_mlp from the disk cache")
+      assert(r2.result.disk_hits >= 1, r2.text)
+      close(hl.array(r2.result.vals, "float32"), expected(9), 1e-5, "second child")
+    end)
+    os.execute("rm -rf " .. q(dir))
+    assert(ok, e)
+  end)
+
+  it("HALUA_LOG_COMPILES says what is polymorphic, what is not and why a call is specialised", function()
+    local r = child([==[
+local hl = require "halua"
+local x3, x4, x6 = hl.ones({3, 2}), hl.ones({4, 2}), hl.ones({6, 2})
+local f = hl.jit(function(x) return hl.cumsum(x, 1) end, {dynamic_axes = {1}, name = "dyn_cumsum"})
+f(x3); f(x4)
+local g = hl.jit(function(x) local a, b = unpack(hl.split(x, 2)); return a + b end, {dynamic_axes = {1}, name = "dyn_split"})
+g(x4); g(x6); pcall(g, x3)
+local h = hl.jit(function(x, y) return x + y end, {dynamic_axes = {1}, name = "dyn_two"})
+h(x3, x3)
+local l = hl.jit(function(x) return hl.fori_loop(1, 3, function(i, c) return c * 2 + x end, x) end,
+                 {dynamic_axes = {1}, name = "dyn_loop"})
+l(x3); l(x4)
+io.write("RESULT return {}\n")
+]==], {HALUA_LOG_COMPILES = "1", HALUA_CACHE_DIR = root .. "build/test-cache"})
+    has(r.err, "halua: tracing dyn_cumsum polymorphic in b = axis 1 of x (signature 1|float32@0[b,2])")
+    has(r.err, "halua: dyn_cumsum: not polymorphic: ")
+    has(r.err, "; compiled for each size instead")
+    has(r.err, "halua: dyn_cumsum: this call is specialised: ")
+    has(r.err, "halua: tracing dyn_split polymorphic in b = axis 1 of x")
+    -- (compiled, or loaded from the disk cache an earlier run filled: once either way)
+    assert.are.equal(1, count_lines(r.err, "halua: compiled dyn_split") + count_lines(r.err, "halua: loaded dyn_split"), r.text)
+    has(r.err, "halua: dyn_split: this call is specialised: the program does not serve these sizes")
+    has(r.err, "halua: tracing dyn_two polymorphic in b = axis 1 of x (signature 2|float32@0[b,2];float32@0[b,2])")
+    has(r.err, "halua: tracing dyn_loop polymorphic in b = axis 1 of x")
+    has(r.err, "halua: dyn_loop: not polymorphic: ")
+  end)
+end)
