@@ -111,7 +111,7 @@ function M.train(script, opts, params, logits, data)
     local l, g = hl.value_and_grad(loss)(p, x, c)
     local new_p, new_state = opt.update(g, state, p)
     return new_p, new_state, l
-  end, {name = "train_step"})
+  end, {name = "train_step", dynamic_axes = {{}, {}, {1}, {1}}})   -- (one program for any batch size)
   -- (one program for the training and the test set: the number of images is a dynamic axis)
   local accuracy = hl.jit(function(p, x, c)
     return hl.mean(hl.eq(hl.argmax(logits(p, x), 2), c):astype("float32"))

@@ -108,6 +108,26 @@ static int capture(hl_trace *t, const hl_array *a, int outer) {
   return id;
 }
 
+/* A broadcast view (a stride-0 axis longer than 1) is captured as the data it views and broadcast
+ * in the trace: captured whole, the constant had the view's extents (a closed-over array under
+ * vmap took the batch size, which then followed a polymorphic program's dynamic size). */
+static int capture_plain(hl_trace *t, const hl_array *a) {
+  if (t->tape) return capture(t, a, 0);
+  hl_array compact = *a;   /* (a view of a's storage: capture takes its own reference) */
+  int stretched = 0;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->strides[d] == 0 && a->shape[d] > 1) {
+      compact.shape[d] = 1;
+      stretched = 1;
+    }
+  if (!stretched) return capture(t, a, 0);
+  int p = capture(t, &compact, 0);
+  if (p < 0) return -1;
+  hl_attrs at = {.nshape = a->ndim};
+  memcpy(at.shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+  return hl_graph_add(&t->g, HL_P_BROADCAST, 1, &p, &at);
+}
+
 static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *at, hl_array *out);
 
 /* the same view with no graph reference */
@@ -137,7 +157,7 @@ static int trace_apply(hl_trace *t, int prim, int nin, const hl_array *const *in
     } else if (hl_live_trace(in[k]))
       return hl_error("%s: operands come from two different traces (hl.jit tracers of another function, or "
                       "values recorded by hl.grad mixed with hl.jit tracers)", name);
-    else if ((ids[k] = capture(t, in[k], 0)) < 0) return -1;
+    else if ((ids[k] = capture_plain(t, in[k])) < 0) return -1;
   }
   hl_array value = {0};
   if (t->tape) {

@@ -103,7 +103,7 @@ int hl_op_elemwise(int prim, int nin, const hl_operand *ops, const hl_attrs *att
     if (!ops[k].is_bool) have = 1;
   }
   hl_dtype want = input_rule(prim, t);
-  hl_array tmp[2 * MAXO];
+  hl_array tmp[3 * MAXO];
   int ntmp = 0, rc = -1;
   const hl_array *in[MAXO];
   for (int k = 0; k < nin; k++) {
@@ -123,6 +123,13 @@ int hl_op_elemwise(int prim, int nin, const hl_operand *ops, const hl_attrs *att
   if (hl_broadcast_shapes(name, nin, in, &ndim, shape)) goto done;
   for (int k = 0; k < nin; k++) {
     if (in[k]->ndim == ndim && !memcmp(in[k]->shape, shape, sizeof(int64_t) * (size_t)ndim)) continue;
+    /* a concrete operand meeting a tracer joins its trace at its own shape and is broadcast
+     * there: broadcast first, the trace captured the broadcast view, at the tracer's shape (a
+     * polymorphic program's constant then followed the dynamic size: hl.jit's dynamic_axes) */
+    if (like && hl_is_abstract(like) && !in[k]->graph) {
+      if (hl_trace_variable((hl_trace *)like->graph, in[k], &tmp[ntmp])) goto done;
+      in[k] = &tmp[ntmp++];
+    }
     if (hl_op_broadcast_to(in[k], ndim, shape, &tmp[ntmp])) goto done;
     in[k] = &tmp[ntmp++];
   }

@@ -140,8 +140,13 @@ function hl.arange(a, b, c, d)
       fail("arange: with a dynamic size, step must be a non-zero whole number")
     end
     local span = step > 0 and stop - start or start - stop
-    local n = math.abs(step) == 1 and span or (span + math.abs(step) - 1):floordiv(math.abs(step))
-    if n < 0 then fail("arange: the range %s to %s is empty at some sizes", symdim.show(start), symdim.show(stop)) end
+    local lo, hi = symdim.bounds(span)
+    if not lo or (lo <= 0 and hi > 0) then
+      fail("arange: the range %s to %s is empty at some sizes and not at others", symdim.show(start), symdim.show(stop))
+    end
+    if hi <= 0 then span = 0 end   -- (empty at every size)
+    local n = math.abs(step) == 1 and span or (type(span) == "number" and math.ceil(span / math.abs(step))
+                                               or (span + math.abs(step) - 1):floordiv(math.abs(step)))
     local i = core.iota("float64", {n}, 0, symdim.anchor(n) or symdim.anchor({start, stop}))
     return (i * step + start):astype(dtype or "int32")
   end

@@ -168,8 +168,8 @@ return function(hl, core, shared)
       local d = {}
       for _, ax in ipairs(want) do
         if ax > #shape then
-          fail("jit: dynamic_axes names axis %d of argument %d%s, which has %d axes", ax, i,
-               leafno and (" (leaf " .. leafno .. ")") or "", #shape)
+          fail("jit: dynamic_axes names axis %d of argument %d%s, which has %d ax%s", ax, i,
+               leafno and (" (leaf " .. leafno .. ")") or "", #shape, #shape == 1 and "is" or "es")
         end
         local size = shape[ax]
         if size == 0 then return "an empty dynamic axis (size 0) is specialised" end

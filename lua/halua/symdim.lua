@@ -145,7 +145,7 @@ local function divide(x, k, floor)
   if not e then return opaque(show(x) .. (floor and " // " or " / ") .. k, (floor and math.floor or function(v) return v end)(num_value(x) / k)) end
   -- every traced size is a multiple of 840: the remainder is the constant term's, at those sizes
   local r = e.c % k
-  if not floor and r ~= 0 then fail("jit: %s / %d is not a whole size (use floordiv)", text(e), k) end
+  if not floor and r ~= 0 then fail("jit: (%s) / %d is not a whole size (use d:floordiv(%d))", text(e), k, k) end
   guard(e, k, r)
   local a = {}
   for j, v in pairs(e.a) do a[j] = v / k end
@@ -162,7 +162,11 @@ local function undecided(x, op, y)
 end
 
 -- the least and greatest value of x - y over every size (nil for an opaque size)
-local function range(x, y)
+local range
+-- the least and greatest value a size (or a number) takes over every size: -inf/inf where it has
+-- no bound, nil for an opaque size
+function M.bounds(v) return range(v, 0) end
+function range(x, y)
   local d = add(x, y, -1)
   if type(d) == "number" then return d, d end
   local e = affine(d)

@@ -192,9 +192,9 @@ describe("dynamic_axes: option validation", function()
     local f = J(function(x) return x end, {3})
     has(err(f, hl.ones({2, 3})), "halua: jit: dynamic_axes names axis 3 of argument 1, which has 2 axes")
     local g = J(function(x, y) return x:sum() + y:sum() end, {{1}, {2}})
-    has(err(g, hl.ones({2, 3}), hl.ones({3})), "halua: jit: dynamic_axes names axis 2 of argument 2, which has 1 axes")
+    has(err(g, hl.ones({2, 3}), hl.ones({3})), "halua: jit: dynamic_axes names axis 2 of argument 2, which has 1 axis")
     local h = J(function(t) return t.a end, {{2}})
-    has(err(h, {a = hl.ones({2})}), "halua: jit: dynamic_axes names axis 2 of argument 1 (leaf 1), which has 1 axes")
+    has(err(h, {a = hl.ones({2})}), "halua: jit: dynamic_axes names axis 2 of argument 1 (leaf 1), which has 1 axis")
   end)
 
   it("makes every leaf of a pytree argument dynamic", function()
@@ -305,9 +305,8 @@ describe("dynamic_axes: sizes inside the traced function", function()
     assert.are.same({false, true, true, false, true, true, true, true, true, false, true, false, true, true, false}, t)
   end)
 
-  -- every size is at least 1, so these hold at every size (b >= 1 is true). FAULT (fails today):
-  -- symdim.lua's compare gives only a strict sign, so a difference whose extreme is 0 at size 1
-  -- (1 - b) is "undecided" and raises
+  -- every size is at least 1, so these hold at every size (b >= 1 is true): a difference whose
+  -- extreme is 0 at size 1 (1 - b) is decided
   it("answer comparisons whose bound is met at size 1 (b >= 1, b - 1 >= 0, b < 1)", function()
     local t
     local f = J(function(x)
@@ -341,18 +340,16 @@ describe("dynamic_axes: sizes inside the traced function", function()
         "halua: jit: b < c depends on the dynamic sizes b (axis 1 of x), c (axis 1 of y): a Lua branch on a traced size")
   end)
 
-  -- FAULT (fails today): symdim.lua's value() passes the text "its value" to undecided, whose
-  -- show() takes it for a size and raises "used after the jitted function ... returned"
   it("refuse d:value() with the way out", function()
     local f = J(function(x) local n = x.shape[1]:value(); return x * n end, {1})
     local msg = err(f, data({4, 2}))
-    has(msg, "depends on the dynamic size b (axis 1 of x)")
-    has(msg, "mark the argument static (static_argnums), leave that axis out of dynamic_axes, or choose with hl.cond or hl.where")
+    has(msg, "halua: jit: the value of the dynamic size b is not known while tracing (every size shares one program)")
+    has(msg, "mark the argument static (static_argnums) or leave that axis out of dynamic_axes to compute with it in Lua")
   end)
 
   it("refuse arithmetic that is not a size", function()
     local function at(fn) return err(J(function(x) fn(x.shape[1]); return x end, {1}), data({4, 2})) end
-    has(at(function(b) return (b + 1) / 2 end), "is not a whole size (use floordiv)")
+    has(at(function(b) return (b + 1) / 2 end), "halua: jit: (b + 1) / 2 is not a whole size (use d:floordiv(2))")
     has(at(function(b) return b / b end), "halua: jit: a size divided by a dynamic size (b / b) is not a size the program can keep")
     has(at(function(b) return b / 0 end), "halua: jit: a dynamic size divides by a positive whole number, got 0")
     has(at(function(b) return b / 1.5 end), "halua: jit: a dynamic size divides by a positive whole number, got 1.5")
@@ -431,11 +428,10 @@ describe("dynamic_axes: functions that take sizes", function()
         "halua: arange: with a dynamic size, step must be a non-zero whole number")
   end)
 
-  -- FAULT (fails today): init.lua's arange tests `n < 0` on a size that is 0 at size 1, which
-  -- raises the comparison's "Lua branch" error before its own message
-  it("arange refuses a range that is empty at some sizes with its own error", function()
-    has(err(J(function(x) return hl.arange(x.shape[1], 1) end, {1}), rows(2)),
-        "halua: arange: the range b to 1 is empty at some sizes")
+  it("arange of a range empty at every size is empty (NumPy's arange(b, 1)); one empty at some sizes only is an error", function()
+    against_eager(function(x) return hl.arange(x.shape[1], 1) end, {1}, {1, 2, 5}, rows)
+    has(err(J(function(x) return hl.arange(3, x.shape[1]) end, {1}), rows(4)),
+        "halua: arange: the range 3 to b is empty at some sizes and not at others")
   end)
 
   it("slicing bounds: x[{{2, b - 1}}] from one compile where it is not empty, specialised where it is", function()
@@ -533,12 +529,10 @@ describe("dynamic_axes: grad, value_and_grad, vmap and hl.nn", function()
     assert.are.equal(0, against_eager(f4, {{}, {1}}, sizes, function(n) return P, data({n, 5}) end))
   end)
 
-  -- FAULT (the next five fail today; values are right, each size compiles): an elementwise op
-  -- broadcasts a concrete operand to the tracer's shape before capturing it
-  -- (engine/runtime/hl_frontend.c, hl_op_elemwise), so the capture's shape follows the dynamic
-  -- size: one_hot (positions 1..n against [b,1] labels), a closed-over bias, vmap's body with a
-  -- closed-over array meet it; vmap of r * 2 + 1 fails with the same "constant 1 ... differs"
-  -- message, most likely the same way (not traced further).
+  -- Concrete operands that meet a tracer (one_hot's positions 1..n against [b,1] labels, a
+  -- closed-over bias, vmap's body with a closed-over array, vmap's broadcast constants) are
+  -- captured at their own shape and broadcast in the trace, so no constant follows the dynamic
+  -- size: one program each.
   it("hl.nn.cross_entropy with integer labels: right values, one compile", function()
     local f = function(p, x, y) return hl.nn.cross_entropy(mlp(p, x), y) end
     local function labels(n) return (hl.arange(n) % 3 + 1):astype("int32") end
