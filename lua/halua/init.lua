@@ -164,7 +164,8 @@ function hl.arange(a, b, c, d)
 end
 
 function hl.linspace(a, b, n, dtype)
-  n = n or 50
+  -- (n a dynamic size: its traced value; the step 1 / (n - 1) makes the program specialised)
+  n = symdim.concrete(n or 50)
   if type(a) ~= "number" or type(b) ~= "number" or type(n) ~= "number" then
     fail("linspace: start, stop and n must be numbers")
   end

@@ -284,7 +284,7 @@ return function(hl, core, shared)
     else
       why = "nothing to compute"
     end
-    e0.text = core.trace_text(traces[1], traced_lists[1])
+    e0.text = symdim.rename(core.trace_text(traces[1], traced_lists[1]), plan.names)
     close_all()
     if not program then return false, why end
     e0.program = program
@@ -497,8 +497,8 @@ return function(hl, core, shared)
   function jit_mt:lower(...)
     local n = select("#", ...)
     local args = {...}
-    local sig, _, info = analyse(self, args, n)
-    local entry = self.cache[sig] or build(self, args, n, info, sig)
+    local sig, arrays, info = analyse(self, args, n)
+    local entry = self.cache[sig] or (self.dynamic_axes and poly_entry(self, args, n, info, arrays)) or build(self, args, n, info, sig)
     return setmetatable({entry = entry}, lowered_mt)
   end
 

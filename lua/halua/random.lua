@@ -5,6 +5,7 @@
 -- with a mask, so no operation depends on integer overflow.
 return function(hl, core, shared)
   local util = require "halua.util"
+  local symdim = require "halua.symdim"
   local R = {}
   local fail = util.fail
   local is_array = core.is_array
@@ -40,7 +41,9 @@ return function(hl, core, shared)
   local function bits(k, n)
     local half = math.ceil(n / 2)
     if half == 0 then return on(k, hl.zeros({0}, "int64")) end
-    local x0 = on(k, hl.arange(half, "int64"))
+    -- (under jit the counters are an index of the key's trace, not a captured array: a big one
+    -- costs nothing to keep, and its size may be a polymorphic program's dynamic size)
+    local x0 = core.is_tracer(k[1]) and core.iota("int64", {half}, 0, k[1]) or on(k, hl.arange(half, "int64"))
     local x1 = x0 + half
     local y0, y1 = threefry(k[1], k[2], x0, x1)
     local all = hl.concatenate({y0, y1}, 1)
@@ -49,6 +52,7 @@ return function(hl, core, shared)
   end
 
   local function shape_of(op, shape)
+    shape = symdim.concrete(shape)   -- (hl.jit's dynamic sizes: their traced values)
     if type(shape) == "number" then shape = {shape} end
     if type(shape) ~= "table" then fail("random.%s: shape must be a table of extents or a number, got %s", op, type(shape)) end
     local n = 1

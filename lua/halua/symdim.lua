@@ -344,8 +344,7 @@ end
 -- An error met while tracing at made-up sizes, in terms of the symbols: each made-up size (or a
 -- small multiple or offset of one) in the message becomes its expression, and what the symbols
 -- stand for is said once.
-function M.explain(err, names, origin)
-  local msg = tostring(err)
+local function rename(msg, names)
   local found = false
   for _, trace in ipairs {0, 1, 2, 3, 4, "check"} do
     local markers = {}
@@ -365,6 +364,12 @@ function M.explain(err, names, origin)
       end
     end)
   end
+  return msg, found
+end
+-- a polymorphic program's text (hl.trace, jf:lower(...):ir()) in terms of its symbols
+function M.rename(text, names) return (rename(text, names)) end
+function M.explain(err, names, origin)
+  local msg, found = rename(tostring(err), names)
   if not found then return msg end
   local what = {}
   for j = 1, #names do what[j] = names[j] .. " = " .. origin[j] end
