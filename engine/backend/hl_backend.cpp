@@ -544,9 +544,12 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
 }
 
 extern "C" int hl_kernel_export(const hl_graph *g, int ncaptures, const hl_array *captures, const char *dir, const char *name) {
-  /* complex values inside are realified as for a compile; the library's interface is real arrays */
+  /* complex values inside are realified as for a compile; the library's interface is real arrays
+   * (a captured complex constant is embedded as the bytes of its (re, im) pairs, which is what its
+   * realified parameter reads) */
+  int nargs = g->nparams - ncaptures;
   for (int i = 0; i < g->nnodes; i++)
-    if (g->nodes[i].prim == HL_P_PARAM && hl_dtype_is_complex(g->nodes[i].type.dtype))
+    if (g->nodes[i].prim == HL_P_PARAM && g->nodes[i].attrs.i[0] < nargs && hl_dtype_is_complex(g->nodes[i].type.dtype))
       return hl_error("export: complex arguments are not supported yet in exported libraries (docs/complex.md); export a "
                       "function of their hl.real and hl.imag parts");
   for (int k = 0; k < g->noutputs; k++)
