@@ -6,6 +6,7 @@
  *    kernels, whose extents are not known when they compile);
  *  - matmul is register-blocked: a 2-vector x 8-row accumulator tile, k innermost per tile. */
 #include "hl_lower.h"
+#include "hl_symbolic.h"
 #include <dlfcn.h>
 #include <mutex>
 #include <thread>
@@ -81,10 +82,24 @@ void pointwise(Stage s, int r, int vec, bool parallel, int static_inner, int64_t
  * at run time) or SYMBOLIC (a polymorphic program's, traced at large made-up sizes: parallel
  * wherever a traced size was large, nothing assumed of the real extents) */
 enum sizes_known { SIZED, EAGER, SYMBOLIC };
-sizes_known sizes_of(const hl_graph *g) { return g->dynamic ? EAGER : g->sym ? SYMBOLIC : SIZED; }
+/* Node i's: a polymorphic program's node none of whose extents follows a symbol (a stage of a
+ * parameter's shape, such as an optimiser's update) is SIZED, and is scheduled as in any jit
+ * pipeline. */
+sizes_known sizes_of(const hl_lowered &L, int i) {
+  const hl_graph *g = L.g;
+  if (g->dynamic) return EAGER;
+  if (!g->sym) return SIZED;
+  for (int k = g->sym->first[i]; k < g->sym->first[i + 1]; k++)
+    if (g->sym->slots[k].field == HL_SYM_SHAPE) return SYMBOLIC;
+  return SIZED;
+}
+bool node_sized(const hl_lowered &L, int i) { return sizes_of(L, i) == SIZED; }
+/* a reduction's: symbolic where what it reads is */
+sizes_known reduce_sizes(const hl_lowered &L, int i, int src) { return node_sized(L, src) ? sizes_of(L, i) : sizes_of(L, src); }
 
-/* a polymorphic program's element count of node i at run time (hl_lowered::totals), else undefined */
-Expr run_total(const hl_lowered &L, int i) { return L.g->sym ? L.totals[i] : Expr(); }
+/* a polymorphic program's element count of node i at run time (hl_lowered::totals), where it
+ * follows the symbols; else undefined */
+Expr run_total(const hl_lowered &L, int i) { return sizes_of(L, i) == SYMBOLIC ? L.totals[i] : Expr(); }
 
 /* `run_total`: a polymorphic program's element count of f at run time (run_total above): the work
  * that decides parallelism (a reduction's: what it reads) */
@@ -198,7 +213,7 @@ void schedule_scatter(hl_lowered &L, int i, int vec, Func sized) {
   (void)sized;
   f.compute_root();
   int64_t total = hl_shape_size(r, n.type.shape);
-  bool dynamic = L.g->dynamic, unsized = !hl_graph_sized(L.g);
+  bool dynamic = L.g->dynamic, unsized = !node_sized(L, i);
   pointwise(f, r, vec, !dynamic && total >= kParallelMinElems, unsized || r == 0 ? 0 : (int)n.type.shape[r - 1],
             unsized ? 0 : total);
   Stage u = f.update();
@@ -330,7 +345,7 @@ bool expensive(int prim) {
  * it leaves out. Not for an empty value: bound to extent 0, it loses its buffer. */
 static bool bound_whole(hl_lowered &L, int i) {
   const hl_node &n = L.g->nodes[i];
-  if (!hl_graph_sized(L.g) || hl_shape_size(n.type.ndim, n.type.shape) == 0) return false;
+  if (!node_sized(L, i) || hl_shape_size(n.type.ndim, n.type.shape) == 0) return false;
   const std::vector<Var> &v = hl_vars(n.type.ndim);
   for (int d = 0; d < n.type.ndim; d++) L.funcs[i].bound(v[d], 0, (int)n.type.shape[n.type.ndim - 1 - d]);
   return true;
@@ -350,7 +365,7 @@ static std::vector<char> extern_inputs(const hl_lowered &L) {
 static std::vector<char> bound_extern_operands(hl_lowered &L) {
   const hl_graph *g = L.g;
   std::vector<char> bounded(g->nnodes, 0);
-  if (!hl_graph_sized(g)) return bounded;
+  if (g->dynamic) return bounded;   /* (bound_whole takes a polymorphic program's sized nodes only) */
   for (int i = 0; i < g->nnodes; i++) {
     if (!L.funcs[i].is_extern()) continue;
     const hl_node &n = g->nodes[i];
@@ -441,7 +456,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     switch (hl_prims[n.prim].kind) {
     case HL_K_INDEXED:
       if (hl_is_scatter(n.prim)) schedule_scatter(L, i, vec, L.outputs[0]);
-      else schedule_root(L.funcs[i], n, sizes_of(g), vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i), run_total(L, i));
+      else schedule_root(L.funcs[i], n, sizes_of(L, i), vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i), run_total(L, i));
       break;
     case HL_K_MATMUL:
       if (L.funcs[i].is_extern()) L.funcs[i].compute_root();   /* the engine's matmul kernel */
@@ -450,8 +465,11 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     case HL_K_REDUCE:
       if (n.prim == HL_P_ARGMAX || n.prim == HL_P_ARGMIN) {
         /* the extreme value, then the index search: both along the reduced axis */
-        schedule_root(L.helpers[i], n, sizes_of(g), 1, false, L.outputs[0], 0, false, run_total(L, i));
-        schedule_root(L.funcs[i], n, sizes_of(g), 1, false, L.outputs[0], 0, false, run_total(L, i));
+        int src = hl_node_inputs(g, &n)[0];
+        sizes_known sz = reduce_sizes(L, i, src);
+        Expr work = sz == SYMBOLIC ? L.totals[src] : Expr();
+        schedule_root(L.helpers[i], n, sz, 1, false, L.outputs[0], 0, false, work);
+        schedule_root(L.funcs[i], n, sz, 1, false, L.outputs[0], 0, false, work);
       } else {
         /* the update runs innermost over the reduction; vectorising the output's innermost
          * dimension is legal when that dimension is not reduced */
@@ -462,19 +480,21 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
         Func red = L.helpers[i].defined() ? L.helpers[i] : L.funcs[i];
         int rvec = L.helpers[i].defined() ? t.natural_vector_size(red.output_types()[0]) : vec;
         int64_t reads = hl_shape_size(src.type.ndim, src.type.shape);
-        bool big = hl_graph_sized(g) && reads >= kParallelMinElems;
+        int src_id = hl_node_inputs(g, &n)[0];
+        sizes_known sz = reduce_sizes(L, i, src_id);
+        bool big = sz == SIZED && reads >= kParallelMinElems;
         /* rfactor first: Halide 14's rfactor of an update whose pure loops were already fused
          * (the parallel loop of a rank >= 3 result) kept the original loops around the fused
          * one, so every result was summed once per outer iteration (a jitted sum over the last
          * axis of [8,8,256,256] gave 64 x the sum); loops scheduled after it are its own */
-        if (inner_reduced && hl_graph_sized(g) && hl_dtype_is_float(src.type.dtype))
+        if (inner_reduced && sz == SIZED && hl_dtype_is_float(src.type.dtype))
           schedule_inner_reduction(L, i, red, n.type.ndim, rvec, big);
-        schedule_root(red, n, sizes_of(g), inner_reduced ? 1 : rvec, !inner_reduced, L.outputs[0], reads, false,
-                      run_total(L, hl_node_inputs(g, &n)[0]));
+        schedule_root(red, n, sz, inner_reduced ? 1 : rvec, !inner_reduced, L.outputs[0], reads, false,
+                      sz == SYMBOLIC ? L.totals[src_id] : Expr());
         /* the conversion back is inlined into its consumers, except into an extern stage
          * (sort, LAPACK, a loop), which reads a buffer: there it gets one */
         if (red.name() != L.funcs[i].name() && extern_input[i])
-          schedule_root(L.funcs[i], n, sizes_of(g), vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i), run_total(L, i));
+          schedule_root(L.funcs[i], n, sizes_of(L, i), vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i), run_total(L, i));
       }
       break;
     default:
@@ -483,7 +503,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
       if (!g->dynamic && n.type.ndim >= 2 && reads_across(L, root, i, across))
         schedule_tiled(L.funcs[i], n.type.ndim, vec, hl_shape_size(n.type.ndim, n.type.shape) >= kParallelMinElems);
       else
-        schedule_root(L.funcs[i], n, sizes_of(g), vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i), run_total(L, i));
+        schedule_root(L.funcs[i], n, sizes_of(L, i), vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i), run_total(L, i));
       break;
     }
   }
@@ -499,7 +519,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
     if (!g->dynamic && n.type.ndim >= 2 && !root[i] && reads_across(L, root, i, across))
       schedule_tiled(L.outputs[k], n.type.ndim, vec, parallel);
     else
-      schedule_root(L.outputs[k], n, sizes_of(g), vec, false, L.outputs[k], 0, true, run_total(L, i));
+      schedule_root(L.outputs[k], n, sizes_of(L, i), vec, false, L.outputs[k], 0, true, run_total(L, i));
   }
 }
 
