@@ -583,6 +583,34 @@ describe("dynamic_axes: grad, value_and_grad, vmap and hl.nn", function()
   end)
 end)
 
+describe("dynamic_axes: bounds the trace checked only at its made-up sizes", function()
+  local rows = function(n) return data({n, 3}) end
+  -- a slice reads in[start + k * step]; every trace's operand (thousands of rows) holds a bound
+  -- given as a number, so each call's sizes must keep the reads inside the operand too
+
+  it("a range with a number for its end: one program where it fits, NumPy's clamp where it does not", function()
+    local f = function(x) return x[{{1, 10}}] * 2 end
+    assert.are.equal(0, against_eager(f, {1}, {12, 10, 1000}, rows))
+    against_eager(f, {1}, {12, 1, 3, 9}, rows)
+    local g = function(x) return x[{{-4, 6, 1}}] + 1 end
+    against_eager(g, {1}, {9, 4, 5, 6, 1000}, rows)
+  end)
+
+  it("an index given as a number: the index error where the axis is shorter", function()
+    local pf = J(function(x) return x[5] end, {1})
+    close(pf(rows(7)), rows(7)[5])
+    has(err(pf, rows(2)), "halua: index: index 5 is out of range for axis 1 of shape [2,3]")
+    has(err(pf, rows(4)), "halua: index: index 5 is out of range for axis 1 of shape [4,3]")
+    close(pf(rows(5)), rows(5)[5])
+  end)
+
+  it("dynamic_slice with number starts: clamped into x at each size", function()
+    local f = function(x) return hl.dynamic_slice(x, {2, 1}, {4, 3}) end
+    against_eager(f, {1}, {6, 4, 5, 1000}, rows)
+    has(err(J(f, {1}), rows(3)), "halua: dynamic_slice: size 4 of axis 1 must be an integer in 0..3")
+  end)
+end)
+
 describe("dynamic_axes: what is compiled per size instead", function()
   it("cumsum along the dynamic axis gives right values at each size", function()
     against_eager(function(x) return hl.cumsum(x, 1) end, {1}, {1, 2, 7, 1000}, function(n) return data({n, 3}) end)
