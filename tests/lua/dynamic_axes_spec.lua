@@ -604,6 +604,12 @@ describe("dynamic_axes: bounds the trace checked only at its made-up sizes", fun
     close(pf(rows(5)), rows(5)[5])
   end)
 
+  it("a reshape past 2^31 elements is an error naming its size (its flat index is computed in 32 bits)", function()
+    local pf = J(function(x) return hl.sum(hl.reshape(hl.ones({x.shape[1] * 1000000}, "int8"), {-1, 2}), 1) end, {1})
+    assert.are.same({3000000, 3000000}, pf(hl.zeros({6})):totable())
+    has(err(pf, hl.zeros({2200})), "halua: jit: a reshape of 2200000000 elements in a program with dynamic_axes (at most 2^31-1")
+  end)
+
   it("dynamic_slice with number starts: clamped into x at each size", function()
     local f = function(x) return hl.dynamic_slice(x, {2, 1}, {4, 3}) end
     against_eager(f, {1}, {6, 4, 5, 1000}, rows)
