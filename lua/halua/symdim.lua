@@ -252,13 +252,17 @@ end
 -- halua's own functions compute with the traced sizes as numbers (the engine's fit finds how
 -- their results follow the symbols, and a program that differs between sizes is refused); the
 -- function being traced sees sizes, so that its Lua branches on them are checked
+-- (halua's own modules are the files beside this one: a user's module in a folder that happens
+-- to be named halua is the function being traced, whose branches on sizes must be checked)
+local library_dir = debug.getinfo(1, "S").source:match("^(@.*[/\\])[^/\\]+$")
 local function from_library()
   -- (past this function, the hook, the engine's property reader and the arrays' __index)
   for level = 3, 8 do
     local info = debug.getinfo(level, "Sn")
     if not info then return false end
     if info.what ~= "C" and info.namewhat ~= "metamethod" then
-      return info.source:match("[/\\]halua[/\\][%w_]+%.lua$") ~= nil
+      local src = info.source
+      return library_dir ~= nil and src:sub(1, #library_dir) == library_dir and src:sub(#library_dir + 1):match("^[%w_]+%.lua$") ~= nil
     end
   end
   return false
