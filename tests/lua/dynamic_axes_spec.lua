@@ -354,6 +354,14 @@ describe("dynamic_axes: sizes inside the traced function", function()
     has(err(J(f, {1}), data({5, 2})), "halua: jit: 3 < b depends on the dynamic size b (axis 1 of x)")
   end)
 
+  it("leave an argument's static extent a number, also one near a made-up size (16000 samples at 16 kHz)", function()
+    local f = function(x)
+      if x.shape[2] ~= 16000 then return x end
+      return hl.sum(hl.reshape(x, {x.shape[1], x.shape[2] / 160, 160}), 3) * (x.shape[2] % 7)
+    end
+    assert.are.equal(0, against_eager(f, {1}, {1, 2, 3}, function(n) return data({n, 16000}) end))
+  end)
+
   it("refuse d:value() with the way out", function()
     local f = J(function(x) local n = x.shape[1]:value(); return x * n end, {1})
     local msg = err(f, data({4, 2}))
