@@ -144,6 +144,82 @@ static int same_structure(fitter *f) {
   return 0;
 }
 
+/* A form the call's sizes must keep at least `least` (its index), once for each (c, a). */
+static void add_form(hl_symbolic *s, int64_t c, const int64_t *a, int least, int why) {
+  for (int q = 0; q < s->nforms; q++) {
+    hl_sym_slot *fm = &s->forms[q];
+    if (fm->c == c && !memcmp(fm->a, a, sizeof fm->a)) {
+      if (least > fm->index) fm->index = least;
+      return;
+    }
+  }
+  hl_sym_slot *fm = &s->forms[s->nforms++];
+  *fm = (hl_sym_slot){.c = c, .index = least, .field = why};
+  memcpy(fm->a, a, sizeof fm->a);
+}
+
+/* a number of node i as a form (times HL_SYM_DEN): its slot, or its traced value */
+static void form_of(const hl_symbolic *s, const hl_graph *g, int node, int field, int index, int64_t *c, int64_t *a) {
+  const hl_sym_slot *sl = hl_sym_find(s, node, field, index);
+  if (sl) {
+    *c = sl->c;
+    memcpy(a, sl->a, sizeof(int64_t) * HL_MAX_SYMS);
+    return;
+  }
+  const hl_node *n = &g->nodes[node];
+  *c = HL_SYM_DEN * (field == HL_SYM_SHAPE ? n->type.shape[index] : n->attrs.i[index]);
+  memset(a, 0, sizeof(int64_t) * HL_MAX_SYMS);
+}
+
+static int is_constant(const int64_t *a) {
+  for (int j = 0; j < HL_MAX_SYMS; j++)
+    if (a[j]) return 0;
+  return 1;
+}
+
+/* A slice reads in[start + k * step] for k < count: the trace checked that range against its
+ * operand at the made-up sizes (hl_ir.c's slice rule), where a bound the function gave as a
+ * number (x[{{1, 10}}], x[5], a clamp of halua's own) fits every one of them. The call's sizes
+ * must keep it inside too: start and the last index read within 0 .. extent - 1. */
+static int slice_bounds(fitter *f, const hl_graph *g, hl_symbolic *s) {
+  for (int i = 0; i < g->nnodes; i++) {
+    const hl_node *n = &g->nodes[i];
+    if (n->prim != HL_P_SLICE) continue;
+    int src = hl_node_inputs(g, n)[0];
+    for (int k = 0; k < n->type.ndim; k++) {
+      int64_t sc, sa[HL_MAX_SYMS], tc, ta[HL_MAX_SYMS], nc, na[HL_MAX_SYMS], ec, ea[HL_MAX_SYMS];
+      form_of(s, g, i, HL_SYM_ATTR_I, k, &sc, sa);
+      form_of(s, g, i, HL_SYM_ATTR_I, HL_MAX_DIMS + k, &tc, ta);
+      form_of(s, g, i, HL_SYM_SHAPE, k, &nc, na);
+      form_of(s, g, src, HL_SYM_SHAPE, k, &ec, ea);
+      if (is_constant(sa) && is_constant(ta) && is_constant(na) && is_constant(ea)) continue;
+      /* last = start + (count - 1) * step: one factor must be a number for it to stay affine */
+      int64_t lc, la[HL_MAX_SYMS], m1c = nc - HL_SYM_DEN;
+      if (!is_constant(ta) && !is_constant(na))
+        return refuse(f, "a slice (node %d) whose step and length both follow the dynamic size", i);
+      if (is_constant(ta)) {
+        int64_t step = tc / HL_SYM_DEN;
+        lc = sc + m1c * step;
+        for (int j = 0; j < HL_MAX_SYMS; j++) la[j] = sa[j] + na[j] * step;
+      } else {
+        int64_t m1 = m1c / HL_SYM_DEN;
+        lc = sc + tc * m1;
+        for (int j = 0; j < HL_MAX_SYMS; j++) la[j] = sa[j] + ta[j] * m1;
+      }
+      /* last >= 0, extent - 1 - last >= 0, extent - 1 - start >= 0 (start >= 0: its own form) */
+      int64_t rc, ra[HL_MAX_SYMS];
+      add_form(s, lc, la, 0, HL_SYM_FORM_SLICE);
+      rc = ec - HL_SYM_DEN - lc;
+      for (int j = 0; j < HL_MAX_SYMS; j++) ra[j] = ea[j] - la[j];
+      add_form(s, rc, ra, 0, HL_SYM_FORM_SLICE);
+      rc = ec - HL_SYM_DEN - sc;
+      for (int j = 0; j < HL_MAX_SYMS; j++) ra[j] = ea[j] - sa[j];
+      add_form(s, rc, ra, 0, HL_SYM_FORM_SLICE);
+    }
+  }
+  return 0;
+}
+
 hl_symbolic *hl_sym_fit(const hl_graph *const *graphs, int nsym, const int64_t sizes[][HL_MAX_SYMS], const int *param,
                         const int *axis, int nargs, char *why, size_t nwhy) {
   fitter f = {.g = graphs, .nsym = nsym, .ntraces = nsym + 2, .nargs = nargs, .sizes = sizes, .why = why, .nwhy = nwhy};
@@ -200,29 +276,22 @@ hl_symbolic *hl_sym_fit(const hl_graph *const *graphs, int nsym, const int64_t s
   s->slots = f.slots;
   s->nslots = f.nslots;
   f.slots = NULL;
-  if (s->nslots && !(s->forms = malloc(sizeof *s->forms * (size_t)s->nslots))) goto oom;
+  /* room for the sizes' forms and three bounds per slice axis (slice_bounds) */
+  int room = s->nslots;
+  for (int i = 0; i < g->nnodes; i++)
+    if (g->nodes[i].prim == HL_P_SLICE) room += 3 * g->nodes[i].type.ndim;
+  if (room && !(s->forms = malloc(sizeof *s->forms * (size_t)room))) goto oom;
   for (int k = 0; k < s->nslots; k++) {
     const hl_sym_slot *sl = &s->slots[k];
     if (sl->field == HL_SYM_VALUE) continue;
-    int least = sl->field == HL_SYM_ATTR_I ? 0 : 1, seen = 0;
-    for (int q = 0; q < s->nforms && !seen; q++) {
-      hl_sym_slot *fm = &s->forms[q];
-      if (fm->c == sl->c && !memcmp(fm->a, sl->a, sizeof fm->a)) {
-        seen = 1;
-        if (least > fm->index) fm->index = least;
-      }
-    }
-    if (!seen) {
-      hl_sym_slot *fm = &s->forms[s->nforms++];
-      *fm = (hl_sym_slot){.c = sl->c, .index = least};
-      memcpy(fm->a, sl->a, sizeof fm->a);
-    }
+    add_form(s, sl->c, sl->a, sl->field == HL_SYM_ATTR_I ? 0 : 1, HL_SYM_FORM_SIZE);
   }
   /* (slots were made node by node) */
   for (int k = 0, i = 0; i <= g->nnodes; i++) {
     while (k < s->nslots && s->slots[k].node < i) k++;
     s->first[i] = k;
   }
+  if (slice_bounds(&f, g, s)) goto fail;
   return s;
 oom:
   snprintf(why, nwhy, "%s", "");
@@ -262,7 +331,11 @@ int hl_sym_bind(const hl_graph *g, const int64_t *const *shapes, const int *ndim
   for (int q = 0; q < s->nforms; q++) {
     int64_t v = -1;
     if (hl_sym_size(&s->forms[q], s->nsym, sym, &v) || v < s->forms[q].index) {
-      snprintf(why, nwhy, "at these sizes one of its sizes is %s", v < 0 ? "negative or fractional" : v == 0 ? "0" : "fractional");
+      if (s->forms[q].field == HL_SYM_FORM_SLICE)
+        snprintf(why, nwhy, "%s", "at these sizes a slice (an index or range given as a number, or one halua computed) "
+                                  "reads outside its operand");
+      else
+        snprintf(why, nwhy, "at these sizes one of its sizes is %s", v < 0 ? "negative or fractional" : v == 0 ? "0" : "fractional");
       return -1;
     }
   }

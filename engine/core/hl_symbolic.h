@@ -28,6 +28,9 @@ struct hl_graph;
  * or a constant's value (attrs.f) */
 typedef enum { HL_SYM_SHAPE, HL_SYM_ATTR_I, HL_SYM_ATTR_SHAPE, HL_SYM_VALUE } hl_sym_field;
 
+/* what a form bounds: a size, or a slice's reach into its operand */
+enum { HL_SYM_FORM_SIZE, HL_SYM_FORM_SLICE };
+
 /* value = (c + sum_j a[j] * s_j) / HL_SYM_DEN for sizes; fc + sum_j fa[j] * s_j for a VALUE */
 typedef struct {
   int node, field, index;
@@ -44,8 +47,9 @@ typedef struct hl_symbolic {
   int nslots;
   /* the distinct forms of its sizes, each with the least value a call may give it (1 for
    * extents: a size that is 0 where every trace had one changes what ops mean, 0 for slice
-   * starts): a call whose sizes make one of them fractional or smaller is specialised instead */
-  hl_sym_slot *forms;   /* (index holds the least value) */
+   * starts), and the reach of each slice into its operand (0 or more: hl_symbolic.c's
+   * slice_bounds): a call whose sizes make one of them fractional or smaller is specialised instead */
+  hl_sym_slot *forms;   /* (index holds the least value, field what it bounds: HL_SYM_FORM_*) */
   int nforms;
 } hl_symbolic;
 

@@ -810,7 +810,7 @@ static int symbolic_shapes(const hl_program *p, int nin, const hl_array *const *
       const hl_sym_slot *sl = hl_sym_find(s, i, HL_SYM_SHAPE, a);
       if (!sl) e = n->type.shape[a];
       else if (hl_sym_size(sl, s->nsym, sym, &e)) return hl_error("jit: these sizes are not ones the program serves");
-      total = e && total > INT32_MAX / e ? INT64_MAX : total * e;
+      total = e && total > INT64_MAX / e ? INT64_MAX : total * e;
     }
     if (total > INT32_MAX)
       return hl_error("jit: a reshape of %lld elements in a program with dynamic_axes (at most 2^31-1; leave those axes "

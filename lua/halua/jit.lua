@@ -159,7 +159,7 @@ return function(hl, core, shared)
   local symbol_names = {"b", "c", "d", "e"}
   local function poly_plan(self, args, n, info)
     local dyn, sizes, origin, params, axes, by_size = {}, {}, {}, {}, {}, {}
-    local parts = {}
+    local parts, static_extents = {}, {}
     local k = 0
     local function leaf(a, i, leafno)
       k = k + 1
@@ -186,7 +186,10 @@ return function(hl, core, shared)
       end
       dyn[k] = d
       local dims = {}
-      for a = 1, #shape do dims[a] = d[a] and symbol_names[d[a]] or tostring(shape[a]) end
+      for a = 1, #shape do
+        dims[a] = d[a] and symbol_names[d[a]] or tostring(shape[a])
+        if not d[a] then static_extents[shape[a]] = true end
+      end
       parts[#parts + 1] = core.info(a) .. "@" .. core.device_of(a) .. "[" .. table.concat(dims, ",") .. "]"
     end
     for i = 1, n do
@@ -204,7 +207,7 @@ return function(hl, core, shared)
     end
     if #sizes == 0 then return nil, "no array argument has the named axes" end
     return {dyn = dyn, sizes = sizes, origin = origin, params = params, axes = axes, names = {unpack(symbol_names, 1, #sizes)},
-            shapes = table.concat(parts, ";")}
+            shapes = table.concat(parts, ";"), static_extents = static_extents}
   end
 
   local function say_poly(self, what)
@@ -218,7 +221,7 @@ return function(hl, core, shared)
     local which = {0}
     for j = 1, nsym do which[#which + 1] = j end
     which[#which + 1] = "check"
-    local traces, traced_lists, sizes, entries, guards = {}, {}, {}, {}, nil
+    local traces, traced_lists, sizes, entries, guards, seen_guards = {}, {}, {}, {}, {}, {}
     local ok, err = pcall(function()
       for t, at in ipairs(which) do
         local markers = {}
@@ -229,7 +232,7 @@ return function(hl, core, shared)
           return shape
         end
         local function before(trace, targs)
-          symdim.begin(plan.names, plan.origin, at, core.trace_id(trace))
+          symdim.begin(plan.names, plan.origin, at, core.trace_id(trace), plan.static_extents)
           for i = 1, n do
             local v = targs[i]
             local first = core.is_tracer(v) and v or (type(v) == "table" and info[i] and tree.leaves(v)[1]) or nil
@@ -243,7 +246,13 @@ return function(hl, core, shared)
         local g = symdim.finish()
         if not tok then error(trace, 0) end
         traces[t], traced_lists[t], sizes[t], entries[t] = trace, traced, markers, entry
-        if t == 1 then guards = g end
+        -- (every trace's: a size that one trace reads as a number, another as a size)
+        for _, gd in ipairs(g) do
+          local a = {}
+          for j = 1, nsym do a[j] = gd.a[j] or 0 end
+          local key = table.concat({gd.c, gd.k, gd.r, unpack(a)}, ",")
+          if not seen_guards[key] then seen_guards[key], guards[#guards + 1] = true, gd end
+        end
       end
     end)
     local function close_all() for _, tr in ipairs(traces) do core.trace_close(tr) end end
@@ -288,7 +297,7 @@ return function(hl, core, shared)
     close_all()
     if not program then return false, why end
     e0.program = program
-    e0.guards = guards or {}
+    e0.guards = guards
     e0.polymorphic = plan.origin
     for _, s in ipairs(e0.slots) do e0.consts[s[1]][s[2]] = false end
     return e0

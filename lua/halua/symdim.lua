@@ -231,8 +231,11 @@ function mt.__index.value(x)
 end
 Sym = ffi.metatype("halua_symdim", mt)
 
--- Read a number of a traced shape back as a size: v = a * marker + c for one symbol, small c
+-- Read a number of a traced shape back as a size: v = a * marker + c for one symbol, small c.
+-- An extent of an argument's static axis stays a number (a static 16000 is not b + 40 in the
+-- trace whose b is 15960; a size that one trace reads as a number is a size in the others).
 local function decode(v)
+  if ctx.static[v] then return v end
   for j = 1, #ctx.markers do
     local m = ctx.markers[j]
     local a = math.floor(v / m + 0.5)
@@ -252,13 +255,17 @@ end
 -- halua's own functions compute with the traced sizes as numbers (the engine's fit finds how
 -- their results follow the symbols, and a program that differs between sizes is refused); the
 -- function being traced sees sizes, so that its Lua branches on them are checked
+-- (halua's own modules are the files beside this one: a user's module in a folder that happens
+-- to be named halua is the function being traced, whose branches on sizes must be checked)
+local library_dir = debug.getinfo(1, "S").source:match("^(@.*[/\\])[^/\\]+$")
 local function from_library()
   -- (past this function, the hook, the engine's property reader and the arrays' __index)
   for level = 3, 8 do
     local info = debug.getinfo(level, "Sn")
     if not info then return false end
     if info.what ~= "C" and info.namewhat ~= "metamethod" then
-      return info.source:match("[/\\]halua[/\\][%w_]+%.lua$") ~= nil
+      local src = info.source
+      return library_dir ~= nil and src:sub(1, #library_dir) == library_dir and src:sub(#library_dir + 1):match("^[%w_]+%.lua$") ~= nil
     end
   end
   return false
@@ -284,12 +291,13 @@ end
 
 -- Begin tracing with symbols `names` (their `origin` for messages) at `trace` (0, j or "check"):
 -- the trace's id (core.trace_id) and one of its tracers, for constants made from sizes.
-function M.begin(names, origin, trace, trace_id)
+-- `static` (a set) holds the extents of the arguments' static axes, which are read as numbers.
+function M.begin(names, origin, trace, trace_id, static)
   generation = generation + 1
   exprs, nexprs = {}, 0
   local markers = {}
   for j = 1, #names do markers[j] = marker(j, trace) end
-  ctx = {names = names, origin = origin, markers = markers, trace_id = trace_id, guards = {}}
+  ctx = {names = names, origin = origin, markers = markers, trace_id = trace_id, guards = {}, static = static or {}}
 end
 function M.set_anchor(tracer) ctx.anchor = tracer end
 -- end the trace: its guards

@@ -340,6 +340,28 @@ describe("dynamic_axes: sizes inside the traced function", function()
         "halua: jit: b < c depends on the dynamic sizes b (axis 1 of x), c (axis 1 of y): a Lua branch on a traced size")
   end)
 
+  it("refuse them in a user's module that sits in a folder named halua (only halua's own files see numbers)", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    os.execute("mkdir -p " .. dir .. "/halua")
+    local path = dir .. "/halua/user_model.lua"
+    local file = assert(io.open(path, "w"))
+    file:write("return function(x) if x.shape[1] > 3 then return x * 2 end return x * 3 end\n")
+    file:close()
+    local f = dofile(path)
+    os.remove(path)
+    os.execute("rmdir " .. dir .. "/halua " .. dir)
+    has(err(J(f, {1}), data({5, 2})), "halua: jit: 3 < b depends on the dynamic size b (axis 1 of x)")
+  end)
+
+  it("leave an argument's static extent a number, also one near a made-up size (16000 samples at 16 kHz)", function()
+    local f = function(x)
+      if x.shape[2] ~= 16000 then return x end
+      return hl.sum(hl.reshape(x, {x.shape[1], x.shape[2] / 160, 160}), 3) * (x.shape[2] % 7)
+    end
+    assert.are.equal(0, against_eager(f, {1}, {1, 2, 3}, function(n) return data({n, 16000}) end))
+  end)
+
   it("refuse d:value() with the way out", function()
     local f = J(function(x) local n = x.shape[1]:value(); return x * n end, {1})
     local msg = err(f, data({4, 2}))
@@ -580,6 +602,40 @@ describe("dynamic_axes: grad, value_and_grad, vmap and hl.nn", function()
     close(hl.vmap(inner)(xs), hl.vmap(function(x) return hl.sum(x * x) / 6 end)(xs))
     local x = data({5, 3})
     close(hl.grad(inner)(x), x * (2 / 5))
+  end)
+end)
+
+describe("dynamic_axes: bounds the trace checked only at its made-up sizes", function()
+  local rows = function(n) return data({n, 3}) end
+  -- a slice reads in[start + k * step]; every trace's operand (thousands of rows) holds a bound
+  -- given as a number, so each call's sizes must keep the reads inside the operand too
+
+  it("a range with a number for its end: one program where it fits, NumPy's clamp where it does not", function()
+    local f = function(x) return x[{{1, 10}}] * 2 end
+    assert.are.equal(0, against_eager(f, {1}, {12, 10, 1000}, rows))
+    against_eager(f, {1}, {12, 1, 3, 9}, rows)
+    local g = function(x) return x[{{-4, 6, 1}}] + 1 end
+    against_eager(g, {1}, {9, 4, 5, 6, 1000}, rows)
+  end)
+
+  it("an index given as a number: the index error where the axis is shorter", function()
+    local pf = J(function(x) return x[5] end, {1})
+    close(pf(rows(7)), rows(7)[5])
+    has(err(pf, rows(2)), "halua: index: index 5 is out of range for axis 1 of shape [2,3]")
+    has(err(pf, rows(4)), "halua: index: index 5 is out of range for axis 1 of shape [4,3]")
+    close(pf(rows(5)), rows(5)[5])
+  end)
+
+  it("a reshape past 2^31 elements is an error naming its size (its flat index is computed in 32 bits)", function()
+    local pf = J(function(x) return hl.sum(hl.reshape(hl.ones({x.shape[1] * 1000000}, "int8"), {-1, 2}), 1) end, {1})
+    assert.are.same({3000000, 3000000}, pf(hl.zeros({6})):totable())
+    has(err(pf, hl.zeros({2200})), "halua: jit: a reshape of 2200000000 elements in a program with dynamic_axes (at most 2^31-1")
+  end)
+
+  it("dynamic_slice with number starts: clamped into x at each size", function()
+    local f = function(x) return hl.dynamic_slice(x, {2, 1}, {4, 3}) end
+    against_eager(f, {1}, {6, 4, 5, 1000}, rows)
+    has(err(J(f, {1}), rows(3)), "halua: dynamic_slice: size 4 of axis 1 must be an integer in 0..3")
   end)
 end)
 
