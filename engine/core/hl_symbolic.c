@@ -125,22 +125,29 @@ static int fit_value(fitter *f, int node) {
   return push(f, &s);
 }
 
-static int same_structure(fitter *f) {
-  const hl_graph *a = f->g[0];
-  for (int t = 1; t < f->ntraces; t++) {
-    const hl_graph *b = f->g[t];
-    if (b->nnodes != a->nnodes || b->noutputs != a->noutputs || b->nparams != a->nparams ||
-        memcmp(b->outputs, a->outputs, sizeof(int) * (size_t)a->noutputs))
-      return refuse(f, "the function builds another program at other sizes (%d against %d operations)", b->nnodes, a->nnodes);
-    for (int i = 0; i < a->nnodes; i++) {
-      const hl_node *x = &a->nodes[i], *y = &b->nodes[i];
-      if (x->prim != y->prim || x->nin != y->nin || x->type.dtype != y->type.dtype || x->type.ndim != y->type.ndim ||
-          x->attrs.dtype != y->attrs.dtype || x->attrs.nshape != y->attrs.nshape ||
-          (x->nin && memcmp(hl_node_inputs(a, x), hl_node_inputs(b, y), sizeof(int) * (size_t)x->nin)))
-        return refuse(f, "the function builds another program at other sizes (operation %d: %s against %s)", i + 1,
-                      hl_prims[x->prim].name, hl_prims[y->prim].name);
+/* whether b is a's program node for node (operations, inputs, dtypes, ranks; not sizes) */
+static int same_ops(const hl_graph *a, const hl_graph *b, const char *where, char *why, size_t nwhy) {
+  if (b->nnodes != a->nnodes || b->noutputs != a->noutputs || b->nparams != a->nparams ||
+      memcmp(b->outputs, a->outputs, sizeof(int) * (size_t)a->noutputs)) {
+    snprintf(why, nwhy, "the function builds another program %s (%d against %d operations)", where, b->nnodes, a->nnodes);
+    return 0;
+  }
+  for (int i = 0; i < a->nnodes; i++) {
+    const hl_node *x = &a->nodes[i], *y = &b->nodes[i];
+    if (x->prim != y->prim || x->nin != y->nin || x->type.dtype != y->type.dtype || x->type.ndim != y->type.ndim ||
+        x->attrs.dtype != y->attrs.dtype || x->attrs.nshape != y->attrs.nshape ||
+        (x->nin && memcmp(hl_node_inputs(a, x), hl_node_inputs(b, y), sizeof(int) * (size_t)x->nin))) {
+      snprintf(why, nwhy, "the function builds another program %s (operation %d: %s against %s)", where, i + 1,
+               hl_prims[x->prim].name, hl_prims[y->prim].name);
+      return 0;
     }
   }
+  return 1;
+}
+
+static int same_structure(fitter *f) {
+  for (int t = 1; t < f->ntraces; t++)
+    if (!same_ops(f->g[0], f->g[t], "at other sizes", f->why, f->nwhy)) return -1;
   return 0;
 }
 
@@ -359,4 +366,42 @@ int hl_sym_bind(const hl_graph *g, const int64_t *const *shapes, const int *ndim
     }
   }
   return 0;
+}
+
+int hl_sym_matches(const hl_graph *g, const hl_graph *real, const int64_t *sym, char *why, size_t nwhy) {
+  const hl_symbolic *s = g->sym;
+  if (!same_ops(g, real, "at these sizes", why, nwhy)) return 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    const hl_node *n = &g->nodes[i], *r = &real->nodes[i];
+    int counts[3] = {n->type.ndim, hl_attr_count(n->prim, n->type.ndim), n->attrs.nshape};
+    for (int field = HL_SYM_SHAPE; field <= HL_SYM_ATTR_SHAPE; field++)
+      for (int k = 0; k < counts[field]; k++) {
+        const int64_t *mine = field == HL_SYM_SHAPE ? n->type.shape : field == HL_SYM_ATTR_I ? n->attrs.i : n->attrs.shape;
+        const int64_t *theirs = field == HL_SYM_SHAPE ? r->type.shape : field == HL_SYM_ATTR_I ? r->attrs.i : r->attrs.shape;
+        const hl_sym_slot *sl = hl_sym_find(s, i, field, k);
+        int64_t want = mine[k];
+        if (sl && hl_sym_size(sl, s->nsym, sym, &want)) want = -1;
+        if (want != theirs[k]) {
+          snprintf(why, nwhy, "at these sizes %s of %s (operation %d) is %lld, not the %lld the polymorphic program has there "
+                   "(a size checked or clamped inside the function)", field_text(field), hl_prims[n->prim].name, i + 1,
+                   (long long)theirs[k], (long long)want);
+          return 0;
+        }
+      }
+    if (hl_prims[n->prim].attrs == HL_A_VALUE) {
+      const hl_sym_slot *sl = hl_sym_find(s, i, HL_SYM_VALUE, 0);
+      double want = n->attrs.f, got = r->attrs.f;
+      if (sl) {
+        want = sl->fc;
+        for (int j = 0; j < s->nsym; j++) want += sl->fa[j] * (double)sym[j];
+      }
+      int same = sl ? fabs(want - got) <= 1e-9 * fmax(1.0, fabs(got)) : !memcmp(&want, &got, sizeof want);
+      if (!same) {
+        snprintf(why, nwhy, "at these sizes a constant (operation %d) is %.17g, not the %.17g of the polymorphic program", i + 1,
+                 got, want);
+        return 0;
+      }
+    }
+  }
+  return 1;
 }

@@ -70,6 +70,11 @@ int hl_sym_size(const hl_sym_slot *slot, int nsym, const int64_t *sym, int64_t *
  * parameter's shape checked against the program: 0, or -1 when these arguments are not sizes the
  * program was made for (said in why). */
 int hl_sym_bind(const struct hl_graph *g, const int64_t *const *shapes, const int *ndims, int64_t *sym, char *why, size_t nwhy);
+/* Whether `real` (the function traced at the call's sizes `sym`, pruned) is g's polymorphic program
+ * at those sizes: the same operations, and every size-like number and constant the one g's forms
+ * give there. 1, or 0 with why: a size checked or clamped inside the function behaves otherwise at
+ * these sizes than at the traced ones. */
+int hl_sym_matches(const struct hl_graph *g, const struct hl_graph *real, const int64_t *sym, char *why, size_t nwhy);
 #ifdef __cplusplus
 }
 #endif

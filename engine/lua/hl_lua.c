@@ -1160,6 +1160,25 @@ static int l_program_serves(lua_State *L) {
   return 2;
 }
 
+/* program_matches(program, trace, {tracers}, args...) -> true, or false and why (hl_program_matches) */
+static int l_program_matches(lua_State *L) {
+  hl_program *p = hl_lua_check_program(L, 1);
+  hl_trace *t = check_trace(L, 2);
+  int nout;
+  const hl_array **outs = list_arrays(L, 3, &nout, "jit");
+  int base = 4, nargs = lua_gettop(L) - base;   /* (list_arrays pushed one userdata) */
+  if (nargs > HL_MAX_PROGRAM_ARRAYS) return raisef(L, "halua: jit: too many arrays");
+  const hl_array **args = lua_newuserdata(L, sizeof *args * (size_t)(nargs ? nargs : 1));
+  for (int k = 0; k < nargs; k++) args[k] = check_array(L, base + k, "jit");
+  char why[300];
+  int ok = hl_program_matches(p, t, nout, outs, nargs, args, why, sizeof why);
+  if (ok < 0) return raise(L);
+  lua_pushboolean(L, ok);
+  if (ok) return 1;
+  lua_pushstring(L, why);
+  return 2;
+}
+
 /* trace_id(trace) -> what a tracer's shape hook is told its trace is (halua.symdim_shape) */
 static int l_trace_id(lua_State *L) {
   lua_pushlightuserdata(L, &check_trace(L, 1)->g);
@@ -1398,6 +1417,7 @@ static const luaL_Reg core_funcs[] = {
     {"program_build_symbolic", l_program_build_symbolic},
     {"trace_id", l_trace_id},
     {"program_serves", l_program_serves},
+    {"program_matches", l_program_matches},
     {"trace_export", l_trace_export},
     {"program_run", l_program_run},
     {"program_stmt", l_program_stmt},

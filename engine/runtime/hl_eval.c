@@ -779,6 +779,46 @@ int hl_program_serves(const hl_program *p, int nargs, const hl_array *const *arg
   return ok;
 }
 
+int hl_program_matches(const hl_program *p, hl_trace *t, int nout, const hl_array *const *outputs, int nargs,
+                       const hl_array *const *args, char *why, size_t nwhy) {
+  if (!p->g.sym) return 1;
+  int64_t sym[HL_MAX_SYMS];
+  const int64_t *shapes[HL_MAX_PROGRAM_ARRAYS];
+  int ndims[HL_MAX_PROGRAM_ARRAYS];
+  int nin = nargs + p->ncaptures;
+  if (nargs != p->nargs || nin > HL_MAX_PROGRAM_ARRAYS) return hl_error("jit: %d arguments for a program of %d", nargs, p->nargs);
+  for (int k = 0; k < nin; k++) {
+    const hl_array *a = k < nargs ? args[k] : &p->captures[k - nargs];
+    shapes[k] = a->shape;
+    ndims[k] = a->ndim;
+  }
+  if (hl_sym_bind(&p->g, shapes, ndims, sym, why, nwhy)) return 0;
+  if (t->ncaptures != p->ncaptures) {
+    snprintf(why, nwhy, "at these sizes the function captures %d constants, not %d", t->ncaptures, p->ncaptures);
+    return 0;
+  }
+  for (int c = 0; c < p->ncaptures; c++)
+    if (!same_capture(&p->captures[c], &t->captures[c])) {
+      snprintf(why, nwhy, "at these sizes constant %d that the function captures differs", c + 1);
+      return 0;
+    }
+  int *ids = malloc(sizeof *ids * (size_t)(nout ? nout : 1));
+  if (!ids) return hl_error("out of memory");
+  for (int k = 0; k < nout; k++) {
+    if (outputs[k]->graph != &t->g) {
+      free(ids);
+      return hl_error("jit: output %d is not a value of this trace", k + 1);
+    }
+    ids[k] = outputs[k]->node;
+  }
+  hl_graph real;
+  hl_graph_init(&real);
+  int rc = hl_graph_set_outputs(&t->g, nout, ids) || hl_graph_prune(&t->g, &real) ? -1 : hl_sym_matches(&p->g, &real, sym, why, nwhy);
+  hl_graph_free(&real);
+  free(ids);
+  return rc;
+}
+
 /* A polymorphic program's output shapes for these inputs, after checking that the inputs are
  * sizes it serves (the caller's signature says so; this keeps a wrong call from reading out of
  * bounds) and that its reshapes' flat indices fit the 32 bits they are computed in. */

@@ -147,7 +147,7 @@ function hl.arange(a, b, c, d)
     if hi <= 0 then span = 0 end   -- (empty at every size)
     local n = math.abs(step) == 1 and span or (type(span) == "number" and math.ceil(span / math.abs(step))
                                                or (span + math.abs(step) - 1):floordiv(math.abs(step)))
-    local i = core.iota("float64", {n}, 0, symdim.anchor(n) or symdim.anchor({start, stop}))
+    local i = core.iota("float64", {n}, 0, symdim.anchor({n, start, stop}))
     return (i * step + start):astype(dtype or "int32")
   end
   for _, v in ipairs {start, stop, step} do

@@ -132,14 +132,17 @@ return function(hl, core, shared)
     return trace, traced, {nres = results.n, defs = out_defs, consts = out_leaves, slots = slots}
   end
 
-  local function build(self, args, n, info, sig)
-    if log_compiles then
+  -- `traced_now`: a trace of this call already made ({trace, traced, entry}: dynamic_axes' check)
+  local function build(self, args, n, info, sig, traced_now)
+    if log_compiles and not traced_now then
       local others = 0
       for _ in pairs(self.cache) do others = others + 1 end
       io.stderr:write(string.format("halua: tracing %s: %s (signature %s)\n", self.name,
         others == 0 and "first call" or ("a new argument signature; " .. others .. " other(s) cached"), sig))
     end
-    local trace, traced, entry = trace_call(self, args, n, info, self.device)
+    local trace, traced, entry
+    if traced_now then trace, traced, entry = traced_now.trace, traced_now.traced, traced_now.entry
+    else trace, traced, entry = trace_call(self, args, n, info, self.device) end
     entry.text = core.trace_text(trace, traced)
     -- results that do not depend on the arguments are returned as they are: nothing to compile
     if #traced > 0 then entry.program = core.program_build(trace, traced, self.name, self.schedule) end
@@ -214,6 +217,23 @@ return function(hl, core, shared)
     if log_compiles then io.stderr:write(string.format("halua: %s: %s\n", self.name, what)) end
   end
 
+  -- What a polymorphic trace does before f runs (trace_call's `before`): the sizes f sees
+  -- (symdim.begin: made-up ones for `at`, or the call's own with `check`), and a tracer of the
+  -- trace for the constants made from sizes.
+  local function symbolic_start(plan, at, n, info, check)
+    return function(trace, targs)
+      symdim.begin(plan.names, plan.origin, at, core.trace_id(trace), plan.static_extents, check)
+      for i = 1, n do
+        local v = targs[i]
+        local first = core.is_tracer(v) and v or (type(v) == "table" and info[i] and tree.leaves(v)[1]) or nil
+        if first and core.is_tracer(first) then
+          symdim.set_anchor(first)
+          break
+        end
+      end
+    end
+  end
+
   -- Traces f once per set of made-up sizes (base, each symbol moved, all moved) and has the
   -- engine fit one program to them: the entry, or false and why when f is not polymorphic here.
   local function build_poly(self, args, n, info, plan)
@@ -221,7 +241,7 @@ return function(hl, core, shared)
     local which = {0}
     for j = 1, nsym do which[#which + 1] = j end
     which[#which + 1] = "check"
-    local traces, traced_lists, sizes, entries, guards, seen_guards = {}, {}, {}, {}, {}, {}
+    local traces, traced_lists, sizes, entries, guards, seen_guards, creations = {}, {}, {}, {}, {}, {}, nil
     local ok, err = pcall(function()
       for t, at in ipairs(which) do
         local markers = {}
@@ -231,20 +251,11 @@ return function(hl, core, shared)
           for a in pairs(d) do shape[a] = markers[d[a]] end
           return shape
         end
-        local function before(trace, targs)
-          symdim.begin(plan.names, plan.origin, at, core.trace_id(trace), plan.static_extents)
-          for i = 1, n do
-            local v = targs[i]
-            local first = core.is_tracer(v) and v or (type(v) == "table" and info[i] and tree.leaves(v)[1]) or nil
-            if first and core.is_tracer(first) then
-              symdim.set_anchor(first)
-              break
-            end
-          end
-        end
-        local tok, trace, traced, entry = pcall(trace_call, self, args, n, info, self.device, resize, before)
-        local g = symdim.finish()
+        local tok, trace, traced, entry = pcall(trace_call, self, args, n, info, self.device, resize,
+                                                symbolic_start(plan, at, n, info))
+        local g, made = symdim.finish()
         if not tok then error(trace, 0) end
+        if t == 1 then creations = made end
         traces[t], traced_lists[t], sizes[t], entries[t] = trace, traced, markers, entry
         -- (every trace's: a size that one trace reads as a number, another as a size)
         for _, gd in ipairs(g) do
@@ -298,6 +309,7 @@ return function(hl, core, shared)
     if not program then return false, why end
     e0.program = program
     e0.guards = guards
+    e0.creations = creations
     e0.polymorphic = plan.origin
     for _, s in ipairs(e0.slots) do e0.consts[s[1]][s[2]] = false end
     return e0
@@ -334,6 +346,31 @@ return function(hl, core, shared)
     end
     local serves, w = core.program_serves(entry.program, unpack(arrays))
     if not serves then return nil, "the program does not serve these sizes: " .. w end
+    -- The function traced once more at this call's own sizes (no compile): halua's functions may
+    -- check or clamp a size (an index against an axis' length, the longer of two lengths), which
+    -- the traces at made-up sizes cannot see; the polymorphic program serves this call only if
+    -- this trace is that program at these sizes, node for node and number for number. Otherwise
+    -- this trace is compiled for these sizes (and an error it met is the call's own).
+    local tok, trace, traced, e = pcall(trace_call, self, args, n, info, self.device, nil,
+                                        symbolic_start(plan, "real", n, info, {sizes = plan.sizes, made = entry.creations}))
+    symdim.finish()
+    if not tok then error(trace, 0) end
+    local same = e.nres == entry.nres and #e.slots == #entry.slots
+    for r = 1, e.nres do
+      same = same and e.defs[r] == entry.defs[r]
+      for j, l in ipairs(e.consts[r]) do same = same and (core.is_tracer(l) or l == entry.consts[r][j]) end
+    end
+    local matches, mwhy = false, "its results differ at these sizes"
+    if same then
+      local ok, m, mw = pcall(core.program_matches, entry.program, trace, traced, unpack(arrays))
+      if not ok then
+        core.trace_close(trace)
+        error(m, 0)
+      end
+      matches, mwhy = m, mw
+    end
+    if not matches then return nil, mwhy, {trace = trace, traced = traced, entry = e} end
+    core.trace_close(trace)
     return entry
   end
 
@@ -462,13 +499,15 @@ return function(hl, core, shared)
     local sig, arrays, info = analyse(self, args, n)
     local entry = self.cache[sig]
     if not entry and self.dynamic_axes then
-      local why
-      entry, why = poly_entry(self, args, n, info, arrays)
+      local why, traced_now
+      entry, why, traced_now = poly_entry(self, args, n, info, arrays)
       if entry then
         self.cache[sig] = entry
       elseif why then
         say_poly(self, "this call is specialised: " .. why)
       end
+      -- (a trace at these sizes that the polymorphic program did not match is compiled as it is)
+      if traced_now then entry = build(self, args, n, info, sig, traced_now) end
     end
     if not entry then
       -- a program takes at most core.max_program_arrays arrays (runtime/hl_eval.h): said now,
@@ -478,6 +517,8 @@ return function(hl, core, shared)
              "(e.g. stack each layer's parameters along a leading axis)", self.name, #arrays, core.max_program_arrays)
       end
       entry = build(self, args, n, info, sig)
+    end
+    if entry.plain == nil then
       -- every result a traced array: the fast path may run it
       local plain = not self.has_static and #entry.slots == entry.nres and entry.program ~= nil
       for r = 1, entry.nres do plain = plain and entry.defs[r] == "*" end

@@ -197,6 +197,7 @@ function mt.__unm(x) return mul(x, -1) end
 function mt.__pow() fail("jit: a dynamic size raised to a power is not a size the program can keep") end
 function mt.__eq(x, y)
   if not (type(x) == "number" or is_sym(x)) or not (type(y) == "number" or is_sym(y)) then return false end
+  if ctx and ctx.check then return num_value(x) == num_value(y) end
   local lo, hi = range(x, y)
   if lo and lo == 0 and hi == 0 then return true end
   if lo and (lo > 0 or hi < 0) then return false end
@@ -204,6 +205,7 @@ function mt.__eq(x, y)
 end
 function mt.__lt(x, y)
   check_operand(x, "<"); check_operand(y, "<")
+  if ctx and ctx.check then return num_value(x) < num_value(y) end
   local lo, hi = range(x, y)
   if lo and hi < 0 then return true end
   if lo and lo >= 0 then return false end
@@ -211,6 +213,7 @@ function mt.__lt(x, y)
 end
 function mt.__le(x, y)
   check_operand(x, "<="); check_operand(y, "<=")
+  if ctx and ctx.check then return num_value(x) <= num_value(y) end
   local lo, hi = range(x, y)
   if lo and hi <= 0 then return true end
   if lo and lo > 0 then return false end
@@ -292,21 +295,28 @@ end
 -- Begin tracing with symbols `names` (their `origin` for messages) at `trace` (0, j or "check"):
 -- the trace's id (core.trace_id) and one of its tracers, for constants made from sizes.
 -- `static` (a set) holds the extents of the arguments' static axes, which are read as numbers.
-function M.begin(names, origin, trace, trace_id, static)
+-- `check` = {sizes = the call's, made = trace 0's record of which creations it made in the
+-- trace}: the trace at a call's own sizes that checks the polymorphic program (jit.lua's
+-- poly_entry). Its sizes are the call's; comparisons take their values (the traces at made-up
+-- sizes answered them for every size, or raised); and a creation function makes its value in the
+-- trace exactly where trace 0 did, in the same order (reading sizes back from numbers is
+-- ambiguous at small sizes), so the check compares like with like.
+function M.begin(names, origin, trace, trace_id, static, check)
   generation = generation + 1
   exprs, nexprs = {}, 0
   local markers = {}
-  for j = 1, #names do markers[j] = marker(j, trace) end
-  ctx = {names = names, origin = origin, markers = markers, trace_id = trace_id, guards = {}, static = static or {}}
+  for j = 1, #names do markers[j] = check and check.sizes[j] or marker(j, trace) end
+  ctx = {names = names, origin = origin, markers = markers, trace_id = trace_id, guards = {}, static = static or {},
+         check = check ~= nil, made = check and check.made or {}, creations = 0}
 end
 function M.set_anchor(tracer) ctx.anchor = tracer end
--- end the trace: its guards
+-- end the trace: its guards, and which of its creation calls made their value in the trace
 function M.finish()
-  local g = ctx and ctx.guards or {}
+  local g, made = ctx and ctx.guards or {}, ctx and ctx.made or {}
   ctx = nil
   generation = generation + 1
   exprs, nexprs = {}, 0
-  return g
+  return g, made
 end
 function M.active() return ctx ~= nil end
 
@@ -315,13 +325,14 @@ function M.active() return ctx ~= nil end
 -- by the symbols) rather than as a concrete array of the made-up size.
 function M.anchor(shape)
   if not ctx then return nil end
-  if is_sym(shape) then return ctx.anchor end
+  ctx.creations = ctx.creations + 1
+  if ctx.check then return ctx.made[ctx.creations] and ctx.anchor or nil end
+  local sized = is_sym(shape)
   if type(shape) == "table" then
-    for _, v in ipairs(shape) do
-      if is_sym(v) then return ctx.anchor end
-    end
+    for _, v in ipairs(shape) do sized = sized or is_sym(v) end
   end
-  return nil
+  ctx.made[ctx.creations] = sized
+  return sized and ctx.anchor or nil
 end
 
 -- whether `sizes` (the symbols' values at a call) meet the guards the program relies on

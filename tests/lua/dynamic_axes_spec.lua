@@ -1,7 +1,7 @@
 -- hl.jit(f, {dynamic_axes = ...}): one program for every size of the named axes. Every result of
 -- a polymorphic function is compared with the same function run eagerly (or jitted without
 -- dynamic_axes) at several sizes, 1, 2, odd, even and 1000 among them; "one compile" is counted
--- with hl.cache_info().misses around the jitted calls only (inputs are made beforehand, since
+-- by the signatures the polymorphic program serves (misses, below) around the jitted calls (inputs are made beforehand, since
 -- eager ops compile kernels of their own); what HALUA_LOG_COMPILES says and the disk cache are
 -- checked in child processes.
 local hl = require "halua"
@@ -61,20 +61,23 @@ local function close(a, b, tol, where)
   end
 end
 
--- f, and a function giving how many times it has been called (traced, under hl.jit)
-local function counted(f)
-  local n = 0
-  return function(...) n = n + 1; return f(...) end, function() return n end
+-- The programs the calls fn makes compile for their own sizes: the signatures of the jitted
+-- function pf that its polymorphic program does not serve, and polymorphic programs past the first
+-- (tostring(pf) says "N signatures traced, S of them by K polymorphic programs"). 0 when one
+-- program served every call. (Cache misses cannot tell: a call specialised to its size may find an
+-- identical program in the cache, made for another function; and every new size traces once, at
+-- its own sizes, to check the polymorphic program against it, without compiling.)
+local function programs_of(pf)
+  local s = tostring(pf)
+  local n = tonumber(s:match("(%d+) signatures? traced")) or 0
+  local served, k = s:match("(%d+) of them by (%d+) polymorphic")
+  return n - (tonumber(served) or 0), tonumber(k) or 0
 end
-
--- the programs compiled (or loaded: cache misses) and the traces of `calls` (a counter from
--- counted) while fn runs: 0 when the calls fn makes were served by a program made before. (Both:
--- a call specialised to its size may find an identical program in the cache, made for another
--- function, and a polymorphic call traces nothing.)
-local function misses(fn, calls)
-  local m, c = hl.cache_info().misses, calls and calls() or 0
+local function misses(fn, pf)
+  local a0, k0 = programs_of(pf)
   fn()
-  return hl.cache_info().misses - m + (calls and calls() - c or 0)
+  local a1, k1 = programs_of(pf)
+  return (a1 - a0) + math.max(0, k1 - math.max(k0, 1))
 end
 
 -- f with dynamic_axes against f run eagerly, at each size n of `sizes` (inputs made by
@@ -82,15 +85,14 @@ end
 -- one compile served them all; the first call may take more than one, as a program may run a
 -- kernel of its own, a matmul say)
 local function against_eager(f, axes, sizes, make, tol)
-  local fc, calls = counted(f)
-  local pf = J(fc, axes)
+  local pf = J(f, axes)
   local inputs = {}
   for i, n in ipairs(sizes) do inputs[i] = {make(n)} end
   local got = {}
   got[1] = {pf(unpack(inputs[1]))}
   local m = misses(function()
     for i = 2, #sizes do got[i] = {pf(unpack(inputs[i]))} end
-  end, calls)
+  end, pf)
   for i, n in ipairs(sizes) do
     local want = {f(unpack(inputs[i]))}
     assert.are.equal(#want, #got[i])
@@ -199,11 +201,10 @@ describe("dynamic_axes: option validation", function()
 
   it("makes every leaf of a pytree argument dynamic", function()
     local seen
-    local fc, calls = counted(function(t) seen = tostring(t.a.shape[1]) .. "," .. tostring(t.b.shape[1]); return t.a * 2 + hl.sum(t.b) end)
-    local f = J(fc, {1})
+    local f = J(function(t) seen = seen or (tostring(t.a.shape[1]) .. "," .. tostring(t.b.shape[1])); return t.a * 2 + hl.sum(t.b) end, {1})
     local ins = {{a = data({3, 2}), b = data({3}, 1)}, {a = data({7, 2}), b = data({7}, 1)}}
     local got = {f(ins[1])}
-    local m = misses(function() got[2] = f(ins[2]) end, calls)
+    local m = misses(function() got[2] = f(ins[2]) end, f)
     assert.are.equal("b,b", seen)
     assert.are.equal(0, m)
     for i, t in ipairs(ins) do close(got[i], t.a * 2 + hl.sum(t.b)) end
@@ -222,17 +223,18 @@ describe("dynamic_axes: unification and conflicts", function()
 
   it("gives different sizes different symbols where they do not meet", function()
     local names
-    local f = function(x, y) names = tostring(x.shape[1]) .. " " .. tostring(y.shape[1]); return hl.sum(x, 1) + hl.sum(y, 1) end
-    local fc, calls = counted(f)
-    local pf = J(fc, {1})
+    -- (the first trace's names: each new size is traced once more at its own sizes, as numbers)
+    local f = function(x, y) names = names or (tostring(x.shape[1]) .. " " .. tostring(y.shape[1])); return hl.sum(x, 1) + hl.sum(y, 1) end
+    local pf = J(f, {1})
     local a, b, c, d = data({3, 4}), data({5, 4}, 1), data({8, 4}), data({2, 4}, 1)
     local r1, r2 = pf(a, b), nil
-    local m = misses(function() r2 = pf(c, d) end, calls)
+    local m = misses(function() r2 = pf(c, d) end, pf)
     assert.are.equal("b c", names)
     assert.are.equal(0, m)
     close(r1, f(a, b))
     close(r2, f(c, d))
     -- (equal sizes now are a new signature: one symbol for both)
+    names = nil
     local r3 = pf(c, c)
     assert.are.equal("b b", names)
     close(r3, f(c, c))
@@ -260,7 +262,7 @@ describe("dynamic_axes: unification and conflicts", function()
     close(pf(unpack(ins)), f(unpack(ins)))
     -- four sizes are four symbols, one program
     local seen
-    local g = J(function(a, b, c, d) seen = tostring(a.shape[1] + b.shape[1] + c.shape[1] + d.shape[1]); return a:sum() + b:sum() + c:sum() + d:sum() end, {1})
+    local g = J(function(a, b, c, d) seen = seen or tostring(a.shape[1] + b.shape[1] + c.shape[1] + d.shape[1]); return a:sum() + b:sum() + c:sum() + d:sum() end, {1})
     local r = g(ins[1], ins[2], ins[3], ins[4])
     assert.are.equal("b + c + d + e", seen)
     close(r, f(ins[1], ins[2], ins[3], ins[4], hl.zeros({1})))
@@ -489,14 +491,13 @@ describe("dynamic_axes: grad, value_and_grad, vmap and hl.nn", function()
   local function batch(n) return P, data({n, 5}, 0.7), onehot(n, 3) end
 
   it("value_and_grad of an MLP loss (params static shape, batch dynamic) matches the static jit, one compile", function()
-    local loss, calls = counted(mlp_loss)
-    local vg = hl.value_and_grad(loss)
+    local vg = hl.value_and_grad(mlp_loss)
     local pf = J(vg, {{}, {1}, {1}})
     local sf = hl.jit(vg)
     local ins = {}
     for i, n in ipairs(sizes) do ins[i] = {batch(n)} end
     local got = {{pf(unpack(ins[1]))}}
-    local m = misses(function() for i = 2, #sizes do got[i] = {pf(unpack(ins[i]))} end end, calls)
+    local m = misses(function() for i = 2, #sizes do got[i] = {pf(unpack(ins[i]))} end end, pf)
     assert.are.equal(0, m)
     for i, n in ipairs(sizes) do
       local v, g = sf(unpack(ins[i]))
@@ -528,14 +529,14 @@ describe("dynamic_axes: grad, value_and_grad, vmap and hl.nn", function()
   end)
 
   it("grad with respect to the dynamic batch input", function()
-    local inner, calls = counted(function(x, p) return hl.sum(hl.tanh(mlp(p, x)) ^ 2) / x.shape[1] end)
+    local inner = function(x, p) return hl.sum(hl.tanh(mlp(p, x)) ^ 2) / x.shape[1] end
     local f = hl.grad(inner)
     local ref = hl.grad(function(x, p) return hl.sum(hl.tanh(mlp(p, x)) ^ 2) / x.shape[1] end)
     local pf = J(f, {{1}, {}})
     local ins = {}
     for i, n in ipairs(sizes) do ins[i] = data({n, 5}, 0.2) end
     local got = {pf(ins[1], P)}
-    local m = misses(function() for i = 2, #ins do got[i] = pf(ins[i], P) end end, calls)
+    local m = misses(function() for i = 2, #ins do got[i] = pf(ins[i], P) end end, pf)
     assert.are.equal(0, m)
     for i, x in ipairs(ins) do close(got[i], ref(x, P), 1e-4, "size " .. sizes[i]) end
   end)
@@ -639,6 +640,32 @@ describe("dynamic_axes: bounds the trace checked only at its made-up sizes", fun
   end)
 end)
 
+describe("dynamic_axes: each new size checked against a trace at its own sizes", function()
+  -- halua's own functions check and clamp sizes as numbers (convolve's output is the longer of
+  -- two lengths; take checks its indices against the axis): at the made-up sizes every such
+  -- check passes the same way, so a new size is traced once at its own sizes and served only
+  -- where that trace is the polymorphic program
+  it("convolve's 'same' output (the longer length) at sizes below the kernel's", function()
+    local k = hl.array({1, 2, 3}, "float32")
+    local f = function(x) return hl.convolve(x, k, "same") end
+    local pf = J(f, {1})
+    for _, n in ipairs {5, 1, 2, 7, 3} do
+      local x = hl.arange(1, n + 1):astype("float32")
+      close(pf(x), f(x), 1e-5, "size " .. n)
+    end
+    -- 5, 7 and 3 from the polymorphic program; 1 and 2 specialised
+    assert.truthy(tostring(pf):find("5 signatures traced, 3 of them by 1 polymorphic program", 1, true), tostring(pf))
+  end)
+
+  it("take's index check at the call's own sizes", function()
+    local pf = J(function(x) return hl.take(x, hl.array({1, 3}, "int32"), 1) end, {1})
+    close(pf(data({5, 2})), hl.take(data({5, 2}), hl.array({1, 3}, "int32"), 1))
+    has(err(pf, data({2, 2})), "halua: take: index 3 is out of range 1..2")
+    has(err(pf, data({1, 2})), "halua: take: index 3 is out of range 1..1")
+    close(pf(data({4, 2})), hl.take(data({4, 2}), hl.array({1, 3}, "int32"), 1))
+  end)
+end)
+
 describe("dynamic_axes: what is compiled per size instead", function()
   it("cumsum along the dynamic axis gives right values at each size", function()
     against_eager(function(x) return hl.cumsum(x, 1) end, {1}, {1, 2, 7, 1000}, function(n) return data({n, 3}) end)
@@ -666,12 +693,11 @@ end)
 describe("dynamic_axes: one compile across many sizes", function()
   it("the MLP forward called with batch sizes 1..256 compiles once", function()
     local P = mlp_params(16, 32, 10)
-    local fc, calls = counted(mlp)
-    local f = J(fc, {{}, {1}})
+    local f = J(mlp, {{}, {1}})
     local xs = {}
     for n = 1, 256 do xs[n] = data({n, 16}, n * 0.01) end
     local got = {f(P, xs[1])}
-    local m = misses(function() for n = 2, 256 do got[n] = f(P, xs[n]) end end, calls)
+    local m = misses(function() for n = 2, 256 do got[n] = f(P, xs[n]) end end, f)
     assert.are.equal(0, m)
     local sf = hl.jit(mlp)
     for _, n in ipairs {1, 2, 3, 17, 64, 128, 255, 256} do close(got[n], sf(P, xs[n]), 1e-4, "batch " .. n) end
