@@ -341,18 +341,7 @@ end
 -- run (each the best of three rounds); and the MLP's forward pass called with every batch size
 -- from 1 to 256, counting the pipelines compiled
 do
-  local params, batch, labels = mlp_setup("cpu")
-  local function loss(p, xb, yb)
-    local h = hl.maximum(hl.matmul(xb, p.w1) + p.b1, 0)
-    h = hl.maximum(hl.matmul(h, p.w2) + p.b2, 0)
-    return -(hl.nn.log_softmax(hl.matmul(h, p.w3) + p.b3, -1) * yb):sum() / xb.shape[1]
-  end
-  local function step(p, xb, yb)
-    local l, g = hl.value_and_grad(loss)(p, xb, yb)
-    local q = {}
-    for k, v in pairs(p) do q[k] = v - 0.01 * g[k] end
-    return l, q
-  end
+  local params, batch, labels, _, step = mlp_setup("cpu")
   local fixed, dyn = hl.jit(step), hl.jit(step, {dynamic_axes = {{}, {1}, {1}}})
   local f1, f2 = hl.jit(function(u, v, w) return hl.tanh(u * v + w) end), hl.jit(function(u, v, w) return hl.tanh(u * v + w) end, {dynamic_axes = {1}})
   local ts, td, tf1, tf2 = math.huge, math.huge, math.huge, math.huge

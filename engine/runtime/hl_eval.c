@@ -642,9 +642,8 @@ int hl_scalar_like(double v, hl_dtype t, const hl_array *like, hl_array *out) {
 
 /* ---- programs ---- */
 
-int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, const char *name, hl_program *p) {
-  memset(p, 0, sizeof *p);
-  if (nout > HL_MAX_PROGRAM_ARRAYS) return hl_error("jit: too many outputs (%d, at most %d)", nout, HL_MAX_PROGRAM_ARRAYS);
+/* out = t's graph pruned to `outputs` (tracers of t) */
+static int prune_to(hl_trace *t, int nout, const hl_array *const *outputs, hl_graph *out) {
   int *ids = malloc(sizeof *ids * (size_t)(nout ? nout : 1));
   if (!ids) return hl_error("out of memory");
   for (int k = 0; k < nout; k++) {
@@ -654,9 +653,15 @@ int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, cons
     }
     ids[k] = outputs[k]->node;
   }
-  int rc = hl_graph_set_outputs(&t->g, nout, ids) || hl_graph_prune(&t->g, &p->g);
+  int rc = hl_graph_set_outputs(&t->g, nout, ids) || hl_graph_prune(&t->g, out) ? -1 : 0;
   free(ids);
-  if (rc) return -1;
+  return rc;
+}
+
+int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, const char *name, hl_program *p) {
+  memset(p, 0, sizeof *p);
+  if (nout > HL_MAX_PROGRAM_ARRAYS) return hl_error("jit: too many outputs (%d, at most %d)", nout, HL_MAX_PROGRAM_ARRAYS);
+  if (prune_to(t, nout, outputs, &p->g)) return -1;
   p->nargs = t->g.nparams - t->ncaptures;
   /* a cache miss compiles (and says so when that takes more than a second: hl_cache.c) */
   p->kernel = hl_cache_get(&p->g, name);
@@ -696,18 +701,9 @@ int hl_program_build_symbolic(hl_trace *const *traces, const hl_array *const *co
   if (nout > HL_MAX_PROGRAM_ARRAYS) return hl_error("jit: too many outputs (%d, at most %d)", nout, HL_MAX_PROGRAM_ARRAYS);
   hl_graph graphs[HL_MAX_SYMS + 2];
   const hl_graph *gp[HL_MAX_SYMS + 2];
-  int *ids = malloc(sizeof *ids * (size_t)(nout ? nout : 1));
-  if (!ids) return hl_error("out of memory");
   for (int t = 0; t < ntr; t++) hl_graph_init(&graphs[t]);
   for (int t = 0; t < ntr; t++) {
-    for (int k = 0; k < nout; k++) {
-      if (outputs[t][k]->graph != &traces[t]->g) {
-        hl_error("jit: output %d is not a value of this trace", k + 1);
-        goto done;
-      }
-      ids[k] = outputs[t][k]->node;
-    }
-    if (hl_graph_set_outputs(&traces[t]->g, nout, ids) || hl_graph_prune(&traces[t]->g, &graphs[t])) goto done;
+    if (prune_to(traces[t], nout, outputs[t], &graphs[t])) goto done;
     gp[t] = &graphs[t];
     if (traces[t]->ncaptures != traces[0]->ncaptures) {
       snprintf(why, nwhy, "the function captures %d constants at one size and %d at another", traces[0]->ncaptures,
@@ -752,7 +748,6 @@ int hl_program_build_symbolic(hl_trace *const *traces, const hl_array *const *co
   rc = 0;
 done:
   for (int t = 0; t < ntr; t++) hl_graph_free(&graphs[t]);
-  free(ids);
   return rc;
 }
 
@@ -802,20 +797,10 @@ int hl_program_matches(const hl_program *p, hl_trace *t, int nout, const hl_arra
       snprintf(why, nwhy, "at these sizes constant %d that the function captures differs", c + 1);
       return 0;
     }
-  int *ids = malloc(sizeof *ids * (size_t)(nout ? nout : 1));
-  if (!ids) return hl_error("out of memory");
-  for (int k = 0; k < nout; k++) {
-    if (outputs[k]->graph != &t->g) {
-      free(ids);
-      return hl_error("jit: output %d is not a value of this trace", k + 1);
-    }
-    ids[k] = outputs[k]->node;
-  }
   hl_graph real;
   hl_graph_init(&real);
-  int rc = hl_graph_set_outputs(&t->g, nout, ids) || hl_graph_prune(&t->g, &real) ? -1 : hl_sym_matches(&p->g, &real, sym, why, nwhy);
+  int rc = prune_to(t, nout, outputs, &real) ? -1 : hl_sym_matches(&p->g, &real, sym, why, nwhy);
   hl_graph_free(&real);
-  free(ids);
   return rc;
 }
 
