@@ -2,7 +2,7 @@
 #include "hl_ir.h"
 #include "hl_error.h"
 #include "hl_linalg_layout.h"
-#include "hl_symbolic.h"
+#include "hl_sym_table.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -308,13 +308,6 @@ fail:
   return NULL;
 }
 
-void hl_sym_free(hl_symbolic *s) {
-  if (!s) return;
-  free(s->first);
-  free(s->slots);
-  free(s->forms);
-  free(s);
-}
 
 const hl_sym_slot *hl_sym_find(const hl_symbolic *s, int node, int field, int index) {
   if (!s || node < 0 || node >= s->nnodes) return NULL;

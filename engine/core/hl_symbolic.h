@@ -10,6 +10,7 @@
  * with the reason. The lowering reads each symbol's value from its parameter's buffer. */
 #ifndef HL_SYMBOLIC_H
 #define HL_SYMBOLIC_H
+#include "hl_sym_table.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,40 +20,6 @@ extern "C" {
 
 struct hl_graph;
 
-/* at most this many symbols in one program */
-#define HL_MAX_SYMS 4
-/* coefficients are multiples of 1/HL_SYM_DEN: a size divided exactly by 2..8 stays affine */
-#define HL_SYM_DEN 840
-
-/* what a slot holds: a node's extent along numpy axis `index`, attrs.i[index], attrs.shape[index],
- * or a constant's value (attrs.f) */
-typedef enum { HL_SYM_SHAPE, HL_SYM_ATTR_I, HL_SYM_ATTR_SHAPE, HL_SYM_VALUE } hl_sym_field;
-
-/* what a form bounds: a size, or a slice's reach into its operand */
-enum { HL_SYM_FORM_SIZE, HL_SYM_FORM_SLICE };
-
-/* value = (c + sum_j a[j] * s_j) / HL_SYM_DEN for sizes; fc + sum_j fa[j] * s_j for a VALUE */
-typedef struct {
-  int node, field, index;
-  int64_t c, a[HL_MAX_SYMS];
-  double fc, fa[HL_MAX_SYMS];
-} hl_sym_slot;
-
-typedef struct hl_symbolic {
-  int nsym;
-  int param[HL_MAX_SYMS], axis[HL_MAX_SYMS];   /* symbol j is the extent of numpy axis axis[j] of parameter param[j] */
-  int nnodes;
-  int *first;           /* node i's slots are slots[first[i] .. first[i + 1]) */
-  hl_sym_slot *slots;
-  int nslots;
-  /* the distinct forms of its sizes, each with the least value a call may give it (1 for
-   * extents: a size that is 0 where every trace had one changes what ops mean, 0 for slice
-   * starts), and the reach of each slice into its operand (0 or more: hl_symbolic.c's
-   * slice_bounds): a call whose sizes make one of them fractional or smaller is specialised instead */
-  hl_sym_slot *forms;   /* (index holds the least value, field what it bounds: HL_SYM_FORM_*) */
-  int nforms;
-} hl_symbolic;
-
 /* The table of graphs[0..nsym+1] (pruned, node for node the same program): graphs[0] traced at
  * sizes[0], graphs[1 + j] at sizes[1 + j] (symbol j moved), graphs[nsym + 1] at sizes[nsym + 1]
  * (every symbol moved). Parameters below nargs are the arguments, the rest captured constants.
@@ -60,7 +27,6 @@ typedef struct hl_symbolic {
  * running out of memory). */
 hl_symbolic *hl_sym_fit(const struct hl_graph *const *graphs, int nsym, const int64_t sizes[][HL_MAX_SYMS], const int *param,
                         const int *axis, int nargs, char *why, size_t nwhy);
-void hl_sym_free(hl_symbolic *s);
 /* node i's slot for (field, index), or NULL when that number is a constant */
 const hl_sym_slot *hl_sym_find(const hl_symbolic *s, int node, int field, int index);
 /* a slot's size at these symbol values: 0, or -1 when it is not a whole non-negative number
