@@ -318,6 +318,7 @@ return function(hl, core, shared)
   -- The entry for a call of a function with dynamic_axes (nil: trace it for these sizes), and
   -- the reason when it has to be specialised.
   local function poly_entry(self, args, n, info, arrays)
+    if self.schedule then return nil, "schedule = \"auto\" (Halide's autoscheduler) plans for known sizes" end
     local plan, why = poly_plan(self, args, n, info)
     if not plan then return nil, why end
     local key = n .. "|" .. plan.shapes

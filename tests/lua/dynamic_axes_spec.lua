@@ -667,6 +667,13 @@ describe("dynamic_axes: each new size checked against a trace at its own sizes",
 end)
 
 describe("dynamic_axes: what is compiled per size instead", function()
+  it("a function scheduled by Halide's autoscheduler (schedule = \"auto\" plans for known sizes)", function()
+    local f = function(x) return hl.tanh(x) * 2 end
+    local pf = hl.jit(f, {dynamic_axes = {1}, schedule = "auto"})
+    for _, n in ipairs {3, 4} do close(pf(data({n, 2})), f(data({n, 2}))) end
+    assert.are.equal("<jit function " .. pf.name:gsub("^jit ", "") .. ": 2 signatures traced>", tostring(pf))
+  end)
+
   it("cumsum along the dynamic axis gives right values at each size", function()
     against_eager(function(x) return hl.cumsum(x, 1) end, {1}, {1, 2, 7, 1000}, function(n) return data({n, 3}) end)
     -- along a static axis it stays one program
