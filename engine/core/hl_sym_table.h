@@ -37,6 +37,10 @@ typedef struct hl_symbolic {
    * slice_bounds): a call whose sizes make one of them fractional or smaller is specialised instead */
   hl_sym_slot *forms;   /* (index holds the least value, field what it bounds: HL_SYM_FORM_*) */
   int nforms;
+  /* the nodes a call's shapes are checked at: the parameters, and the reshapes whose extents
+   * follow the symbols (their flat index is computed in 32 bits) */
+  int *watch;
+  int nwatch;
 } hl_symbolic;
 
 static inline void hl_sym_free(hl_symbolic *s) {
@@ -44,6 +48,7 @@ static inline void hl_sym_free(hl_symbolic *s) {
   free(s->first);
   free(s->slots);
   free(s->forms);
+  free(s->watch);
   free(s);
 }
 #endif

@@ -299,6 +299,12 @@ hl_symbolic *hl_sym_fit(const hl_graph *const *graphs, int nsym, const int64_t s
     s->first[i] = k;
   }
   if (slice_bounds(&f, g, s)) goto fail;
+  if (!(s->watch = malloc(sizeof(int) * (size_t)(g->nnodes ? g->nnodes : 1)))) goto oom;
+  for (int i = 0; i < g->nnodes; i++) {
+    int prim = g->nodes[i].prim, follows = 0;
+    for (int k = s->first[i]; k < s->first[i + 1]; k++) follows = follows || s->slots[k].field == HL_SYM_SHAPE;
+    if (prim == HL_P_PARAM || (prim == HL_P_RESHAPE && follows)) s->watch[s->nwatch++] = i;
+  }
   return s;
 oom:
   snprintf(why, nwhy, "%s", "");
@@ -327,6 +333,14 @@ int hl_sym_size(const hl_sym_slot *slot, int nsym, const int64_t *sym, int64_t *
 
 int hl_sym_bind(const hl_graph *g, const int64_t *const *shapes, const int *ndims, int64_t *sym, char *why, size_t nwhy) {
   const hl_symbolic *s = g->sym;
+  for (int w = 0; w < s->nwatch; w++) {
+    const hl_node *n = &g->nodes[s->watch[w]];
+    int p = (int)n->attrs.i[0];
+    if (n->prim == HL_P_PARAM && ndims[p] != n->type.ndim) {
+      snprintf(why, nwhy, "argument array %d has rank %d where the program takes rank %d", p + 1, ndims[p], n->type.ndim);
+      return -1;
+    }
+  }
   for (int j = 0; j < s->nsym; j++) sym[j] = shapes[s->param[j]][s->axis[j]];
   for (int q = 0; q < s->nforms; q++) {
     int64_t v = -1;
@@ -339,14 +353,11 @@ int hl_sym_bind(const hl_graph *g, const int64_t *const *shapes, const int *ndim
       return -1;
     }
   }
-  for (int i = 0; i < g->nnodes; i++) {
+  for (int w = 0; w < s->nwatch; w++) {
+    int i = s->watch[w];
     const hl_node *n = &g->nodes[i];
     if (n->prim != HL_P_PARAM) continue;
     int p = (int)n->attrs.i[0];
-    if (ndims[p] != n->type.ndim) {
-      snprintf(why, nwhy, "argument array %d has rank %d where the program takes rank %d", p + 1, ndims[p], n->type.ndim);
-      return -1;
-    }
     for (int a = 0; a < n->type.ndim; a++) {
       const hl_sym_slot *sl = hl_sym_find(s, i, HL_SYM_SHAPE, a);
       int64_t want = n->type.shape[a];

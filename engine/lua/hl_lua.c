@@ -1144,15 +1144,16 @@ static int l_program_build_symbolic(lua_State *L) {
   return 1;
 }
 
-/* program_serves(program, args...) -> true, or false and why (hl_program_serves) */
-static int l_program_serves(lua_State *L) {
-  hl_program *p = hl_lua_check_program(L, 1);
-  int nargs = lua_gettop(L) - 1;
-  if (nargs > HL_MAX_PROGRAM_ARRAYS) return raisef(L, "halua: jit: too many arrays");
-  const hl_array **args = lua_newuserdata(L, sizeof *args * (size_t)(nargs ? nargs : 1));
-  for (int k = 0; k < nargs; k++) args[k] = check_array(L, k + 2, "jit");
-  char why[200];
-  int ok = hl_program_serves(p, nargs, args, why, sizeof why);
+/* the arrays at stack slots first..last (a program's arguments) */
+static const hl_array **stack_arrays(lua_State *L, int first, int last, int *n) {
+  *n = last - first + 1;
+  if (*n > HL_MAX_PROGRAM_ARRAYS) raisef(L, "halua: jit: too many arrays");
+  const hl_array **args = lua_newuserdata(L, sizeof *args * (size_t)(*n > 0 ? *n : 1));
+  for (int k = 0; k < *n; k++) args[k] = check_array(L, first + k, "jit");
+  return args;
+}
+/* true, or false and why, for a check of the engine's that answered ok (1, 0; -1 raises) */
+static int push_verdict(lua_State *L, int ok, const char *why) {
   if (ok < 0) return raise(L);
   lua_pushboolean(L, ok);
   if (ok) return 1;
@@ -1160,23 +1161,24 @@ static int l_program_serves(lua_State *L) {
   return 2;
 }
 
+/* program_serves(program, args...) -> true, or false and why (hl_program_serves) */
+static int l_program_serves(lua_State *L) {
+  hl_program *p = hl_lua_check_program(L, 1);
+  int nargs;
+  const hl_array **args = stack_arrays(L, 2, lua_gettop(L), &nargs);
+  char why[300];
+  return push_verdict(L, hl_program_serves(p, nargs, args, why, sizeof why), why);
+}
+
 /* program_matches(program, trace, {tracers}, args...) -> true, or false and why (hl_program_matches) */
 static int l_program_matches(lua_State *L) {
   hl_program *p = hl_lua_check_program(L, 1);
   hl_trace *t = check_trace(L, 2);
-  int nout;
+  int nargs, nout, last = lua_gettop(L);
   const hl_array **outs = list_arrays(L, 3, &nout, "jit");
-  int base = 4, nargs = lua_gettop(L) - base;   /* (list_arrays pushed one userdata) */
-  if (nargs > HL_MAX_PROGRAM_ARRAYS) return raisef(L, "halua: jit: too many arrays");
-  const hl_array **args = lua_newuserdata(L, sizeof *args * (size_t)(nargs ? nargs : 1));
-  for (int k = 0; k < nargs; k++) args[k] = check_array(L, base + k, "jit");
+  const hl_array **args = stack_arrays(L, 4, last, &nargs);
   char why[300];
-  int ok = hl_program_matches(p, t, nout, outs, nargs, args, why, sizeof why);
-  if (ok < 0) return raise(L);
-  lua_pushboolean(L, ok);
-  if (ok) return 1;
-  lua_pushstring(L, why);
-  return 2;
+  return push_verdict(L, hl_program_matches(p, t, nout, outs, nargs, args, why, sizeof why), why);
 }
 
 /* trace_id(trace) -> what a tracer's shape hook is told its trace is (halua.symdim_shape) */

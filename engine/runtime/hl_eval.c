@@ -642,6 +642,9 @@ int hl_scalar_like(double v, hl_dtype t, const hl_array *like, hl_array *out) {
 
 /* ---- programs ---- */
 
+/* Calls with few arrays use the stack; programs of more (up to HL_MAX_PROGRAM_ARRAYS) the heap. */
+enum { ONSTACK = 16 };
+
 /* out = t's graph pruned to `outputs` (tracers of t) */
 static int prune_to(hl_trace *t, int nout, const hl_array *const *outputs, hl_graph *out) {
   int *ids = malloc(sizeof *ids * (size_t)(nout ? nout : 1));
@@ -751,43 +754,49 @@ done:
   return rc;
 }
 
-int hl_program_serves(const hl_program *p, int nargs, const hl_array *const *args, char *why, size_t nwhy) {
-  if (!p->g.sym) return 1;
-  int nin = nargs + p->ncaptures;
-  if (nargs != p->nargs) return hl_error("jit: %d arguments for a program of %d", nargs, p->nargs);
-  const int64_t **shapes = malloc(sizeof *shapes * (size_t)(nin ? nin : 1));
-  int *ndims = malloc(sizeof *ndims * (size_t)(nin ? nin : 1));
-  if (!shapes || !ndims) {
-    free(shapes);
-    free(ndims);
+
+/* A polymorphic program's symbols from its inputs: the `ngiven` first ones given (its arguments,
+ * or every input), the rest its own captures. 0; 1 when p does not serve these shapes (why); -1 +
+ * hl_error. */
+static int bind_symbols(const hl_program *p, int ngiven, const hl_array *const *given, int64_t *sym, char *why, size_t nwhy) {
+  int nin = p->nargs + p->ncaptures;
+  const int64_t *small_shapes[ONSTACK] = {0}, **shapes = small_shapes;
+  int small_ndims[ONSTACK] = {0}, *ndims = small_ndims;
+  if (nin > ONSTACK && (!(shapes = malloc(sizeof *shapes * (size_t)nin)) || !(ndims = malloc(sizeof *ndims * (size_t)nin)))) {
+    if (shapes != small_shapes) free(shapes);
     return hl_error("out of memory");
   }
   for (int k = 0; k < nin; k++) {
-    const hl_array *a = k < nargs ? args[k] : &p->captures[k - nargs];
+    const hl_array *a = k < ngiven ? given[k] : &p->captures[k - p->nargs];
     shapes[k] = a->shape;
     ndims[k] = a->ndim;
   }
+  int rc = hl_sym_bind(&p->g, shapes, ndims, sym, why, nwhy) ? 1 : 0;
+  if (shapes != small_shapes) free(shapes);
+  if (ndims != small_ndims) free(ndims);
+  return rc;
+}
+
+int hl_program_serves(const hl_program *p, int nargs, const hl_array *const *args, char *why, size_t nwhy) {
+  if (!p->g.sym) return 1;
+  if (nargs != p->nargs) return hl_error("jit: %d arguments for a program of %d", nargs, p->nargs);
   int64_t sym[HL_MAX_SYMS];
-  int ok = hl_sym_bind(&p->g, shapes, ndims, sym, why, nwhy) == 0;
-  free(shapes);
-  free(ndims);
-  return ok;
+  int bound = bind_symbols(p, nargs, args, sym, why, nwhy);
+  return bound < 0 ? -1 : !bound;
 }
 
 int hl_program_matches(const hl_program *p, hl_trace *t, int nout, const hl_array *const *outputs, int nargs,
                        const hl_array *const *args, char *why, size_t nwhy) {
   if (!p->g.sym) return 1;
+  if (nargs != p->nargs) return hl_error("jit: %d arguments for a program of %d", nargs, p->nargs);
   int64_t sym[HL_MAX_SYMS];
-  const int64_t *shapes[HL_MAX_PROGRAM_ARRAYS];
-  int ndims[HL_MAX_PROGRAM_ARRAYS];
-  int nin = nargs + p->ncaptures;
-  if (nargs != p->nargs || nin > HL_MAX_PROGRAM_ARRAYS) return hl_error("jit: %d arguments for a program of %d", nargs, p->nargs);
-  for (int k = 0; k < nin; k++) {
-    const hl_array *a = k < nargs ? args[k] : &p->captures[k - nargs];
-    shapes[k] = a->shape;
-    ndims[k] = a->ndim;
+  char unserved[200];
+  int bound = bind_symbols(p, nargs, args, sym, unserved, sizeof unserved);
+  if (bound < 0) return -1;
+  if (bound) {
+    snprintf(why, nwhy, "the program does not serve these sizes: %s", unserved);
+    return 0;
   }
-  if (hl_sym_bind(&p->g, shapes, ndims, sym, why, nwhy)) return 0;
   if (t->ncaptures != p->ncaptures) {
     snprintf(why, nwhy, "at these sizes the function captures %d constants, not %d", t->ncaptures, p->ncaptures);
     return 0;
@@ -809,27 +818,15 @@ int hl_program_matches(const hl_program *p, hl_trace *t, int nout, const hl_arra
  * bounds) and that its reshapes' flat indices fit the 32 bits they are computed in. */
 static int symbolic_shapes(const hl_program *p, int nin, const hl_array *const *in, int64_t (*out)[HL_MAX_DIMS]) {
   const hl_graph *g = &p->g;
-  const int64_t *small_shapes[16], **shapes = small_shapes;
-  int small_ndims[16], *ndims = small_ndims;
-  if (nin > 16 && (!(shapes = malloc(sizeof *shapes * (size_t)nin)) || !(ndims = malloc(sizeof *ndims * (size_t)nin)))) {
-    if (shapes != small_shapes) free(shapes);
-    return hl_error("out of memory");
-  }
-  for (int k = 0; k < nin; k++) {
-    shapes[k] = in[k]->shape;
-    ndims[k] = in[k]->ndim;
-  }
+  const hl_symbolic *s = g->sym;
   int64_t sym[HL_MAX_SYMS];
   char why[200];
-  int rc = hl_sym_bind(g, shapes, ndims, sym, why, sizeof why) ? hl_error("jit: a polymorphic program called with other "
-                                                                          "shapes: %s", why) : 0;
-  if (shapes != small_shapes) free(shapes);
-  if (ndims != small_ndims) free(ndims);
-  if (rc) return rc;
-  const hl_symbolic *s = g->sym;
-  for (int i = 0; i < g->nnodes; i++) {
+  int bound = bind_symbols(p, nin, in, sym, why, sizeof why);
+  if (bound) return bound < 0 ? -1 : hl_error("jit: a polymorphic program called with other shapes: %s", why);
+  for (int w = 0; w < s->nwatch; w++) {
+    int i = s->watch[w];
     const hl_node *n = &g->nodes[i];
-    if (n->prim != HL_P_RESHAPE || s->first[i] == s->first[i + 1]) continue;
+    if (n->prim != HL_P_RESHAPE) continue;
     int64_t e, total = 1;
     for (int a = 0; a < n->type.ndim; a++) {
       const hl_sym_slot *sl = hl_sym_find(s, i, HL_SYM_SHAPE, a);
@@ -867,8 +864,6 @@ int hl_program_place_captures(hl_program *p) {
   return 0;
 }
 
-/* Calls with few arrays use the stack; programs of more (up to HL_MAX_PROGRAM_ARRAYS) the heap. */
-enum { ONSTACK = 16 };
 
 int hl_program_run(hl_program *p, int nargs, const hl_array *const *args, hl_array *outs) {
   int nin = nargs + p->ncaptures;

@@ -90,14 +90,15 @@ int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, cons
 int hl_program_build_symbolic(hl_trace *const *traces, const hl_array *const *const *outputs, int nout, int nsym,
                               const int64_t sizes[][HL_MAX_SYMS], const int *param, const int *axis, const char *name,
                               hl_program *p, char *why, size_t nwhy);
+/* Whether p serves these arguments' shapes: 1; 0 for a polymorphic program called at sizes it does
+ * not serve (a size of 0, one divided by 2 at an odd size, a slice reaching outside), with why;
+ * -1 + hl_error. */
+int hl_program_serves(const hl_program *p, int nargs, const hl_array *const *args, char *why, size_t nwhy);
 /* Whether the polymorphic program p is what t (the function traced at these arguments' own sizes,
  * outputs its results) compiles to: 1; 0 with why (then t is compiled for these sizes instead);
  * -1 + hl_error. */
 int hl_program_matches(const hl_program *p, hl_trace *t, int nout, const hl_array *const *outputs, int nargs,
                        const hl_array *const *args, char *why, size_t nwhy);
-/* Whether p serves these arguments: 1; 0 for a polymorphic program called at sizes it does not
- * serve (a size divided by 2 at an odd size, an extent of 0), with why. */
-int hl_program_serves(const hl_program *p, int nargs, const hl_array *const *args, char *why, size_t nwhy);
 /* The most arrays a program takes in (arguments and captures) and gives out, each: a model's
  * parameters and its optimiser's state as separate leaves (hundreds for a deep network). */
 enum { HL_MAX_PROGRAM_ARRAYS = 4096 };

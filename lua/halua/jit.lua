@@ -39,8 +39,9 @@ return function(hl, core, shared)
   local jit_mt = {}
   jit_mt.__index = jit_mt
 
-  -- signature, the flat list of traced arrays, and per-argument tree information
-  local function analyse(self, args, n)
+  -- signature, the flat list of traced arrays, and per-argument tree information; `array_sig(k)`,
+  -- when given, is array argument k's part of the signature (dynamic_axes: sizes named by symbol)
+  local function analyse(self, args, n, array_sig)
     if self.max_static > n then
       fail("jit: static_argnums names argument %d, but %s was called with %d argument%s", self.max_static, self.name, n,
            n == 1 and "" or "s")
@@ -53,14 +54,14 @@ return function(hl, core, shared)
         info[i] = false
       elseif is_array(a) then
         arrays[#arrays + 1] = a
-        parts[i] = leaf_sig(a, i)
+        parts[i] = array_sig and array_sig(#arrays) or leaf_sig(a, i)
         info[i] = true
       elseif type(a) == "table" then
         local leaves, def = tree.flatten(a)
         local lp = {def}
         for _, l in ipairs(leaves) do
-          lp[#lp + 1] = leaf_sig(l, i)
           if is_array(l) then arrays[#arrays + 1] = l end
+          lp[#lp + 1] = array_sig and is_array(l) and array_sig(#arrays) or leaf_sig(l, i)
         end
         parts[i] = table.concat(lp, ";")
         info[i] = {def = def, leaves = leaves}
@@ -162,7 +163,7 @@ return function(hl, core, shared)
   local symbol_names = {"b", "c", "d", "e"}
   local function poly_plan(self, args, n, info)
     local dyn, sizes, origin, params, axes, by_size = {}, {}, {}, {}, {}, {}
-    local parts, static_extents = {}, {}
+    local leaf_sigs, static_extents = {}, {}
     local k = 0
     local function leaf(a, i, leafno)
       k = k + 1
@@ -193,7 +194,7 @@ return function(hl, core, shared)
         dims[a] = d[a] and symbol_names[d[a]] or tostring(shape[a])
         if not d[a] then static_extents[shape[a]] = true end
       end
-      parts[#parts + 1] = core.info(a) .. "@" .. core.device_of(a) .. "[" .. table.concat(dims, ",") .. "]"
+      leaf_sigs[k] = core.info(a) .. "@" .. core.device_of(a) .. "[" .. table.concat(dims, ",") .. "]"
     end
     for i = 1, n do
       if info[i] == true then
@@ -210,11 +211,29 @@ return function(hl, core, shared)
     end
     if #sizes == 0 then return nil, "no array argument has the named axes" end
     return {dyn = dyn, sizes = sizes, origin = origin, params = params, axes = axes, names = {unpack(symbol_names, 1, #sizes)},
-            shapes = table.concat(parts, ";"), static_extents = static_extents}
+            leaf_sigs = leaf_sigs, static_extents = static_extents}
   end
 
   local function say_poly(self, what)
     if log_compiles then io.stderr:write(string.format("halua: %s: %s\n", self.name, what)) end
+  end
+
+  -- Whether two traces of f gave results of one structure with the same values where they are
+  -- not traced; a dynamic size among them is an error (a size exists only while f is traced).
+  local function same_results(self, a, b)
+    if a.nres ~= b.nres or #a.slots ~= #b.slots then return false end
+    for r = 1, a.nres do
+      if a.defs[r] ~= b.defs[r] then return false end
+      for j, l in ipairs(a.consts[r]) do
+        local m = b.consts[r][j]
+        if symdim.is_sym(l) or symdim.is_sym(m) then
+          fail("jit: %s returns a dynamic size (result %d); return an array (hl.array of it is not a size either), " ..
+               "or leave the axis out of dynamic_axes", self.name, r)
+        end
+        if not (core.is_tracer(l) or core.is_tracer(m) or l == m) then return false end
+      end
+    end
+    return true
   end
 
   -- What a polymorphic trace does before f runs (trace_call's `before`): the sizes f sees
@@ -275,21 +294,10 @@ return function(hl, core, shared)
     -- the results must have one structure, and the same values where they are not traced
     local e0 = entries[1]
     for t = 2, #entries do
-      local e = entries[t]
-      local same = e.nres == e0.nres and #e.slots == #e0.slots
-      for r = 1, e0.nres do
-        same = same and e.defs[r] == e0.defs[r]
-        for j, l in ipairs(e0.consts[r]) do
-          local m = e.consts[r][j]
-          if symdim.is_sym(l) or symdim.is_sym(m) then
-            close_all()
-            fail("jit: %s returns a dynamic size (result %d); return an array (hl.array of it is not a size either), or leave the axis out of dynamic_axes", self.name, r)
-          end
-          same = same and (core.is_tracer(l) or l == m)
-        end
-      end
-      if not same then
+      local sok, same = pcall(same_results, self, e0, entries[t])
+      if not (sok and same) then
         close_all()
+        if not sok then error(same, 0) end
         return false, "its results differ between sizes (a number computed from a size is returned)"
       end
     end
@@ -321,11 +329,7 @@ return function(hl, core, shared)
     if self.schedule then return nil, "schedule = \"auto\" (Halide's autoscheduler) plans for known sizes" end
     local plan, why = poly_plan(self, args, n, info)
     if not plan then return nil, why end
-    local key = n .. "|" .. plan.shapes
-    for i = 1, n do
-      if info[i] == false then key = key .. "|" .. (self.static[i] and ("S" .. static_sig(args[i])) or leaf_sig(args[i], i)) end
-      if type(info[i]) == "table" then key = key .. "|" .. info[i].def end
-    end
+    local key = analyse(self, args, n, function(k) return plan.leaf_sigs[k] end)
     local entry = self.poly_cache[key]
     if entry == nil then
       local desc = {}
@@ -356,19 +360,12 @@ return function(hl, core, shared)
                                         symbolic_start(plan, "real", n, info, {sizes = plan.sizes, made = entry.creations}))
     symdim.finish()
     if not tok then error(trace, 0) end
-    local same = e.nres == entry.nres and #e.slots == #entry.slots
-    for r = 1, e.nres do
-      same = same and e.defs[r] == entry.defs[r]
-      for j, l in ipairs(e.consts[r]) do same = same and (core.is_tracer(l) or l == entry.consts[r][j]) end
-    end
     local matches, mwhy = false, "its results differ at these sizes"
-    if same then
-      local ok, m, mw = pcall(core.program_matches, entry.program, trace, traced, unpack(arrays))
-      if not ok then
-        core.trace_close(trace)
-        error(m, 0)
-      end
-      matches, mwhy = m, mw
+    local ok, same = pcall(same_results, self, entry, e)
+    if ok and same then ok, matches, mwhy = pcall(core.program_matches, entry.program, trace, traced, unpack(arrays)) end
+    if not ok then
+      core.trace_close(trace)
+      error(matches or same, 0)
     end
     if not matches then return nil, mwhy, {trace = trace, traced = traced, entry = e} end
     core.trace_close(trace)
