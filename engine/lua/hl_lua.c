@@ -724,6 +724,27 @@ static int l_is_tracer(lua_State *L) {
   return 1;
 }
 
+/* A tracer's shape (or size) as hl.jit's dynamic_axes show it while a polymorphic trace is built
+ * (lua/halua/symdim.lua's hook, given the shape's numbers and the tracer's trace): 1 when pushed,
+ * 0 for any other array or when no such hook is set. */
+static int push_symbolic_shape(lua_State *L, const hl_array *x, int size) {
+  if (!hl_is_abstract(x)) return 0;
+  lua_getfield(L, LUA_REGISTRYINDEX, "halua.symdim_shape");
+  if (!lua_isfunction(L, -1)) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  lua_createtable(L, x->ndim, 0);
+  for (int d = 0; d < x->ndim; d++) {
+    lua_pushnumber(L, (double)x->shape[d]);
+    lua_rawseti(L, -2, d + 1);
+  }
+  lua_pushlightuserdata(L, x->graph);
+  lua_pushboolean(L, size);
+  lua_call(L, 3, 1);
+  return 1;
+}
+
 /* Properties read by __index: returns nil when not a property. */
 static int l_property(lua_State *L) {
   hl_array *x = lua_touserdata(L, 1);
@@ -738,42 +759,16 @@ static int l_property(lua_State *L) {
     break;
   case 's':
     if (!strcmp(k, "size")) {
+      if (push_symbolic_shape(L, x, 1)) return 1;
       lua_pushnumber(L, (double)hl_shape_size(x->ndim, x->shape));
-      if (hl_is_abstract(x)) {   /* (as shape's, below) */
-        lua_getfield(L, LUA_REGISTRYINDEX, "halua.symdim_shape");
-        if (lua_isfunction(L, -1)) {
-          lua_pop(L, 2);
-          lua_getfield(L, LUA_REGISTRYINDEX, "halua.symdim_shape");
-          lua_createtable(L, x->ndim, 0);
-          for (int d = 0; d < x->ndim; d++) {
-            lua_pushnumber(L, (double)x->shape[d]);
-            lua_rawseti(L, -2, d + 1);
-          }
-          lua_pushlightuserdata(L, x->graph);
-          lua_pushboolean(L, 1);
-          lua_call(L, 3, 1);
-        } else {
-          lua_pop(L, 1);
-        }
-      }
       return 1;
     }
     if (!strcmp(k, "shape")) {
+      if (push_symbolic_shape(L, x, 0)) return 1;
       lua_createtable(L, x->ndim, 0);
       for (int d = 0; d < x->ndim; d++) {
         lua_pushnumber(L, (double)x->shape[d]);
         lua_rawseti(L, -2, d + 1);
-      }
-      /* a tracer of a polymorphic trace (hl.jit's dynamic_axes) shows its dynamic sizes as such */
-      if (hl_is_abstract(x)) {
-        lua_getfield(L, LUA_REGISTRYINDEX, "halua.symdim_shape");
-        if (lua_isfunction(L, -1)) {
-          lua_insert(L, -2);
-          lua_pushlightuserdata(L, x->graph);
-          lua_call(L, 2, 1);
-        } else {
-          lua_pop(L, 1);
-        }
       }
       return 1;
     }

@@ -129,14 +129,18 @@ return function(hl, core, shared)
     return rfft_axis(op, x, n or x.shape[a + 1], a, norm)
   end
 
+  -- irfft's and hfft's default output length: 2 (m - 1) for m values along the axis
+  local function real_length(op, x, n, a)
+    if n ~= nil then return n end
+    n = 2 * (x.shape[a + 1] - 1)
+    if n < 1 then fail("%s: cannot infer the output length from %d value(s); give n", op, x.shape[a + 1]) end
+    return n
+  end
+
   function fft.irfft(x, n, axis, norm, opts)
     local op, a = "fft.irfft", nil
     x, n, a, norm = one_axis_args(op, x, n, axis, norm, opts)
-    if n == nil then
-      n = 2 * (x.shape[a + 1] - 1)
-      if n < 1 then fail("%s: cannot infer the output length from %d value(s); give n", op, x.shape[a + 1]) end
-    end
-    return irfft_axis(x, n, a, norm)
+    return irfft_axis(x, real_length(op, x, n, a), a, norm)
   end
 
   -- hfft and ihfft, numpy.fft's transforms of a Hermitian-symmetric signal (a real spectrum):
@@ -146,11 +150,7 @@ return function(hl, core, shared)
   function fft.hfft(x, n, axis, norm, opts)
     local op, a = "fft.hfft", nil
     x, n, a, norm = one_axis_args(op, x, n, axis, norm, opts)
-    if n == nil then
-      n = 2 * (x.shape[a + 1] - 1)
-      if n < 1 then fail("%s: cannot infer the output length from %d value(s); give n", op, x.shape[a + 1]) end
-    end
-    return irfft_axis(hl.conj(as_complex(x)), n, a, SWAPPED[norm])
+    return irfft_axis(hl.conj(as_complex(x)), real_length(op, x, n, a), a, SWAPPED[norm])
   end
 
   function fft.ihfft(x, n, axis, norm, opts)

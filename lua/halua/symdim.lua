@@ -237,14 +237,20 @@ Sym = ffi.metatype("halua_symdim", mt)
 -- Read a number of a traced shape back as a size: v = a * marker + c for one symbol, small c.
 -- An extent of an argument's static axis stays a number (a static 16000 is not b + 40 in the
 -- trace whose b is 15960; a size that one trace reads as a number is a size in the others).
+-- v as a * markers[j] + c for one symbol j, a small multiple and a small offset: j, a, c (nil
+-- when v is no such number)
+local function as_marker_multiple(v, markers, positive)
+  for j = 1, #markers do
+    local a = math.floor(v / markers[j] + 0.5)
+    local c = v - a * markers[j]
+    if a ~= 0 and (a > 0 or not positive) and math.abs(a) <= 16 and math.abs(c) <= 64 then return j, a, c end
+  end
+end
+
 local function decode(v)
   if ctx.static[v] then return v end
-  for j = 1, #ctx.markers do
-    local m = ctx.markers[j]
-    local a = math.floor(v / m + 0.5)
-    local c = v - a * m
-    if a ~= 0 and math.abs(a) <= 16 and math.abs(c) <= 64 then return make(c, {[j] = a}) end
-  end
+  local j, a, c = as_marker_multiple(v, ctx.markers)
+  if j then return make(c, {[j] = a}) end
   return v
 end
 
@@ -369,18 +375,12 @@ local function rename(msg, names)
     local markers = {}
     for j = 1, #names do markers[j] = marker(j, trace) end
     msg = msg:gsub("%d+", function(digits)
-      local v = tonumber(digits)
-      for j = 1, #markers do
-        local m = markers[j]
-        local a = math.floor(v / m + 0.5)
-        local c = v - a * m
-        if a >= 1 and a <= 16 and math.abs(c) <= 64 then
-          found = true
-          local s = (a == 1 and "" or (a .. "*")) .. names[j]
-          if c ~= 0 then s = s .. (c > 0 and "+" or "-") .. math.abs(c) end
-          return s
-        end
-      end
+      local j, a, c = as_marker_multiple(tonumber(digits), markers, true)
+      if not j then return nil end
+      found = true
+      local s = (a == 1 and "" or (a .. "*")) .. names[j]
+      if c ~= 0 then s = s .. (c > 0 and "+" or "-") .. math.abs(c) end
+      return s
     end)
   end
   return msg, found
