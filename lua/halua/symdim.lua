@@ -279,7 +279,6 @@ local function from_library()
   end
   return false
 end
-M.from_library = from_library
 registry["halua.symdim_shape"] = function(shape, graph, want_size)
   if not ctx or graph ~= ctx.trace_id or from_library() then
     if want_size then
@@ -324,7 +323,6 @@ function M.finish()
   exprs, nexprs = {}, 0
   return g, made
 end
-function M.active() return ctx ~= nil end
 
 -- A tracer of the trace being built when `shape` (a table or a size) holds a dynamic size: the
 -- creation functions then make their value inside the trace (a constant of the program, sized
@@ -397,5 +395,4 @@ function M.explain(err, names, origin)
 end
 
 M.show = function(v) return is_sym(v) and text(expr_of(v)) or tostring(v) end
-M.value = num_value
 return M
