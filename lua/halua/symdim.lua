@@ -279,7 +279,8 @@ local function from_library()
   end
   return false
 end
-registry["halua.symdim_shape"] = function(shape, graph, want_size)
+-- (set only while a polymorphic trace is built: other traces read their shapes in C alone)
+local function shape_hook(shape, graph, want_size)
   if not ctx or graph ~= ctx.trace_id or from_library() then
     if want_size then
       local n = 1
@@ -313,12 +314,14 @@ function M.begin(names, origin, trace, trace_id, static, check)
   for j = 1, #names do markers[j] = check and check.sizes[j] or marker(j, trace) end
   ctx = {names = names, origin = origin, markers = markers, trace_id = trace_id, guards = {}, static = static or {},
          check = check ~= nil, made = check and check.made or {}, creations = 0}
+  registry["halua.symdim_shape"] = shape_hook
 end
 function M.set_anchor(tracer) ctx.anchor = tracer end
 -- end the trace: its guards, and which of its creation calls made their value in the trace
 function M.finish()
   local g, made = ctx and ctx.guards or {}, ctx and ctx.made or {}
   ctx = nil
+  registry["halua.symdim_shape"] = nil
   generation = generation + 1
   exprs, nexprs = {}, 0
   return g, made
