@@ -652,6 +652,7 @@ void hl_schedule_cuda(hl_lowered &L, const Target &t) {
   const hl_graph *g = L.g;
   std::vector<char> root = materialised(L);
   bound_extern_operands(L);
+  std::vector<char> extern_input = extern_inputs(L);
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     if (!root[i] || n.prim == HL_P_PARAM) continue;
@@ -697,6 +698,12 @@ void hl_schedule_cuda(hl_lowered &L, const Target &t) {
         }
       } else {
         gpu_reduce(L, L.helpers[i].defined() ? L.helpers[i] : L.funcs[i], n.type.ndim, i);
+        /* the conversion back from the accumulator's type is inlined into its consumers, except
+         * into an extern stage (sort, LAPACK, a loop), which reads a buffer: there it gets one */
+        if (L.helpers[i].defined() && extern_input[i]) {
+          L.funcs[i].compute_root();
+          gpu_flat(L.funcs[i], n.type.ndim);
+        }
       }
       break;
     default:

@@ -126,6 +126,16 @@ describe("CUDA code generation", function()
     assembles(hl.grad(function(a) return hl.sum(hl.abs(hl.fft.fft(a, nil, 1)) ^ 2) end), x)
   end)
 
+  -- a reduction's conversion back from its accumulator gets a buffer where a host stage reads it
+  -- (Halide refuses an inlined input of an extern stage)
+  it("assembles host stages (sort, argsort, linalg) fed by reductions, and a gradient through them", function()
+    local m = hl.array({{{2, 1}, {0, 1}}, {{1, 0}, {1, 3}}})
+    assembles(function(v) return hl.sort(v:sum(2)) end, x)
+    assembles(function(v) return hl.argsort(v:max(2)) end, x)
+    assembles(function(v) return hl.linalg.inv(v:sum(3)) end, m)
+    assembles(hl.grad(function(v) return hl.sum(hl.sort(v:sum(2)) ^ 2) end), x)
+  end)
+
   -- float16 and bfloat16 are uint16 bit patterns computed in float32: no Halide bfloat16 reaches
   -- the CUDA code generator (whose bfloat16 support in Halide 14 is broken)
   it("assembles float16, bfloat16 and int8 pipelines", function()
