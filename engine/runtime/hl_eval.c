@@ -966,8 +966,6 @@ int hl_to_device(const hl_array *a, int device, hl_array *out) {
     hl_array_copy_ref(out, a);
     return 0;
   }
-  if (device != HL_DEVICE_CPU && hl_dtype_is_complex(a->dtype))
-    return hl_error("device_put: %s is not supported yet on cuda (complex arrays stay on the cpu: docs/complex.md)", hl_dtype_name(a->dtype));
   hl_array src;
   if (hl_contiguous(a, &src)) return -1;
   if (hl_array_alloc_on(out, device, a->dtype, a->ndim, a->shape)) {

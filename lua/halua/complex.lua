@@ -31,8 +31,19 @@ return function(hl, core, shared)
     return r
   end
 
+  local function is_number(v) return type(v) == "number" or type(v) == "boolean" end
+  -- a part given as a number goes where the other part is: into its trace, or onto its device
+  local function beside(v, other)
+    if not is_number(v) or not core.is_array(other) then return v end
+    local x = core.array(v)
+    if core.is_tracer(other) or core.device_of(x) == core.device_of(other) then return x end
+    return core.to_device(x, core.device_of(other))
+  end
+
   function hl.complex(re, im)
     if im == nil then im = 0 end
+    if is_number(re) and is_number(im) then re = hl.asarray(re) end   -- (on the default device, as hl.array)
+    re, im = beside(re, im), beside(im, re)
     re, im = shared.as_array(re, "complex", 1), shared.as_array(im, "complex", 2)
     for k, x in ipairs {re, im} do
       if is_complex(x) then fail("complex: argument %d is already %s; its parts are hl.real(x) and hl.imag(x)", k, x.dtype) end
@@ -57,7 +68,10 @@ return function(hl, core, shared)
   function hl.conj(x)
     x = shared.as_array(x, "conj")
     if not is_complex(x) then return x end
-    return core.view_as_complex(core.view_as_real(x) * core.array({1, -1}, x.dtype == "complex128" and "float64" or "float32"))
+    local p = core.view_as_real(x)
+    local sign = core.array({1, -1}, p.dtype)   -- made on the host: it goes where x is (or into x's trace)
+    if not core.is_tracer(p) and core.device_of(p) ~= core.device_of(sign) then sign = core.to_device(sign, core.device_of(p)) end
+    return core.view_as_complex(p * sign)
   end
 
   -- the argument in (-pi, pi]; of a real array, 0 or pi (NumPy's angle), as a float array

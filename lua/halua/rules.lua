@@ -570,13 +570,12 @@ return function(hl, core)
   -- Complex values as their (re, im) pairs and back. Cotangents follow JAX's convention: the
   -- cotangent of z = x + iy is dL/dx - i dL/dy (the pairing Re(g dz) is bilinear), so each
   -- transpose conjugates, and grad of a real function of z is the conjugate of its steepest ascent.
-  local function flip_im(p) return p * core.array({1, -1}, p.dtype) end
   R.view_as_real = {
-    vjp = function(g) return {core.view_as_complex(flip_im(g))} end,
+    vjp = function(g) return {hl.conj(core.view_as_complex(g))} end,
     jvp = function(t) return core.view_as_real(t[1]) end,
   }
   R.view_as_complex = {
-    vjp = function(g) return {flip_im(core.view_as_real(g))} end,
+    vjp = function(g) return {core.view_as_real(hl.conj(g))} end,
     jvp = function(t) return core.view_as_complex(t[1]) end,
   }
   R.reshape = {

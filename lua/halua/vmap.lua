@@ -194,7 +194,7 @@ return function(hl, core)
         local captures = core.trace_captures(trace)
         local val, bat = replay(trace, size, function(id)
           if actual[id] then return actual[id][1], actual[id][2] end
-          return captures[id], false
+          return placed(captures[id]), false   -- (a constant the function captured: on the host, say)
         end, placed)
         -- the results, batched along out_axes; values that do not depend on the batch repeat
         local results = {}

@@ -120,7 +120,8 @@ local function checkpoints(dir, scale)
     }
     local p = dir .. "/gen" .. g .. ".npz"
     hl.savez(p, t)
-    out[g] = hl.loadz(p)
+    out[g] = {}   -- on the host also where HALUA_DEVICE=cuda: a forked child cannot use its parent's GPU
+    for name, v in pairs(hl.loadz(p)) do out[g][name] = v:to("cpu") end
     os.remove(p)
   end
   return out

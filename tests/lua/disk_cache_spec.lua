@@ -401,8 +401,9 @@ finish()
     -- root writes anywhere: there the child runs as nobody (skipped where that cannot be done)
     local as
     if popen_lines("id -u")[1] == "0" then
-      if not sh("command -v runuser > /dev/null && runuser -u nobody -- test -r " .. q(root .. "lua/halua/init.lua")) then
-        pending("running as root without runuser or a nobody who can read the checkout")
+      if not sh("command -v runuser > /dev/null && runuser -u nobody -- test -r " .. q(root .. "lua/halua/init.lua") ..
+                " && runuser -u nobody -- luajit -e '' 2> /dev/null") then
+        pending("running as root without runuser or a nobody who can read the checkout and run luajit")
         return
       end
       as = "runuser -u nobody --"

@@ -8,6 +8,10 @@ local hl = require "halua"
 
 local root = debug.getinfo(1, "S").source:match("^@(.*/)tests/lua/") or "./"
 
+-- Polymorphic programs are CPU programs (a CUDA one is compiled per size: the last describe);
+-- under scripts/test-gpu (HALUA_DEVICE=cuda) the cases here still run on the host.
+hl.default_device("cpu")
+
 -- ---- helpers ----
 
 local function J(f, axes, opts)
@@ -694,6 +698,21 @@ describe("dynamic_axes: what is compiled per size instead", function()
     local g = J(function(x) return hl.sum(x, 1) end, {1})
     assert.are.same({0, 0, 0, 0}, g(hl.zeros({0, 4})):totable())
     close(g(data({5, 4})), hl.sum(data({5, 4}), 1))
+  end)
+end)
+
+describe("dynamic_axes: on a GPU", function()
+  it("a CUDA function compiles for each size (polymorphic programs run on the CPU for now), with right values", function()
+    if #hl.devices() == 1 then return end
+    local f = function(x) return hl.tanh(x) * 2 + hl.sum(x, 1, true) end
+    local pf = J(f, {1}, {device = "cuda"})
+    for _, n in ipairs {1, 3, 1000} do
+      local x = data({n, 4}):to("cuda")
+      local y = pf(x)
+      assert.matches("^cuda", y.device)
+      close(y:to("cpu"), f(data({n, 4})))
+    end
+    assert.are.equal(3, (programs_of(pf)))
   end)
 end)
 

@@ -418,7 +418,8 @@ describe("jit, edge cases", function()
   end)
   it("transposes matrices of every dtype, jitted and eagerly, edge blocks and parallel bands included", function()
     local T = hl.jit(function(u) return hl.transpose(u) end)
-    assert.truthy(T:lower(hl.ones({3, 4})):stmt():find("hl_stage_cpu_transpose", 1, true), "not the blocked transpose")
+    local on_cpu = hl.jit(function(u) return hl.transpose(u) end, {device = "cpu"})   -- (a CPU stage)
+    assert.truthy(on_cpu:lower(hl.ones({3, 4})):stmt():find("hl_stage_cpu_transpose", 1, true), "not the blocked transpose")
     -- a transpose by axes {1, 2} is the identity
     local same = hl.reshape(hl.arange(6), {2, 3})
     assert.are.same(same:totable(), hl.jit(function(u) return hl.transpose(u, {1, 2}) end)(same):totable())
@@ -600,6 +601,10 @@ describe("jit with Halide's autoscheduler", function()
 end)
 
 describe("jit compile time", function()
+  -- CPU pipelines (also under HALUA_DEVICE=cuda): only they are cut into parts (hl_partition.h)
+  local device
+  setup(function() device = hl.default_device() hl.default_device("cpu") end)
+  teardown(function() hl.default_device(device) end)
   local ffi = require "ffi"
   pcall(ffi.cdef, "typedef struct { long tv_sec; long tv_nsec; } hl_compile_ts; int clock_gettime(int, hl_compile_ts *);")
   local ts = ffi.new("hl_compile_ts")
@@ -696,6 +701,10 @@ describe("jit compile time", function()
 end)
 
 describe("jit: a big program as several pipelines", function()
+  -- CPU pipelines (also under HALUA_DEVICE=cuda): only they are cut into parts (hl_partition.h)
+  local device
+  setup(function() device = hl.default_device() hl.default_device("cpu") end)
+  teardown(function() hl.default_device(device) end)
   -- 60 rounds of a value used twice: well past one pipeline's 24 nodes
   local function rounds(a, n)
     local b = a

@@ -78,8 +78,8 @@ suite("optim against closed forms", function(case)
     case("clip_by_global_norm to " .. max_norm, function()
       local c = hl.optim.clip_by_global_norm({a = g2.a, b = g2.b}, max_norm)
       return hl.concatenate({c.a, c.b:reshape(-1)}, 1)
-    end, string.format("np.concatenate([a, b.ravel()]) * min(1.0, %g / np.sqrt((a.astype(np.float64) ** 2).sum() + " ..
-                       "(b.astype(np.float64) ** 2).sum()))", max_norm), {g2.a, g2.b}, {rtol = 1e-6, atol = 1e-7})
+    end, string.format("np.concatenate([a, b.ravel()]) * float(min(1.0, %g / np.sqrt((a.astype(np.float64) ** 2).sum() + " ..
+                       "(b.astype(np.float64) ** 2).sum())))", max_norm), {g2.a, g2.b}, {rtol = 1e-6, atol = 1e-7})
   end
   local steps = hl.arange(1, 13):astype("int32")
   local function sched(f) return function() return hl.stack((function()
