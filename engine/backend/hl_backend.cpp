@@ -8,11 +8,13 @@
 #include "hl_device.h"
 #include "hl_extern_cublas.h"
 #include "hl_extern_cufft.h"
+#include "hl_extern_host_copy.h"
 #include "hl_extern_matmul.h"
 #include "hl_extern_jit.h"
 #include "hl_extern_loop.h"
 #include "hl_extern_view.h"
 #include "hl_export_lib.h"
+#include "hl_host_reads.h"
 #include "hl_partition.h"
 #include <algorithm>
 #include <atomic>
@@ -246,7 +248,9 @@ static Pipeline build_pipeline(const hl_graph *g, const Target &t, std::vector<A
   else if (g->schedule) hl_schedule_auto(L, t);
   else hl_schedule_cpu(L, t);
   for (const ImageParam &p : L.params) args.push_back(p);
-  return Pipeline(L.outputs);
+  Pipeline p(L.outputs);
+  if (g->device == HL_DEVICE_CUDA) hl_copy_host_read_inputs(p, L.params);
+  return p;
 }
 
 /* the engine's extern stages, for a JIT module to link against */
@@ -254,6 +258,7 @@ static std::vector<Internal::JITModule> jit_deps(int device) {
   std::vector<Internal::JITModule> deps;
   deps.push_back(device == HL_DEVICE_CUDA ? hl_cublas_exports() : hl_cpu_matmul_exports());
   if (device == HL_DEVICE_CUDA) deps.push_back(hl_cufft_exports());
+  if (device == HL_DEVICE_CUDA) deps.push_back(hl_host_copy_exports());
   deps.push_back(hl_linalg_exports());
   deps.push_back(hl_sort_exports());
   deps.push_back(hl_loop_exports());
@@ -525,6 +530,7 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
   bool outer_failed = hl_stage_run_begin();   /* (a loop's body runs inside its loop's stage) */
   hl_interrupt_enter();
   int rc = k->plan ? run_parts(k, bufs, &ctx) : k->aot ? k->aot((void **)argv) : k->entry(argv);
+  for (int j = 0; j < k->nparams; j++) hl_input_host_copy_release(&bufs[j]);   /* (hl_host_reads.h) */
   /* Ctrl-C while it ran (between parallel tasks, it stopped it): the call fails, its results
    * are not taken (hl_interrupt.h) */
   bool interrupted = hl_interrupted();

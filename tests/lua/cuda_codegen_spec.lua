@@ -136,6 +136,22 @@ describe("CUDA code generation", function()
     assembles(hl.grad(function(v) return hl.sum(hl.sort(v:sum(2)) ^ 2) end), x)
   end)
 
+  -- an input the host code reads (a 0-d index in a stage's bounds, a condition Halide hoisted out
+  -- of the GPU loops) is copied to the host before anything runs (hl_host_reads.h)
+  it("gives the inputs a pipeline's host code reads a host copy, and no other", function()
+    local function copies(f, ...)
+      local stmt = hl.jit(f, {device = "cuda"}):lower(...):stmt()
+      local names = {}
+      for name in stmt:gmatch("hl_input_host_copy%(%(halide_buffer_t %*%)(in%d+)%.buffer%)") do names[#names + 1] = name end
+      return table.concat(names, " ")
+    end
+    local x3, row = hl.ones({4, 5, 6}, "float64"), hl.ones({6}, "float64")
+    assert.are.equal("in1", copies(function(p, k, r) return p:at({k}):set(r) end, x3, hl.array(-2, "int32"), row))
+    assert.are.equal("in1", copies(hl.nn.cross_entropy, hl.array({{1e4, -1e4}}), hl.array({1}, "int32")))
+    assert.are.equal("", copies(function(p, q) return hl.tanh(p) * q end, x, y))
+    assembles(function(p, k, r) return p:at({k}):set(r) end, x3, hl.array(-2, "int32"), row)
+  end)
+
   -- float16 and bfloat16 are uint16 bit patterns computed in float32: no Halide bfloat16 reaches
   -- the CUDA code generator (whose bfloat16 support in Halide 14 is broken)
   it("assembles float16, bfloat16 and int8 pipelines", function()

@@ -192,6 +192,20 @@ describe("CUDA gives the CPU's answers", function()
     assert.is_true(max_abs_diff(g3, c3) < 1e-4)
   end)
 
+  -- Halide evaluates these on the host from an input's values: the input gets a host copy first
+  -- (hl_host_reads.h); without it the host code read device memory and the process crashed
+  it("runs pipelines whose host code reads an input: a 0-d index, a hoisted label check, a median", function()
+    local x3, row = rand({4, 5, 6}, -1, 1), rand({6}, -1, 1)
+    local i = hl.array(-2, "int32"):to("cpu")
+    local set = hl.jit(function(p, k, r) return p:at({k}):set(r) end)
+    assert.are.equal(0, max_abs_diff(set(x3:to("cuda"), i:to("cuda"), row:to("cuda")), set(x3, i, row)))
+    local logits, labels = hl.array({{1e4, -1e4}, {0.5, 2}}):to("cpu"), hl.array({1, 2}, "int32"):to("cpu")
+    local xent = hl.jit(hl.nn.cross_entropy)
+    assert.is_true(max_abs_diff(xent(logits:to("cuda"), labels:to("cuda")), xent(logits, labels)) < 1e-5)
+    local median = hl.jit(function(p) return hl.median(p, 2) end)
+    assert.is_true(max_abs_diff(median(x3[1]:to("cuda")), median(x3[1])) < 1e-6)
+  end)
+
   it("convolves a batch of 1437 images under jit (the CNN sample's shapes)", function()
     local imgs = hl.random.normal(hl.random.key(3), {1437, 4, 4, 4}):to("cpu")
     local w = hl.random.normal(hl.random.key(4), {8, 4, 3, 3}):to("cpu")
