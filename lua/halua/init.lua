@@ -34,11 +34,12 @@ local function named(op, f)
 end
 
 -- an array from an array, a number or a boolean (as the primitives take them); anything else,
--- tables included, is op's error
+-- tables included, is op's error. A number becomes an array where arrays made from Lua values
+-- start (hl.asarray: the default device), so that it meets the arrays of a run on the GPU there.
 local function as_array(x, op, argn)
   if core.usable(x, op) then return x end
   local t = type(x)
-  if t == "number" or t == "boolean" then return core.array(x) end
+  if t == "number" or t == "boolean" then return hl.asarray(x) end
   core.arg_error(op, argn or 1, x, "an array")
 end
 

@@ -489,7 +489,7 @@ return function(hl, core)
       if len > h then
         local zshape = g.shape
         zshape[a + 1] = len - h
-        g = hl.concatenate({g, hl.zeros(zshape, g.dtype)}, a + 1)
+        g = hl.concatenate({g, zeros(zshape, g.dtype, g)}, a + 1)
       end
       local y = core.fft(g, a, true)
       local start, step, count = {}, {}, y.shape

@@ -181,13 +181,14 @@ return function(hl, core)
       end
 
       -- replay the graph on the batch; constants the graph makes go where the batch is
+      -- (a mapped argument traced by an enclosing jit gives its program's device: a constant
+      -- made on the host there meets concrete constants made on the default device)
       local device
-      for node, a in pairs(actual) do
-        if a[2] and not core.is_tracer(a[1]) then device = a[1].device end
-        local _ = node
+      for _, a in pairs(actual) do
+        if a[2] then device = a[1].device end
       end
       local function placed(v)
-        if device and device ~= v.device then return v:to(device) end
+        if device and not core.is_tracer(v) and device ~= v.device then return v:to(device) end
         return v
       end
       local ok2, out = pcall(function()

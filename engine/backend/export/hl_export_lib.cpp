@@ -179,7 +179,14 @@ struct Constants {
     bytes.append((64 - bytes.size() % 64) % 64, '\0');
     size_t at = bytes.size();
     size_t n = (size_t)hl_shape_size(a.ndim, a.shape) * hl_dtype_size(a.dtype);
-    if (hl_array_device(&a) != HL_DEVICE_CPU) throw Failure{"internal: a constant of the function is not on the host"};
+    if (hl_array_device(&a) != HL_DEVICE_CPU) {
+      /* a compiled loop's constant, captured where the loop ran (HALUA_DEVICE=cuda, say) */
+      if (!hl_array_is_contiguous(&a)) throw Failure{"internal: a constant of the function is a strided view in device memory"};
+      bytes.resize(at + n);
+      if (n && hl_device_copy_to_host(hl_array_device(&a), &bytes[at], hl_array_device_address(&a), n))
+        throw Failure{std::string("copying a constant from device memory failed: ") + hl_error_message()};
+      return at;
+    }
     if (hl_array_is_contiguous(&a)) {
       bytes.append((const char *)hl_array_data(&a), n);
     } else {
