@@ -685,10 +685,18 @@ describe("Ctrl-C (SIGINT) during a compiled loop or a long pipeline", function()
   end)
 
   it("stops a long pipeline without loops between its parallel tasks, eager or jitted", function()
-    -- a 6000x6000 product takes several seconds here: each Ctrl-C ends one within a task's time
+    -- a product sized to take about 12 s on this machine (6000 to 14000 on a side; a 6000x6000
+    -- one takes several seconds on 2 cores, well under one on 16): each Ctrl-C ends one within
+    -- a task's time
     local script = os.tmpname()
     local f = assert(io.open(script, "w"))
-    f:write('local hl = require "halua"\nlocal a = hl.ones({6000, 6000})\n' ..
+    f:write('local hl = require "halua"\nlocal ffi = require "ffi"\n' ..
+            'ffi.cdef "typedef struct { long s, ns; } hl_test_ts; int clock_gettime(int, hl_test_ts *);"\n' ..
+            'local ts = ffi.new("hl_test_ts")\n' ..
+            'local function now() ffi.C.clock_gettime(1, ts) return tonumber(ts.s) + tonumber(ts.ns) * 1e-9 end\n' ..
+            'local c = hl.ones({1500, 1500})\nhl.matmul(c, c)\nlocal t0 = now()\nhl.matmul(c, c)\n' ..
+            'local n = math.floor(1500 * (12 / (now() - t0)) ^ (1 / 3))\n' ..
+            'local a = hl.ones({math.max(6000, math.min(14000, n)), math.max(6000, math.min(14000, n))})\n' ..
             'local j = hl.jit(function(x) return hl.tanh(hl.matmul(x, x) * 0.5):sum() end)\n' ..
             'j(hl.ones({2, 2}))\n' ..   -- compiled before the clock starts
             'io.stdout:write("running\\n") io.stdout:flush()\n' ..

@@ -86,7 +86,7 @@ end
 
 local function same(a, b)
   return a.dtype == b.dtype and table.concat(a.shape, ",") == table.concat(b.shape, ",") and
-         (a.size == 0 or hl.all(hl.eq(a, b)):item())
+         (a.size == 0 or hl.all(hl.eq(a:to("cpu"), b:to("cpu"))):item())   -- (a file loads onto the default device)
 end
 
 -- which of the candidate checkpoints t is (its index), or nil with what differs
