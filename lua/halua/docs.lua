@@ -1388,7 +1388,7 @@ E("fft.fft", "hl.fft.fft(x [, n] [, axis] [, norm]) -> complex array",
   "\"forward\" (1/n forward). Options may come as a table {n =, axis =, norm =}. Any length: " ..
   "radices 2, 3, 4, 5 and primes to 31 by a Stockham FFT, larger prime factors by Bluestein's " ..
   "algorithm, O(n log n) always (engine/host/hl_fft.c, an extern stage inside hl.jit). On cuda, " ..
-  "cuFFT where it loads (HALUA_NO_CUFFT=1: the host FFT through copies; not yet run on a GPU). jit, grad " ..
+  "cuFFT where it loads (HALUA_NO_CUFFT=1: the host FFT through copies). jit, grad " ..
   "(JAX's convention for complex values, docs/complex.md), vmap.",
   [[local X = hl.fft.fft(hl.array({1, 2, 3, 4}))
 print(X)                                   -- {10, -2+2i, -2, -2-2i}
