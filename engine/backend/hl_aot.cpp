@@ -43,9 +43,11 @@ int run_quietly(const std::vector<const char *> &argv) {
 
 /* A shared object from an object file: the linker alone (`ld -shared`, 12 ms where the compiler
  * driver costs 30; Halide's objects need no C start-up files), else `cc -shared`. */
-int link_shared(const std::string &obj, const char *so, bool runtime) {
+int link_shared(const std::vector<std::string> &objs, const char *so, bool runtime) {
   for (const char *linker : {"ld", "cc"}) {
-    std::vector<const char *> argv = {linker, "-shared", "-o", so, obj.c_str(), "-lm"};
+    std::vector<const char *> argv = {linker, "-shared", "-o", so};
+    for (const std::string &o : objs) argv.push_back(o.c_str());
+    argv.push_back("-lm");
     if (runtime) argv.insert(argv.end(), {"-lpthread", "-ldl"});
     argv.push_back(nullptr);
     int rc = run_quietly(argv);
@@ -149,7 +151,7 @@ bool hl_aot_ready(const Target &t, std::string &why) {
       unlink(so);
       return fail(std::string("compiling Halide's runtime failed: ") + e.what());
     }
-    int linked = link_shared(obj, so, true);
+    int linked = link_shared({obj}, so, true);
     unlink(obj);
     if (linked) {
       unlink(so);
@@ -206,11 +208,18 @@ hl_aot_entry hl_aot_compile(const Module &m, const std::string &symbol, const ch
     unlink(obj.c_str());
     throw;
   }
-  auto t1 = std::chrono::steady_clock::now();
-  int linked = link_shared(obj, so_path, false);
+  *llvm_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  hl_aot_entry entry = hl_aot_link({obj}, symbol, so_path, link_ms, handle);
   unlink(obj.c_str());
+  return entry;
+}
+
+hl_aot_entry hl_aot_link(const std::vector<std::string> &objs, const std::string &symbol, const char *so_path,
+                         double *link_ms, void **handle) {
+  *handle = nullptr;
+  auto t1 = std::chrono::steady_clock::now();
+  int linked = link_shared(objs, so_path, false);
   hl_aot_entry entry = linked ? nullptr : hl_aot_load(so_path, symbol, handle);
-  *llvm_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
   *link_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
   if (!entry) {
     /* the disk path does not work here (no linker, a directory mounted noexec): once said, the

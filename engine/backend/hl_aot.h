@@ -6,6 +6,7 @@
 #define HL_AOT_H
 #include "Halide.h"
 #include <string>
+#include <vector>
 
 typedef int (*hl_aot_entry)(void **args);
 
@@ -34,6 +35,11 @@ void hl_aot_disable(const char *why);
  * hl_aot_unload when the kernel is freed. */
 hl_aot_entry hl_aot_compile(const Halide::Module &m, const std::string &symbol, const char *so_path, double *llvm_ms,
                             double *link_ms, void **handle);
+
+/* The same from object files already compiled (Module::compile, the NoRuntime target): links them
+ * into one shared object at so_path and loads it (the objects are the caller's to remove). */
+hl_aot_entry hl_aot_link(const std::vector<std::string> &objs, const std::string &symbol, const char *so_path,
+                         double *link_ms, void **handle);
 
 /* Loads the shared object at path; NULL with hl_error when it has no `symbol`. */
 hl_aot_entry hl_aot_load(const char *path, const std::string &symbol, void **handle);

@@ -14,6 +14,7 @@
 #include "hl_extern_loop.h"
 #include "hl_extern_view.h"
 #include "hl_export_lib.h"
+#include "hl_compile_jobs.h"
 #include "hl_host_reads.h"
 #include "hl_partition.h"
 #include <algorithm>
@@ -62,6 +63,7 @@ struct hl_kernel {
   /* where compile_ms went: halua's lowering and schedule, Halide's lowering to a module, LLVM
    * (optimisation and code generation: to an object, or the JIT's), linking and loading */
   double phase_ms[4] = {0, 0, 0, 0};
+  int jobs = 1;         /* the processes that compiled its parts at once (hl_compile_jobs.h) */
   std::string name;     /* for messages: the primitive or the jitted function */
   std::string symbol;   /* the compiled function's unique name */
   std::string ptx;   /* CUDA pipelines: the device code, for inspection and ptxas checks */
@@ -287,7 +289,37 @@ static void compile_parts(hl_kernel *k, const char *so_path, Lap &lap) {
   std::vector<Pipeline> pipes(n);
   std::vector<std::vector<Argument>> args(n);
   k->parts.assign(n, hl_kernel_part());
-  if (so_path) {
+  bool serial_aot = so_path != nullptr;
+  if (so_path && hl_compile_jobs(n) > 1) {
+    /* several processes at once (hl_compile_jobs.h): their lowering, Halide and LLVM time is the
+     * wall time of the whole compile, noted as LLVM's */
+    Target t = k->target.without_feature(Target::JIT).with_feature(Target::NoRuntime);
+    auto part = [&](size_t q) {
+      std::vector<Argument> a;
+      Pipeline p = build_pipeline(&plan.parts[q].g, k->target, a);
+      return p.compile_to_module(a, part_symbol((int)q), t);
+    };
+    std::vector<std::string> objs;
+    int jobs = hl_compile_jobs(n);
+    bool compiled = hl_compile_parts_in_processes(n, jobs, part, so_path, objs);
+    lap(k->phase_ms[2]);
+    if (compiled) {
+      double link_ms = 0;
+      hl_aot_entry first = hl_aot_link(objs, part_symbol(0), so_path, &link_ms, &k->so);
+      for (const std::string &o : objs) unlink(o.c_str());
+      lap(k->phase_ms[3]);
+      if (first) {
+        k->symbol = kAotSymbol;
+        k->aot = first;
+        k->jobs = jobs;
+        for (size_t q = 0; q < n; q++) k->parts[q].aot = q ? hl_aot_symbol(k->so, part_symbol((int)q)) : first;
+        return;
+      }
+      unlink(so_path);   /* (said once by hl_aot_link, which turned the disk path off: the JIT takes over) */
+      serial_aot = false;
+    }
+  }
+  if (serial_aot) {
     Target t = k->target.without_feature(Target::JIT).with_feature(Target::NoRuntime);
     std::vector<Module> modules;
     for (size_t q = 0; q < n; q++) {
@@ -574,6 +606,11 @@ extern "C" int hl_kernel_export(const hl_graph *g, int ncaptures, const hl_array
 }
 
 extern "C" double hl_kernel_compile_ms(const hl_kernel *k) { return k->compile_ms; }
+
+extern "C" int hl_kernel_compile_parts(const hl_kernel *k, int *jobs) {
+  *jobs = k->jobs;
+  return k->plan ? (int)k->plan->parts.size() : 1;
+}
 
 extern "C" void hl_kernel_compile_phases(const hl_kernel *k, double ms[4]) {
   for (int i = 0; i < 4; i++) ms[i] = k->phase_ms[i];

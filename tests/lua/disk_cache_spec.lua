@@ -347,6 +347,44 @@ finish()
     assert.are.equal(1, #lines(r2, "halua: loaded cut from the disk cache"), r2.text)
   end)
 
+  it("a cut program's pipelines compiled by 2 processes at once: the values of one process's compile, an entry others load", function()
+    local script = HEADER .. [==[
+local f = hl.jit(function(a)
+  local p, s = a, a
+  for i = 1, 40 do p, s = hl.tanh(p * 0.9 + i * 0.01), hl.sin(s) * 0.5 + 0.25 end
+  return {p = p, s = s}
+end, {name = "cut"})
+local out = f(hl.arange(4) + 0.5)
+result.values = {p = out.p:totable(), s = out.s:totable()}
+finish()
+]==]
+    local shared, alone = tmpdir(), tmpdir()
+    local r1 = run(script, {HALUA_CACHE_DIR = shared, HALUA_COMPILE_JOBS = 2})
+    local r2 = run(script, {HALUA_CACHE_DIR = alone, HALUA_COMPILE_JOBS = 1})
+    local r3 = run(script, {HALUA_CACHE_DIR = shared, HALUA_COMPILE_JOBS = 1})
+    local a, b, c = succeeded(r1), succeeded(r2), succeeded(r3)
+    local l1 = lines(r1, "halua: compiled cut")
+    assert.are.equal(1, #l1, r1.text)
+    assert.truthy(l1[1]:find("pipelines compiled by 2 processes at once", 1, true), r1.text)
+    local l2 = lines(r2, "halua: compiled cut")
+    assert.are.equal(1, #l2, r2.text)
+    assert.truthy(l2[1]:find("; lowering ", 1, true), r2.text)
+    assert.are.same(b.values, a.values)   -- bit for bit
+    assert.are.same(a.values, c.values)
+    assert.are.equal(1, #lines(r3, "halua: loaded cut from the disk cache"), r3.text)
+    for i = 1, 4 do
+      local p, s = i - 0.5, i - 0.5
+      for k = 1, 40 do p, s = math.tanh(p * 0.9 + k * 0.01), math.sin(s) * 0.5 + 0.25 end
+      assert(math.abs(a.values.p[i] - p) < 1e-5 and math.abs(a.values.s[i] - s) < 1e-5, r1.text)
+    end
+    -- no object file of a worker is left beside the entries
+    assert.are.same({}, listing(shared).other, r1.text)
+    -- a value that is not a count is said once and the default used
+    local r4 = run(script, {HALUA_CACHE_DIR = tmpdir(), HALUA_COMPILE_JOBS = "many"})
+    assert.are.same(a.values, succeeded(r4).values)
+    assert.are.equal(1, #lines(r4, "halua: warning: HALUA_COMPILE_JOBS=many is not a whole number from 1 to 64; the default is used"), r4.text)
+  end)
+
   -- entries rewritten by edit(bytes): each is reported, removed and written again, then hit cleanly
   local function damaged_then_clean(edit)
     local dir = tmpdir()

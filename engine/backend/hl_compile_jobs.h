@@ -1,0 +1,26 @@
+/* A cut kernel's parts (hl_partition.h) compiled by several processes at once.
+ *
+ * Halide's compiler keeps global state and is not thread-safe (the engine compiles under one
+ * lock), but the parts of a cut program are independent pipelines: worker w lowers and compiles
+ * the parts q with q % jobs == w into one object file, worker 0 in this process and the others in
+ * forked children (which only compile and write their file, then _exit), and the objects are
+ * linked into the kernel's one shared object as before. Only the disk cache's ahead-of-time path
+ * uses it (a JIT-compiled part lives in the process that compiled it). Any failure of a child (a
+ * fork refused, a compile error, a missing or short file) gives false, and the caller compiles
+ * the parts here, one after another, as it always did. */
+#ifndef HL_COMPILE_JOBS_H
+#define HL_COMPILE_JOBS_H
+#include <Halide.h>
+#include <functional>
+#include <string>
+#include <vector>
+
+/* How many processes compile a kernel of nparts parts: HALUA_COMPILE_JOBS (1: this process
+ * alone), else the cores this process may run on, at most 4 and at most nparts. */
+int hl_compile_jobs(size_t nparts);
+
+/* part(q) gives part q's module (its function named for q). The objects written, one per worker,
+ * are `prefix`.w<w>.o; true and their paths in objs when every worker made its own. */
+bool hl_compile_parts_in_processes(size_t nparts, int jobs, const std::function<Halide::Module(size_t)> &part,
+                                   const std::string &prefix, std::vector<std::string> &objs);
+#endif
