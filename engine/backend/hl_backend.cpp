@@ -17,6 +17,7 @@
 #include "hl_compile_jobs.h"
 #include "hl_host_reads.h"
 #include "hl_partition.h"
+#include "hl_symbolic.h"
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -483,6 +484,12 @@ static int run_parts(hl_kernel *k, halide_buffer_t *bufs, RunContext *ctx) {
   std::vector<const void *> argv;
   JITUserContext *pctx = ctx;
   int rc = 0;
+  /* a polymorphic program's symbols, read where they come from: the call's arguments */
+  int64_t sym[HL_MAX_SYMS] = {0};
+  for (int j = 0; j < plan.nsym; j++) {
+    const halide_buffer_t &p = bufs[plan.sym_param[j]];
+    sym[j] = p.dim[p.dimensions - 1 - plan.sym_axis[j]].extent;
+  }
   for (size_t q = 0; q < plan.parts.size() && rc == 0; q++) {
     for (int j = 0; j < nb && rc == 0; j++) {
       if (plan.born[j] != (int)q) continue;
@@ -493,11 +500,16 @@ static int run_parts(hl_kernel *k, halide_buffer_t *bufs, RunContext *ctx) {
       b.dimensions = t.ndim;
       b.dim = &dims[(size_t)j * HL_MAX_DIMS];
       int64_t stride = 1;
-      for (int d = 0; d < t.ndim; d++) {   /* row-major: Halide's dim 0 is the last axis */
-        int64_t e = t.shape[t.ndim - 1 - d];
+      for (int d = 0; d < t.ndim && rc == 0; d++) {   /* row-major: Halide's dim 0 is the last axis */
+        int axis = t.ndim - 1 - d;
+        int64_t e = t.shape[axis];
+        const hl_between_extent &x = plan.between_extents[j][axis];
+        if (x.symbolic && (hl_sym_size(&x.form, plan.nsym, sym, &e) || e > INT32_MAX))
+          rc = hl_error("%s: internal: a buffer between pipelines has no whole size at these sizes", k->name.c_str());
         b.dim[d] = halide_dimension_t(0, (int32_t)e, (int32_t)stride);
         stride *= e;
       }
+      if (rc) break;
       b.host = (uint8_t *)hl_scratch_alloc((size_t)std::max<int64_t>(stride, 1) * b.type.bytes());
       if (!b.host) rc = hl_error("%s: out of memory for a buffer between pipelines", k->name.c_str());
     }

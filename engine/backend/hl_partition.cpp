@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 #include "hl_device.h"
+#include "hl_symbolic.h"
 extern "C" {
 #include "hl_error.h"
 }
@@ -64,19 +65,25 @@ struct PartBuilder {
 }  // namespace
 
 bool hl_plan_make(const hl_graph *g0, hl_plan &plan) {
-  if (!hl_graph_sized(g0) || g0->device != HL_DEVICE_CPU || g0->schedule) return false;
+  if (g0->dynamic || g0->device != HL_DEVICE_CPU || g0->schedule) return false;
   std::vector<char> is_free = free_nodes(g0);
   int total = 0;
   for (int i = 0; i < g0->nnodes; i++) total += !is_free[i];
   if (total <= kPartNodes) return false;   /* (the same count in any order: one pipeline either way) */
 
   hl_graph c;
-  check(hl_graph_canonical(g0, &c));
+  std::vector<int> pos(g0->nnodes);
+  check(hl_graph_canonical(g0, &c, pos.data()));
   struct Owner {
     hl_graph *g;
     ~Owner() { hl_graph_free(g); }
   } owner{&c};
+  std::vector<int> same_param(g0->nparams), param_node(g0->nparams, -1);
+  for (int p = 0; p < g0->nparams; p++) same_param[p] = p;
+  if (g0->sym && !(c.sym = hl_sym_remap(g0->sym, c.nnodes, pos.data(), same_param.data(), 1))) check(-1);
   const hl_graph *g = &c;
+  for (int i = 0; i < g->nnodes; i++)
+    if (g->nodes[i].prim == HL_P_PARAM) param_node[g->nodes[i].attrs.i[0]] = i;
   is_free = free_nodes(g);
 
   /* parts of equal size, in canonical order (each node after its inputs) */
@@ -117,6 +124,20 @@ bool hl_plan_make(const hl_graph *g0, hl_plan &plan) {
     plan.between.push_back(g->nodes[i].type);
     plan.born.push_back(part_of[i]);
     plan.dies.push_back(last_reader[i]);
+    std::vector<hl_between_extent> ext(g->nodes[i].type.ndim);
+    for (int a = 0; g->sym && a < g->nodes[i].type.ndim; a++)
+      if (const hl_sym_slot *sl = hl_sym_find(g->sym, i, HL_SYM_SHAPE, a)) {
+        ext[a].symbolic = true;
+        ext[a].form = *sl;
+      }
+    plan.between_extents.push_back(ext);
+  }
+  if (g->sym) {
+    plan.nsym = g->sym->nsym;
+    for (int j = 0; j < plan.nsym; j++) {
+      plan.sym_param[j] = g->sym->param[j];
+      plan.sym_axis[j] = g->sym->axis[j];
+    }
   }
 
   plan.parts.resize(nparts);
@@ -125,6 +146,8 @@ bool hl_plan_make(const hl_graph *g0, hl_plan &plan) {
     hl_part &p = plan.parts[q];
     p.g.device = g->device;
     PartBuilder b{g, is_free, part_of, slot_of, p, q, std::vector<int>(g->nnodes, -1)};
+    /* (a polymorphic program's part reads its symbols from the parameters they come from) */
+    for (int j = 0; g->sym && j < g->sym->nsym; j++) b.get(param_node[g->sym->param[j]]);
     std::vector<int> outs, out_slots;
     for (int i = 0; i < g->nnodes; i++) {
       if (part_of[i] != q) continue;
@@ -144,6 +167,12 @@ bool hl_plan_make(const hl_graph *g0, hl_plan &plan) {
     }
     check(hl_graph_set_outputs(&p.g, (int)outs.size(), outs.data()));
     p.slots.insert(p.slots.end(), out_slots.begin(), out_slots.end());
+    if (g->sym) {   /* the part's share of the table: its nodes' forms, its own parameter numbers */
+      std::vector<int> param_map(g->nparams, -1);
+      for (int pn = 0; pn < g->nparams; pn++)
+        if (param_node[pn] >= 0 && b.local[param_node[pn]] >= 0) param_map[pn] = (int)p.g.nodes[b.local[param_node[pn]]].attrs.i[0];
+      if (!(p.g.sym = hl_sym_remap(g->sym, p.g.nnodes, b.local.data(), param_map.data(), 0))) check(-1);
+    }
   }
   /* a part of which nothing is used (nodes no output reads) is no pipeline: dropped */
   std::vector<int> renumber(nparts, -1);

@@ -8,10 +8,12 @@
  * of a bounded size, the compile is linear in the program; each part is an ordinary pipeline of
  * its own sub-graph, lowered and scheduled as any other.
  *
- * Only CPU jit pipelines are cut (their shapes are static, so the buffers between parts have
- * known sizes, and they live on the host): eager kernels are one primitive, CUDA pipelines would
- * need device buffers between parts, and an autoscheduled pipeline is Mullapudi2016's to schedule
- * whole. The plan is a function of the program alone, made in the graph's canonical order
+ * Only CPU jit pipelines are cut (the buffers between parts live on the host): eager kernels are
+ * one primitive, CUDA pipelines would need device buffers between parts, and an autoscheduled
+ * pipeline is Mullapudi2016's to schedule whole. A polymorphic program (hl.jit's dynamic_axes) is
+ * cut too: each part gets its share of the program's table of sizes and the parameters its
+ * symbols are read from, and the buffers between parts are sized at each run from the call's
+ * symbols. The plan is a function of the program alone, made in the graph's canonical order
  * (hl_graph_canonical), so a kernel loaded from the disk cache finds the parts it was compiled
  * with whatever order its program was traced in. */
 #ifndef HL_PARTITION_H
@@ -19,6 +21,7 @@
 #include <vector>
 extern "C" {
 #include "hl_ir.h"
+#include "hl_sym_table.h"
 }
 
 /* Most non-trivial nodes in one part (constants, parameters and views of them are copied into
@@ -34,10 +37,21 @@ struct hl_part {
   std::vector<int> slots;    /* the slot of each of g's parameters, then of each of its outputs */
 };
 
+/* an extent of a buffer between parts: the traced one, or for a polymorphic program (hl.jit's
+ * dynamic_axes) its form in the symbols, which the run evaluates at the call's sizes */
+struct hl_between_extent {
+  bool symbolic = false;
+  hl_sym_slot form{};
+};
+
 struct hl_plan {
   int nparams = 0, noutputs = 0;
   std::vector<hl_part> parts;
   std::vector<hl_type> between;   /* the type of each slot after the outputs */
+  /* a polymorphic program's symbols (where they are read: parameter and numpy axis) and the
+   * forms of its between buffers' extents (per slot, per numpy axis); nsym 0 otherwise */
+  int nsym = 0, sym_param[HL_MAX_SYMS] = {0}, sym_axis[HL_MAX_SYMS] = {0};
+  std::vector<std::vector<hl_between_extent>> between_extents;
   std::vector<int> born, dies;    /* per such slot: the part that writes it, the last that reads it */
   hl_plan() = default;
   hl_plan(const hl_plan &) = delete;

@@ -680,7 +680,7 @@ int hl_graph_canonical_key(const hl_graph *g, hl_key *key) {
   return 0;
 }
 
-int hl_graph_canonical(const hl_graph *g, hl_graph *out) {
+int hl_graph_canonical(const hl_graph *g, hl_graph *out, int *pos_out) {
   int n = g->nnodes;
   hl_graph_init(out);
   out->dynamic = g->dynamic;
@@ -702,6 +702,7 @@ int hl_graph_canonical(const hl_graph *g, hl_graph *out) {
     rc = hl_graph_set_outputs(out, g->noutputs, outs);
   }
   free(outs);
+  if (!rc && pos_out) memcpy(pos_out, pos, sizeof(int) * (size_t)n);
   free(order);
   free(pos);
   if (rc) hl_graph_free(out);

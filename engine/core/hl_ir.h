@@ -118,8 +118,10 @@ void hl_graph_key(const hl_graph *g, hl_key *key);
  * from the outputs), so that one program traced in another order (a Lua loop over a table's keys)
  * has one key: what the disk cache keys on. Also holds whether g is dynamic. */
 int hl_graph_canonical_key(const hl_graph *g, hl_key *key);
-/* g with its nodes in that order (the same program traced in any order gives the same graph). */
-int hl_graph_canonical(const hl_graph *g, hl_graph *out);
+/* g with its nodes in that order (the same program traced in any order gives the same graph);
+ * pos (NULL, or room for g's nodes) gets each node's place there. A polymorphic program's table
+ * (g->sym) is not copied: hl_sym_remap does that with pos. */
+int hl_graph_canonical(const hl_graph *g, hl_graph *out, int *pos);
 void hl_key_free(hl_key *key);
 
 /* Readable text, like a jaxpr. Caller frees. */

@@ -1,5 +1,6 @@
 /* Shape polymorphism: the affine fit of a program traced at several sizes (hl_symbolic.h). */
 #include "hl_symbolic.h"
+#include "hl_error.h"
 #include "hl_ir.h"
 #include <math.h>
 #include <stdarg.h>
@@ -314,6 +315,44 @@ fail:
   return NULL;
 }
 
+
+hl_symbolic *hl_sym_remap(const hl_symbolic *s, int nnodes, const int *node_map, const int *param_map, int keep_checks) {
+  hl_symbolic *r = calloc(1, sizeof *r);
+  if (!r) goto oom;
+  r->nsym = s->nsym;
+  for (int j = 0; j < s->nsym; j++) {
+    r->param[j] = param_map[s->param[j]];
+    r->axis[j] = s->axis[j];
+  }
+  r->nnodes = nnodes;
+  if (!(r->first = calloc((size_t)nnodes + 1, sizeof *r->first))) goto oom;
+  for (int i = 0; i < s->nnodes; i++)   /* counted at first[new + 1], then summed up */
+    if (node_map[i] >= 0) r->first[node_map[i] + 1] += s->first[i + 1] - s->first[i];
+  for (int i = 0; i < nnodes; i++) r->first[i + 1] += r->first[i];
+  r->nslots = r->first[nnodes];
+  if (r->nslots && !(r->slots = malloc(sizeof *r->slots * (size_t)r->nslots))) goto oom;
+  for (int i = 0; i < s->nnodes; i++) {
+    int to = node_map[i];
+    if (to < 0) continue;
+    for (int k = s->first[i], at = r->first[to]; k < s->first[i + 1]; k++, at++) {
+      r->slots[at] = s->slots[k];
+      r->slots[at].node = to;
+    }
+  }
+  if (keep_checks) {
+    if (s->nforms && !(r->forms = malloc(sizeof *r->forms * (size_t)s->nforms))) goto oom;
+    if (s->nforms) memcpy(r->forms, s->forms, sizeof *r->forms * (size_t)s->nforms);   /* (forms name no node) */
+    r->nforms = s->nforms;
+    if (s->nwatch && !(r->watch = malloc(sizeof *r->watch * (size_t)s->nwatch))) goto oom;
+    for (int w = 0; w < s->nwatch; w++)
+      if (node_map[s->watch[w]] >= 0) r->watch[r->nwatch++] = node_map[s->watch[w]];
+  }
+  return r;
+oom:
+  hl_sym_free(r);
+  hl_error("out of memory");
+  return NULL;
+}
 
 const hl_sym_slot *hl_sym_find(const hl_symbolic *s, int node, int field, int index) {
   if (!s || node < 0 || node >= s->nnodes) return NULL;

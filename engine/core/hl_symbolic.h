@@ -27,6 +27,12 @@ struct hl_graph;
  * running out of memory). */
 hl_symbolic *hl_sym_fit(const struct hl_graph *const *graphs, int nsym, const int64_t sizes[][HL_MAX_SYMS], const int *param,
                         const int *axis, int nargs, char *why, size_t nwhy);
+/* s for another graph of nnodes nodes made from s's graph (its canonical order, a part of it):
+ * node i's slots go to node node_map[i] (-1: not there; distinct nodes to distinct nodes), and
+ * symbol j's parameter becomes param_map[param[j]], which must be there. The call checks (forms,
+ * watch list) go along only with keep_checks, the watched nodes mapped; a part of a program is
+ * checked as the whole program it is run for. NULL when out of memory (hl_error says so). */
+hl_symbolic *hl_sym_remap(const hl_symbolic *s, int nnodes, const int *node_map, const int *param_map, int keep_checks);
 /* node i's slot for (field, index), or NULL when that number is a constant */
 const hl_sym_slot *hl_sym_find(const hl_symbolic *s, int node, int field, int index);
 /* a slot's size at these symbol values: 0, or -1 when it is not a whole non-negative number

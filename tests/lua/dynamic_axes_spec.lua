@@ -728,6 +728,30 @@ describe("dynamic_axes: one compile across many sizes", function()
     local sf = hl.jit(mlp)
     for _, n in ipairs {1, 2, 3, 17, 64, 128, 255, 256} do close(got[n], sf(P, xs[n]), 1e-4, "batch " .. n) end
   end)
+
+  -- past 24 nodes a program is cut into several pipelines (hl_partition.h); a polymorphic one's
+  -- parts read the symbols from its arguments and the buffers between them are sized per call
+  it("a big program is cut into pipelines, the buffers between them sized at each call", function()
+    local f = function(x, w)
+      local v = x
+      for i = 1, 30 do v = hl.tanh(hl.matmul(v, w) * 0.5 + hl.mean(v, 1, true) * 0.1 + i * 0.01) end
+      return v, hl.sum(v, 1)
+    end
+    local w = data({5, 5}, 0.3)
+    local pf = J(f, {{1}, {}})
+    local xs = {}
+    for i, n in ipairs {3, 1000, 2, 7, 64} do xs[i] = data({n, 5}, n * 0.01) end
+    local got = {{pf(xs[1], w)}}
+    local m = misses(function() for i = 2, #xs do got[i] = {pf(xs[i], w)} end end, pf)
+    assert.are.equal(0, m)
+    local parts = tonumber(pf:lower(xs[1], w):stmt():match("# pipeline 1 of (%d+)"))
+    assert.is_true(parts ~= nil and parts >= 3, "a polymorphic program of 30 rounds is cut into pipelines")
+    for i = 1, #xs do
+      local want = {f(xs[i], w)}
+      close(got[i][1], want[1], 1e-5, "size " .. xs[i].shape[1] .. " result 1")
+      close(got[i][2], want[2], 1e-4, "size " .. xs[i].shape[1] .. " result 2")
+    end
+  end)
 end)
 
 describe("dynamic_axes: the log and the disk cache", function()
