@@ -1,9 +1,11 @@
 /* A cut kernel's parts compiled by several processes (hl_compile_jobs.h). */
 #include "hl_compile_jobs.h"
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -36,14 +38,24 @@ int hl_compile_jobs(size_t nparts) {
 
 namespace {
 
-/* worker w's parts, linked into one module and compiled to an object at path (written under
- * another name and renamed: a file at path is whole) */
-void compile_share(size_t nparts, int jobs, int w, const std::function<Module(size_t)> &part, const std::string &path) {
-  std::vector<Module> modules;
-  for (size_t q = (size_t)w; q < nparts; q += (size_t)jobs) modules.push_back(part(q));
+/* part q compiled to an object at path (written under another name and renamed: a file at path
+ * is whole) */
+void compile_part(size_t q, const std::function<Module(size_t)> &part, const std::string &path) {
   std::string tmp = path + ".part";
-  link_modules("hl_parts_w" + std::to_string(w), modules).compile({{OutputFileType::object, tmp}});
+  part(q).compile({{OutputFileType::object, tmp}});
   if (rename(tmp.c_str(), path.c_str())) throw std::runtime_error("cannot rename " + tmp);
+}
+
+/* a worker's loop: the next part not yet taken, until none is left (parts differ in cost: a
+ * shared counter balances them where a fixed share left one worker with most of the work) */
+bool work(std::atomic<size_t> *next, size_t nparts, const std::function<Module(size_t)> &part,
+          const std::vector<std::string> &objs) {
+  try {
+    for (size_t q; (q = next->fetch_add(1)) < nparts;) compile_part(q, part, objs[q]);
+    return true;
+  } catch (...) {
+    return false;
+  }
 }
 
 bool has_file(const std::string &path) {
@@ -56,36 +68,22 @@ bool has_file(const std::string &path) {
 bool hl_compile_parts_in_processes(size_t nparts, int jobs, const std::function<Module(size_t)> &part,
                                    const std::string &prefix, std::vector<std::string> &objs) {
   objs.clear();
-  for (int w = 0; w < jobs; w++) objs.push_back(prefix + ".w" + std::to_string(w) + ".o");
+  for (size_t q = 0; q < nparts; q++) objs.push_back(prefix + ".p" + std::to_string(q) + ".o");
   for (const std::string &o : objs) unlink(o.c_str());
+  /* the counter the workers share: memory that stays shared across fork */
+  void *shared = mmap(nullptr, sizeof(std::atomic<size_t>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) return false;
+  std::atomic<size_t> *next = new (shared) std::atomic<size_t>(0);
   fflush(stdout);
   fflush(stderr);
   std::vector<pid_t> children;
-  bool ok = true;
   for (int w = 1; w < jobs; w++) {
     pid_t pid = fork();
-    if (pid == 0) {
-      int status = 1;
-      try {
-        compile_share(nparts, jobs, w, part, objs[w]);
-        status = 0;
-      } catch (...) {
-      }
-      _exit(status);   /* (no atexit handlers, no destructors: the parent's state is not ours) */
-    }
-    if (pid < 0) {
-      ok = false;
-      break;
-    }
+    if (pid == 0) _exit(work(next, nparts, part, objs) ? 0 : 1);   /* (no atexit handlers, no destructors: the parent's state is not ours) */
+    if (pid < 0) break;   /* (fewer workers: the others take the rest) */
     children.push_back(pid);
   }
-  if (ok) {
-    try {
-      compile_share(nparts, jobs, 0, part, objs[0]);
-    } catch (...) {
-      ok = false;
-    }
-  }
+  bool ok = work(next, nparts, part, objs);
   for (pid_t pid : children) {
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -93,6 +91,7 @@ bool hl_compile_parts_in_processes(size_t nparts, int jobs, const std::function<
     /* (a host that ignores SIGCHLD reaps its children itself, and waitpid says ECHILD once they
      * are gone: the files say how they went) */
   }
+  munmap(shared, sizeof(std::atomic<size_t>));
   for (const std::string &o : objs) ok = ok && has_file(o);
   if (!ok) {
     for (const std::string &o : objs) {

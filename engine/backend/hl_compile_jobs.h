@@ -1,10 +1,11 @@
 /* A cut kernel's parts (hl_partition.h) compiled by several processes at once.
  *
  * Halide's compiler keeps global state and is not thread-safe (the engine compiles under one
- * lock), but the parts of a cut program are independent pipelines: worker w lowers and compiles
- * the parts q with q % jobs == w into one object file, worker 0 in this process and the others in
- * forked children (which only compile and write their file, then _exit), and the objects are
- * linked into the kernel's one shared object as before. Only the disk cache's ahead-of-time path
+ * lock), but the parts of a cut program are independent pipelines: each worker takes the next part
+ * not yet taken (a counter in shared memory) and lowers and compiles it into an object file of
+ * its own, worker 0 in this process and the others in forked children (which only compile and
+ * write their files, then _exit), and the objects are linked into the kernel's one shared object
+ * as before. Only the disk cache's ahead-of-time path
  * uses it (a JIT-compiled part lives in the process that compiled it). Any failure of a child (a
  * fork refused, a compile error, a missing or short file) gives false, and the caller compiles
  * the parts here, one after another, as it always did. */
@@ -19,8 +20,8 @@
  * alone), else the cores this process may run on, at most 4 and at most nparts. */
 int hl_compile_jobs(size_t nparts);
 
-/* part(q) gives part q's module (its function named for q). The objects written, one per worker,
- * are `prefix`.w<w>.o; true and their paths in objs when every worker made its own. */
+/* part(q) gives part q's module (its function named for q). The objects written, one per part,
+ * are `prefix`.p<q>.o; true and their paths in objs when every part's is there. */
 bool hl_compile_parts_in_processes(size_t nparts, int jobs, const std::function<Halide::Module(size_t)> &part,
                                    const std::string &prefix, std::vector<std::string> &objs);
 #endif
