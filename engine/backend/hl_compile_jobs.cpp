@@ -30,7 +30,7 @@ int hl_compile_jobs(size_t nparts) {
   if (jobs <= 0) {
     cpu_set_t set;
     jobs = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (jobs > 4) jobs = 4;   /* (past 4, a part's share of the link and the fork costs more than it saves) */
+    if (jobs > 4) jobs = 4;   /* (a bound, not a measured best: each child copies the compiler's memory, and only 2 cores were measured) */
   }
   if ((size_t)jobs > nparts) jobs = (int)nparts;
   return jobs < 1 ? 1 : jobs;
