@@ -215,13 +215,13 @@ hl_aot_entry hl_aot_compile(const Module &m, const std::string &symbol, const ch
 }
 
 hl_aot_entry hl_aot_link(const std::vector<std::string> &objs, const std::string &symbol, const char *so_path,
-                         double *link_ms, void **handle) {
+                         double *link_ms, void **handle, bool disable_on_failure) {
   *handle = nullptr;
   auto t1 = std::chrono::steady_clock::now();
   int linked = link_shared(objs, so_path, false);
   hl_aot_entry entry = linked ? nullptr : hl_aot_load(so_path, symbol, handle);
   *link_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
-  if (!entry) {
+  if (!entry && disable_on_failure) {
     /* the disk path does not work here (no linker, a directory mounted noexec): once said, the
      * process JIT-compiles from now on instead of compiling everything twice */
     std::string why = linked ? "linking a compiled pipeline into a shared object (ld or cc) failed" : hl_error_message();

@@ -37,9 +37,10 @@ hl_aot_entry hl_aot_compile(const Halide::Module &m, const std::string &symbol, 
                             double *link_ms, void **handle);
 
 /* The same from object files already compiled (Module::compile, the NoRuntime target): links them
- * into one shared object at so_path and loads it (the objects are the caller's to remove). */
+ * into one shared object at so_path and loads it (the objects are the caller's to remove). With
+ * disable_on_failure false a failure is the caller's to handle (NULL, nothing said). */
 hl_aot_entry hl_aot_link(const std::vector<std::string> &objs, const std::string &symbol, const char *so_path,
-                         double *link_ms, void **handle);
+                         double *link_ms, void **handle, bool disable_on_failure = true);
 
 /* Loads the shared object at path; NULL with hl_error when it has no `symbol`. */
 hl_aot_entry hl_aot_load(const char *path, const std::string &symbol, void **handle);

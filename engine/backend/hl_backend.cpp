@@ -280,6 +280,16 @@ static std::string jit_symbol() {
   return "hl_pipeline_" + std::to_string(++serial);
 }
 
+/* Every part's function in k's shared object, whose first is `first`: false when one is missing */
+static bool all_parts(hl_kernel *k, hl_aot_entry first, size_t n) {
+  k->aot = first;
+  for (size_t q = 0; q < n; q++) {
+    k->parts[q].aot = q ? hl_aot_symbol(k->so, part_symbol((int)q)) : first;
+    if (!k->parts[q].aot) return false;
+  }
+  return true;
+}
+
 /* The parts of k's plan, compiled: ahead of time into one shared object at so_path (one
  * function per part, linked into one module: one LLVM run, one link), else JIT-compiled one by
  * one. `lap` adds the time since its last call to a phase. */
@@ -306,18 +316,20 @@ static void compile_parts(hl_kernel *k, const char *so_path, Lap &lap) {
     lap(k->phase_ms[2]);
     if (compiled) {
       double link_ms = 0;
-      hl_aot_entry first = hl_aot_link(objs, part_symbol(0), so_path, &link_ms, &k->so);
+      hl_aot_entry first = hl_aot_link(objs, part_symbol(0), so_path, &link_ms, &k->so, false);
       for (const std::string &o : objs) unlink(o.c_str());
       lap(k->phase_ms[3]);
-      if (first) {
+      if (first && all_parts(k, first, n)) {
         k->symbol = kAotSymbol;
-        k->aot = first;
         k->jobs = jobs;
-        for (size_t q = 0; q < n; q++) k->parts[q].aot = q ? hl_aot_symbol(k->so, part_symbol((int)q)) : first;
         return;
       }
-      unlink(so_path);   /* (said once by hl_aot_link, which turned the disk path off: the JIT takes over) */
-      serial_aot = false;
+      /* (the one-module link below decides whether the disk path works here) */
+      hl_aot_unload(k->so);
+      k->so = nullptr;
+      k->aot = nullptr;
+      for (hl_kernel_part &part : k->parts) part.aot = nullptr;
+      unlink(so_path);
     }
   }
   if (serial_aot) {
@@ -332,10 +344,12 @@ static void compile_parts(hl_kernel *k, const char *so_path, Lap &lap) {
     k->symbol = kAotSymbol;
     hl_aot_entry first = hl_aot_compile(link_modules(kAotSymbol, modules), part_symbol(0), so_path, &k->phase_ms[2],
                                         &k->phase_ms[3], &k->so);
-    if (first) {
-      k->aot = first;
-      for (size_t q = 0; q < n; q++) k->parts[q].aot = q ? hl_aot_symbol(k->so, part_symbol((int)q)) : first;
-      return;
+    if (first && all_parts(k, first, n)) return;
+    if (first) {   /* (a part's function missing: the JIT takes over) */
+      hl_aot_unload(k->so);
+      k->so = nullptr;
+      k->aot = nullptr;
+      for (hl_kernel_part &part : k->parts) part.aot = nullptr;
     }
     unlink(so_path);   /* (said once by hl_aot_compile; the JIT takes over) */
   }

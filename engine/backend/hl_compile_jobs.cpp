@@ -7,6 +7,8 @@
 #include <unistd.h>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -83,21 +85,36 @@ bool hl_compile_parts_in_processes(size_t nparts, int jobs, const std::function<
     if (pid < 0) break;   /* (fewer workers: the others take the rest) */
     children.push_back(pid);
   }
+  auto t0 = std::chrono::steady_clock::now();
   bool ok = work(next, nparts, part, objs);
+  /* The children end about when this process does (the counter shares the work out): one that is
+   * not done a minute later, and four times this process's own time, is taken as stuck (a lock
+   * another thread held at the fork) and killed, and the parts are compiled here instead. (A
+   * host that reaps its children itself makes waitpid say ECHILD: the files say how they went.) */
+  double own = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(60 + 4 * own);
   for (pid_t pid : children) {
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    for (;;) {
+      int status = 0;
+      pid_t r = waitpid(pid, &status, WNOHANG);
+      if (r == pid || (r < 0 && errno != EINTR)) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid, SIGKILL);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        ok = false;
+        break;
+      }
+      usleep(2000);
     }
-    /* (a host that ignores SIGCHLD reaps its children itself, and waitpid says ECHILD once they
-     * are gone: the files say how they went) */
   }
   munmap(shared, sizeof(std::atomic<size_t>));
-  for (const std::string &o : objs) ok = ok && has_file(o);
+  for (const std::string &o : objs) {
+    ok = ok && has_file(o);
+    unlink((o + ".part").c_str());   /* (a killed or failed compile's unfinished file) */
+  }
   if (!ok) {
-    for (const std::string &o : objs) {
-      unlink(o.c_str());
-      unlink((o + ".part").c_str());
-    }
+    for (const std::string &o : objs) unlink(o.c_str());
     objs.clear();
   }
   return ok;

@@ -49,9 +49,13 @@ struct CopyHostReads : IRMutator {
     HostReads r(inputs);
     s.accept(&r);
     Stmt out = s;
+    /* the rest runs only when the copy was made: a failure (recorded by the stage, which fails
+     * the call) must not go on to the host loads (the pipeline's asserts are compiled out) */
     for (auto it = r.read.rbegin(); it != r.read.rend(); ++it) {
       Expr buf = Variable::make(type_of<halide_buffer_t *>(), *it + ".buffer");
-      out = Block::make(Evaluate::make(Call::make(Int(32), "hl_input_host_copy", {buf}, Call::Extern)), out);
+      std::string name = *it + ".host_copy_result";
+      Expr copied = Call::make(Int(32), "hl_input_host_copy", {buf}, Call::Extern);
+      out = LetStmt::make(name, copied, IfThenElse::make(Variable::make(Int(32), name) == 0, out));
     }
     return out;
   }

@@ -6,8 +6,9 @@
  * host memory there without a copy from the device (halide_copy_to_host is inserted for host
  * stages, not for these expressions), and an input in device memory has none: the read crashed
  * the process. The pass finds every input the host code loads, or hands to a host stage, outside
- * the GPU loops, and calls hl_input_host_copy on it before anything else runs; the run frees the
- * copy (hl_kernel_run). */
+ * the GPU loops, and calls hl_input_host_copy on it before anything else runs (the pipeline does
+ * nothing more when a copy fails: the stage's failure fails the call); the run frees the copy
+ * (hl_kernel_run). */
 #ifndef HL_HOST_READS_H
 #define HL_HOST_READS_H
 #include <Halide.h>

@@ -83,7 +83,10 @@ bool hl_plan_make(const hl_graph *g0, hl_plan &plan) {
   if (g0->sym && !(c.sym = hl_sym_remap(g0->sym, c.nnodes, pos.data(), same_param.data(), 1))) check(-1);
   const hl_graph *g = &c;
   for (int i = 0; i < g->nnodes; i++)
-    if (g->nodes[i].prim == HL_P_PARAM) param_node[g->nodes[i].attrs.i[0]] = i;
+    if (g->nodes[i].prim == HL_P_PARAM && g->nodes[i].attrs.i[0] >= 0 && g->nodes[i].attrs.i[0] < g->nparams)
+      param_node[g->nodes[i].attrs.i[0]] = i;
+  for (int j = 0; g->sym && j < g->sym->nsym; j++)   /* (every symbol is read from a parameter of the program) */
+    if (g->sym->param[j] < 0 || g->sym->param[j] >= g->nparams || param_node[g->sym->param[j]] < 0) return false;
   is_free = free_nodes(g);
 
   /* parts of equal size, in canonical order (each node after its inputs) */
