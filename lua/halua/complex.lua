@@ -35,9 +35,7 @@ return function(hl, core, shared)
   -- a part given as a number goes where the other part is: into its trace, or onto its device
   local function beside(v, other)
     if not is_number(v) or not core.is_array(other) then return v end
-    local x = core.array(v)
-    if core.is_tracer(other) or core.device_of(x) == core.device_of(other) then return x end
-    return core.to_device(x, core.device_of(other))
+    return util.where_is(core, core.array(v), other)
   end
 
   function hl.complex(re, im)
@@ -69,9 +67,7 @@ return function(hl, core, shared)
     x = shared.as_array(x, "conj")
     if not is_complex(x) then return x end
     local p = core.view_as_real(x)
-    local sign = core.array({1, -1}, p.dtype)   -- made on the host: it goes where x is (or into x's trace)
-    if not core.is_tracer(p) and core.device_of(p) ~= core.device_of(sign) then sign = core.to_device(sign, core.device_of(p)) end
-    return core.view_as_complex(p * sign)
+    return core.view_as_complex(p * util.where_is(core, core.array({1, -1}, p.dtype), p))
   end
 
   -- the argument in (-pi, pi]; of a real array, 0 or pi (NumPy's angle), as a float array

@@ -40,8 +40,7 @@ return function(hl, core, shared)
     local dtype = (a.dtype == "float64" or a.dtype == "float32") and a.dtype or "float32"
     -- the identity broadcast over a's batch: a constant of a's trace when a is traced
     local eye = hl.eq(core.iota("int32", {n, n}, 0), core.iota("int32", {n, n}, 1)):astype(dtype)
-    if not core.is_tracer(a) and core.device_of(a) ~= core.device_of(eye) then eye = core.to_device(eye, core.device_of(a)) end
-    return renamed("linalg.inv", core.linalg_solve, a, hl.broadcast_to(eye, s))
+    return renamed("linalg.inv", core.linalg_solve, a, hl.broadcast_to(util.where_is(core, eye, a), s))
   end
 
   require("halua.linalg_decomp")(hl, core, linalg, {operand = operand, renamed = renamed})

@@ -113,6 +113,13 @@ function M.concat(a, b)
   return r
 end
 
+-- c, a constant made on the host, where x is: on x's device (x's trace takes c as it is when x is
+-- traced; the program moves its constants to its device)
+function M.where_is(core, c, x)
+  if core.is_tracer(x) or core.device_of(x) == core.device_of(c) then return c end
+  return core.to_device(c, core.device_of(x))
+end
+
 function M.pack(...) return {n = select("#", ...), ...} end
 
 function M.is_callable(f)
