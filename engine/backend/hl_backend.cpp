@@ -280,6 +280,14 @@ static std::string jit_symbol() {
   return "hl_pipeline_" + std::to_string(++serial);
 }
 
+/* k without the shared object it had loaded (a part's code was not there: the JIT takes over) */
+static void drop_aot(hl_kernel *k) {
+  hl_aot_unload(k->so);
+  k->so = nullptr;
+  k->aot = nullptr;
+  for (hl_kernel_part &part : k->parts) part.aot = nullptr;
+}
+
 /* Every part's function in k's shared object, whose first is `first`: false when one is missing */
 static bool all_parts(hl_kernel *k, hl_aot_entry first, size_t n) {
   k->aot = first;
@@ -300,18 +308,18 @@ static void compile_parts(hl_kernel *k, const char *so_path, Lap &lap) {
   std::vector<Pipeline> pipes(n);
   std::vector<std::vector<Argument>> args(n);
   k->parts.assign(n, hl_kernel_part());
+  Target t = k->target.without_feature(Target::JIT).with_feature(Target::NoRuntime);   /* (ahead of time) */
+  int jobs = so_path ? hl_compile_jobs(n) : 1;
   bool serial_aot = so_path != nullptr;
-  if (so_path && hl_compile_jobs(n) > 1) {
+  if (jobs > 1) {
     /* several processes at once (hl_compile_jobs.h): their lowering, Halide and LLVM time is the
      * wall time of the whole compile, noted as LLVM's */
-    Target t = k->target.without_feature(Target::JIT).with_feature(Target::NoRuntime);
     auto part = [&](size_t q) {
       std::vector<Argument> a;
       Pipeline p = build_pipeline(&plan.parts[q].g, k->target, a);
       return p.compile_to_module(a, part_symbol((int)q), t);
     };
     std::vector<std::string> objs;
-    int jobs = hl_compile_jobs(n);
     bool compiled = hl_compile_parts_in_processes(n, jobs, part, so_path, objs);
     lap(k->phase_ms[2]);
     if (compiled) {
@@ -324,16 +332,11 @@ static void compile_parts(hl_kernel *k, const char *so_path, Lap &lap) {
         k->jobs = jobs;
         return;
       }
-      /* (the one-module link below decides whether the disk path works here) */
-      hl_aot_unload(k->so);
-      k->so = nullptr;
-      k->aot = nullptr;
-      for (hl_kernel_part &part : k->parts) part.aot = nullptr;
+      drop_aot(k);   /* (the one-module link below decides whether the disk path works here) */
       unlink(so_path);
     }
   }
   if (serial_aot) {
-    Target t = k->target.without_feature(Target::JIT).with_feature(Target::NoRuntime);
     std::vector<Module> modules;
     for (size_t q = 0; q < n; q++) {
       pipes[q] = build_pipeline(&plan.parts[q].g, k->target, args[q]);
@@ -345,12 +348,7 @@ static void compile_parts(hl_kernel *k, const char *so_path, Lap &lap) {
     hl_aot_entry first = hl_aot_compile(link_modules(kAotSymbol, modules), part_symbol(0), so_path, &k->phase_ms[2],
                                         &k->phase_ms[3], &k->so);
     if (first && all_parts(k, first, n)) return;
-    if (first) {   /* (a part's function missing: the JIT takes over) */
-      hl_aot_unload(k->so);
-      k->so = nullptr;
-      k->aot = nullptr;
-      for (hl_kernel_part &part : k->parts) part.aot = nullptr;
-    }
+    if (first) drop_aot(k);   /* (a part's function missing) */
     unlink(so_path);   /* (said once by hl_aot_compile; the JIT takes over) */
   }
   std::vector<Internal::JITModule> deps = jit_deps(HL_DEVICE_CPU);   /* (only CPU programs are cut) */
@@ -588,7 +586,8 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
   bool outer_failed = hl_stage_run_begin();   /* (a loop's body runs inside its loop's stage) */
   hl_interrupt_enter();
   int rc = k->plan ? run_parts(k, bufs, &ctx) : k->aot ? k->aot((void **)argv) : k->entry(argv);
-  for (int j = 0; j < k->nparams; j++) hl_input_host_copy_release(&bufs[j]);   /* (hl_host_reads.h) */
+  if (k->target.has_feature(Target::CUDA))   /* (only CUDA pipelines copy inputs to the host: hl_host_reads.h) */
+    for (int j = 0; j < k->nparams; j++) hl_input_host_copy_release(&bufs[j]);
   /* Ctrl-C while it ran (between parallel tasks, it stopped it): the call fails, its results
    * are not taken (hl_interrupt.h) */
   bool interrupted = hl_interrupted();

@@ -78,9 +78,8 @@ bool hl_plan_make(const hl_graph *g0, hl_plan &plan) {
     hl_graph *g;
     ~Owner() { hl_graph_free(g); }
   } owner{&c};
-  std::vector<int> same_param(g0->nparams), param_node(g0->nparams, -1);
-  for (int p = 0; p < g0->nparams; p++) same_param[p] = p;
-  if (g0->sym && !(c.sym = hl_sym_remap(g0->sym, c.nnodes, pos.data(), same_param.data(), 1))) check(-1);
+  std::vector<int> param_node(g0->nparams, -1);
+  if (g0->sym && !(c.sym = hl_sym_remap(g0->sym, c.nnodes, pos.data(), nullptr, 1))) check(-1);
   const hl_graph *g = &c;
   for (int i = 0; i < g->nnodes; i++)
     if (g->nodes[i].prim == HL_P_PARAM && g->nodes[i].attrs.i[0] >= 0 && g->nodes[i].attrs.i[0] < g->nparams)

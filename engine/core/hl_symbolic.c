@@ -321,7 +321,7 @@ hl_symbolic *hl_sym_remap(const hl_symbolic *s, int nnodes, const int *node_map,
   if (!r) goto oom;
   r->nsym = s->nsym;
   for (int j = 0; j < s->nsym; j++) {
-    r->param[j] = param_map[s->param[j]];
+    r->param[j] = param_map ? param_map[s->param[j]] : s->param[j];
     r->axis[j] = s->axis[j];
   }
   r->nnodes = nnodes;

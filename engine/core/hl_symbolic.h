@@ -29,7 +29,8 @@ hl_symbolic *hl_sym_fit(const struct hl_graph *const *graphs, int nsym, const in
                         const int *axis, int nargs, char *why, size_t nwhy);
 /* s for another graph of nnodes nodes made from s's graph (its canonical order, a part of it):
  * node i's slots go to node node_map[i] (-1: not there; distinct nodes to distinct nodes), and
- * symbol j's parameter becomes param_map[param[j]], which must be there. The call checks (forms,
+ * symbol j's parameter becomes param_map[param[j]], which must be there (param_map NULL: the same
+ * numbers). The call checks (forms,
  * watch list) go along only with keep_checks, the watched nodes mapped; a part of a program is
  * checked as the whole program it is run for. NULL when out of memory (hl_error says so). */
 hl_symbolic *hl_sym_remap(const hl_symbolic *s, int nnodes, const int *node_map, const int *param_map, int keep_checks);

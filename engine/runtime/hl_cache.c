@@ -238,13 +238,14 @@ struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name) {
     double ph[4];
     hl_kernel_compile_phases(k, ph);
     int jobs, parts = hl_kernel_compile_parts(k, &jobs);
-    const char *why = g->dynamic ? "primitive, dtype, rank and attributes" : "IR and input signature";
+    char phases[128];
     if (jobs > 1)   /* (the processes' lowering, Halide and LLVM overlap: one figure for them) */
-      fprintf(stderr, "halua: compiled %s in %.1f ms (%d nodes; cache miss: no pipeline with this %s; %d pipelines compiled by %d processes at once in %.1f, link %.1f; keeps %.0f KB)\n",
-              name, hl_kernel_compile_ms(k), g->nnodes, why, parts, jobs, ph[2], ph[3], hl_kernel_bytes(k) / 1024.0);
+      snprintf(phases, sizeof phases, "%d pipelines compiled by %d processes at once in %.1f", parts, jobs, ph[2]);
     else
-      fprintf(stderr, "halua: compiled %s in %.1f ms (%d nodes; cache miss: no pipeline with this %s; lowering %.1f, Halide %.1f, LLVM %.1f, link %.1f; keeps %.0f KB)\n",
-              name, hl_kernel_compile_ms(k), g->nnodes, why, ph[0], ph[1], ph[2], ph[3], hl_kernel_bytes(k) / 1024.0);
+      snprintf(phases, sizeof phases, "lowering %.1f, Halide %.1f, LLVM %.1f", ph[0], ph[1], ph[2]);
+    fprintf(stderr, "halua: compiled %s in %.1f ms (%d nodes; cache miss: no pipeline with this %s; %s, link %.1f; keeps %.0f KB)\n",
+            name, hl_kernel_compile_ms(k), g->nnodes, g->dynamic ? "primitive, dtype, rank and attributes" : "IR and input signature",
+            phases, ph[3], hl_kernel_bytes(k) / 1024.0);
   }
   return k;
 }
