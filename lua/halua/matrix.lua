@@ -2,7 +2,6 @@
 -- share: the transpose of a stack of matrices, and masks of a square matrix's triangles.
 --   local mat = require("halua.matrix")(hl, core)
 return function(hl, core)
-  local util = require "halua.util"
   local M = {}
 
   -- x with its last two axes swapped ([..., m, n] -> [..., n, m])
@@ -18,8 +17,10 @@ return function(hl, core)
   -- the tangents and cotangents that are concrete arrays, captured by the jitted function, on
   -- their device: a jvp with a GPU tangent mixed devices), else arrays on its device
   function M.triangle_masks(like, n)
-    local r = util.where_is(core, core.iota("int32", {n, n}, 0, like), like)
-    local c = util.where_is(core, core.iota("int32", {n, n}, 1, like), like)
+    local r, c = core.iota("int32", {n, n}, 0, like), core.iota("int32", {n, n}, 1, like)
+    if not core.is_tracer(like) and core.device_of(like) ~= core.device_of(r) then
+      r, c = core.to_device(r, core.device_of(like)), core.to_device(c, core.device_of(like))
+    end
     return hl.gt(r, c), hl.eq(r, c), hl.lt(r, c)
   end
 
