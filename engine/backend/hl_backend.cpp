@@ -252,7 +252,7 @@ static Pipeline build_pipeline(const hl_graph *g, const Target &t, std::vector<A
   else hl_schedule_cpu(L, t);
   for (const ImageParam &p : L.params) args.push_back(p);
   Pipeline p(L.outputs);
-  if (g->device == HL_DEVICE_CUDA) hl_copy_host_read_inputs(p, L.params);
+  if (g->device == HL_DEVICE_CUDA) hl_copy_host_reads(p, L.params);
   return p;
 }
 

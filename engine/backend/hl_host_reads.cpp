@@ -1,4 +1,4 @@
-/* The host copies of a CUDA pipeline's host-read inputs (hl_host_reads.h). */
+/* The host copies of the buffers a CUDA pipeline's host code reads (hl_host_reads.h). */
 #include "hl_host_reads.h"
 #include <set>
 #include <string>
@@ -8,11 +8,9 @@ using namespace Halide::Internal;
 
 namespace {
 
-/* the inputs host code loads, or copies to the host for a host stage, outside the GPU loops */
+/* the buffers host code loads, or copies to the host for a host stage, outside the GPU loops */
 struct HostReads : IRVisitor {
-  const std::set<std::string> &inputs;
-  std::set<std::string> read;
-  explicit HostReads(const std::set<std::string> &in) : inputs(in) {}
+  std::set<std::string> read, buffers;   /* (buffers: those with a halide_buffer_t, "NAME.buffer") */
   using IRVisitor::visit;
   void visit(const For *op) override {
     if (op->for_type == ForType::GPUBlock || op->for_type == ForType::GPUThread || op->for_type == ForType::GPULane ||
@@ -23,20 +21,43 @@ struct HostReads : IRVisitor {
     }
     IRVisitor::visit(op);
   }
+  void visit(const LetStmt *op) override {
+    std::string name;
+    if (buffer_of(op->name, &name)) buffers.insert(name);
+    IRVisitor::visit(op);
+  }
   void visit(const Load *op) override {
-    if (inputs.count(op->name)) read.insert(op->name);
+    read.insert(op->name);
     IRVisitor::visit(op);
   }
   void visit(const Call *op) override {
+    std::string name;
     if (op->name == "halide_copy_to_host" && op->args.size() == 1)
-      if (const Variable *v = op->args[0].as<Variable>()) {
-        const std::string suffix = ".buffer";
-        if (v->name.size() > suffix.size() && v->name.compare(v->name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-          std::string name = v->name.substr(0, v->name.size() - suffix.size());
-          if (inputs.count(name)) read.insert(name);
-        }
-      }
+      if (const Variable *v = op->args[0].as<Variable>())
+        if (buffer_of(v->name, &name)) read.insert(name);
     IRVisitor::visit(op);
+  }
+  /* "NAME.buffer" names NAME's halide_buffer_t */
+  static bool buffer_of(const std::string &var, std::string *name) {
+    const std::string suffix = ".buffer";
+    if (var.size() <= suffix.size() || var.compare(var.size() - suffix.size(), suffix.size(), suffix) != 0) return false;
+    *name = var.substr(0, var.size() - suffix.size());
+    return true;
+  }
+};
+
+Expr buffer_var(const std::string &name) { return Variable::make(type_of<halide_buffer_t *>(), name + ".buffer"); }
+
+/* a scratch buffer the host code reads gets halide_copy_to_host as soon as it is produced (a
+ * no-op where it was not written on the device, or where Halide's own copy came first) */
+struct CopyAfterProduce : IRMutator {
+  const std::set<std::string> &names;
+  explicit CopyAfterProduce(const std::set<std::string> &n) : names(n) {}
+  using IRMutator::visit;
+  Stmt visit(const ProducerConsumer *op) override {
+    Stmt s = IRMutator::visit(op);
+    if (!op->is_producer || !names.count(op->name)) return s;
+    return Block::make(s, Evaluate::make(Call::make(Int(32), "halide_copy_to_host", {buffer_var(op->name)}, Call::Extern)));
   }
 };
 
@@ -46,16 +67,20 @@ struct CopyHostReads : IRMutator {
   std::set<std::string> inputs;
   using IRMutator::mutate;
   Stmt mutate(const Stmt &s) override {
-    HostReads r(inputs);
+    HostReads r;
     s.accept(&r);
-    Stmt out = s;
+    std::set<std::string> scratch, copied;
+    for (const std::string &name : r.read) {
+      if (inputs.count(name)) copied.insert(name);
+      else if (r.buffers.count(name)) scratch.insert(name);
+    }
+    Stmt out = scratch.empty() ? s : CopyAfterProduce(scratch).mutate(s);
     /* the rest runs only when the copy was made: a failure (recorded by the stage, which fails
      * the call) must not go on to the host loads (the pipeline's asserts are compiled out) */
-    for (auto it = r.read.rbegin(); it != r.read.rend(); ++it) {
-      Expr buf = Variable::make(type_of<halide_buffer_t *>(), *it + ".buffer");
+    for (auto it = copied.rbegin(); it != copied.rend(); ++it) {
       std::string name = *it + ".host_copy_result";
-      Expr copied = Call::make(Int(32), "hl_input_host_copy", {buf}, Call::Extern);
-      out = LetStmt::make(name, copied, IfThenElse::make(Variable::make(Int(32), name) == 0, out));
+      Expr copy = Call::make(Int(32), "hl_input_host_copy", {buffer_var(*it)}, Call::Extern);
+      out = LetStmt::make(name, copy, IfThenElse::make(Variable::make(Int(32), name) == 0, out));
     }
     return out;
   }
@@ -63,7 +88,7 @@ struct CopyHostReads : IRMutator {
 
 }  // namespace
 
-void hl_copy_host_read_inputs(Pipeline &p, const std::vector<ImageParam> &inputs) {
+void hl_copy_host_reads(Pipeline &p, const std::vector<ImageParam> &inputs) {
   CopyHostReads *pass = new CopyHostReads;
   for (const ImageParam &in : inputs) pass->inputs.insert(in.name());
   p.add_custom_lowering_pass(pass);

@@ -230,7 +230,9 @@ struct Lowerer {
       Expr r = floor(x), d = x - r, half = Internal::make_const(ty, 0.5), one = make_one(ty);
       Expr even = floor(r * half) * Internal::make_const(ty, 2) == r;
       Expr res = select(d > half, r + one, d < half, r, even, r, r + one);
-      return select(res == make_zero(ty), x * make_zero(ty), res);   /* -0.4 rounds to -0 */
+      /* -0.4 rounds to -0: x's sign bit on a zero (Halide's simplifier folds x * 0 to +0) */
+      Expr signed_zero = reinterpret(ty, reinterpret(UInt(64), x) & Internal::make_const(UInt(64), (uint64_t)1 << 63));
+      return select(res == make_zero(ty), signed_zero, res);
     }
     case HL_P_RECIPROCAL: return make_one(ty) / x;
     case HL_P_EXP: return f32 ? hl_vmath_exp(x) : exp(x);

@@ -599,9 +599,8 @@ void gpu_reduce(hl_lowered &L, Func f, int r, int i) {
       st.gpu_single_thread();
     }
   }
-  /* The scalar combines the partial results on the host, where Halide copies them. On the GPU
-   * it would be device-dirty, and Halide 14's stage skipping reads scalars in select conditions
-   * on the host without a copy: where(count == 0, ...) of a full count read stale memory. */
+  /* The scalar combines the partial results on the host, where Halide copies them (a few
+   * values: one GPU thread would wait for a copy to the device and back). */
   if (!rfactored) gpu_pointwise(f, 0);
 }
 

@@ -152,6 +152,24 @@ describe("CUDA code generation", function()
     assembles(function(p, k, r) return p:at({k}):set(r) end, x3, hl.array(-2, "int32"), row)
   end)
 
+  -- a buffer computed on the GPU that host code reads (the condition with which Halide skips a
+  -- stage a select does not use) is copied to the host once produced; Halide 14 read its stale
+  -- host memory, and nanvar of a 0-d array gave -6.4 on a first call (hl_host_reads.h)
+  it("copies a GPU-computed buffer that host code reads to the host once it is produced", function()
+    local function scratch_copies(f, ...)
+      local stmt = hl.jit(f, {device = "cuda"}):lower(...):stmt()
+      local n = 0
+      for line in stmt:gmatch("[^\n]+") do
+        -- the pass's copies are bare calls; Halide's own are let-bound with a checked result
+        if line:match("^%s*halide_copy_to_host%(") then n = n + 1 end
+      end
+      return n
+    end
+    assert.is_true(scratch_copies(function(q) return hl.nanvar(q) end, hl.array(0, "int32")) >= 1)
+    assert.are.equal(0, scratch_copies(function(p, q) return hl.tanh(p) * q + 1, hl.sum(p * q, 1) end, x, y))
+    assembles(function(q) return hl.nanvar(q) end, hl.array(0, "int32"))
+  end)
+
   -- float16 and bfloat16 are uint16 bit patterns computed in float32: no Halide bfloat16 reaches
   -- the CUDA code generator (whose bfloat16 support in Halide 14 is broken)
   it("assembles float16, bfloat16 and int8 pipelines", function()

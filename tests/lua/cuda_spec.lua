@@ -178,10 +178,13 @@ describe("CUDA gives the CPU's answers", function()
     end
     local h = hl.array({0.5, 1.5, 2.5, -0.5, -2.5, 3.7}, "float64")
     assert.are.equal(0, max_abs_diff(hl.round(h:to("cuda")), hl.round(h)))
+    -- a zero keeps its sign, as NumPy's does: 1 / round(-0.4) is -inf
+    local z = hl.round(hl.array({-0.4, 0.4, -0.0, -0.5}, "float64"):to("cuda")):to("cpu"):totable()
+    assert.are.same({-math.huge, math.huge, -math.huge, -math.huge}, {1 / z[1], 1 / z[2], 1 / z[3], 1 / z[4]})
   end)
 
   it("sorts and solves inside a jitted GPU pipeline (host stages)", function()
-    local a = rand({4, 4}, -1, 1) + hl.eye(4) * 4
+    local a = rand({4, 4}, -1, 1) + hl.eye(4):to("cpu") * 4
     local v = rand({4, 3}, -1, 1)
     local f = hl.jit(function(p, q) return hl.linalg.solve(p * 1, q) * 2, hl.sort(q, 1) + 1, hl.linalg.cholesky(hl.matmul(p, p.T)) end)
     local g1, g2, g3 = f(a:to("cuda"), v:to("cuda"))

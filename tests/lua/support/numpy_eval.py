@@ -136,6 +136,28 @@ def lua_value(v):
         return "1/0" if v > 0 else "-1/0"
     return repr(v)
 
+# NumPy 2 renamed np.trapz to np.trapezoid and refuses 2-element vectors in np.cross; the
+# expectations are written with NumPy 1.x's names and its cross of 2-vectors (z = 0 supplied;
+# two 2-vectors give the z component alone), as halua's hl.cross follows it
+if not hasattr(np, "trapz"):
+    np.trapz = np.trapezoid
+if int(np.__version__.split(".")[0]) >= 2:
+    _cross = np.cross
+
+    def _cross_v1(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+        if axis is not None:
+            axisa = axisb = axisc = axis
+        a, b = np.moveaxis(np.asarray(a), axisa, -1), np.moveaxis(np.asarray(b), axisb, -1)
+        if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
+            return _cross(a, b)   # (NumPy's own error)
+        def pad(v):
+            return v if v.shape[-1] == 3 else np.concatenate([v, np.zeros(v.shape[:-1] + (1,), v.dtype)], -1)
+        c = _cross(pad(a), pad(b))
+        if a.shape[-1] == 2 and b.shape[-1] == 2:
+            return c[..., 2]
+        return np.moveaxis(c, -1, axisc)
+    np.cross = _cross_v1
+
 def main():
     cases = json.load(open(sys.argv[1]))
     out = ["return {"]
