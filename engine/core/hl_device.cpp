@@ -17,8 +17,10 @@ typedef int (*cu_init_fn)(unsigned);
 typedef int (*cu_count_fn)(int *);
 typedef int (*cu_device_get_fn)(int *, int);
 typedef int (*cu_primary_retain_fn)(void **, int);
+typedef int (*cu_total_mem_fn)(size_t *, int);
 
 int cuda_count = -1;
+size_t cuda_memory = 0;
 void *primary_context = nullptr;
 std::once_flag probe_once;
 thread_local std::string runtime_error;
@@ -37,6 +39,9 @@ void probe() {
   /* the device's primary context: the one the CUDA runtime (and so cuBLAS) uses too */
   if (!device_get || !retain || device_get(&dev, 0) != 0 || retain(&primary_context, dev) != 0) return;
   cuda_count = n;
+  cu_total_mem_fn total = (cu_total_mem_fn)dlsym(lib, "cuDeviceTotalMem_v2");
+  size_t bytes = 0;
+  if (total && total(&bytes, dev) == 0) cuda_memory = bytes;
 }
 
 /* Runtime errors outside a pipeline call (device allocation, copies) are recorded here instead
@@ -155,6 +160,11 @@ const halide_device_interface_t *hl_device_interface(int device) {
 extern "C" int hl_cuda_device_count(void) {
   std::call_once(probe_once, probe);
   return cuda_count;
+}
+
+extern "C" size_t hl_cuda_device_memory(void) {
+  std::call_once(probe_once, probe);
+  return cuda_memory;
 }
 
 static int need_cuda(int device, const char *what) {

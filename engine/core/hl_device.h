@@ -13,6 +13,8 @@ extern "C" {
 enum { HL_DEVICE_CPU = 0, HL_DEVICE_CUDA = 1 };
 
 int hl_cuda_device_count(void);   /* 0 without a driver or a GPU */
+/* The memory of the first GPU in bytes; 0 without one. */
+size_t hl_cuda_device_memory(void);
 /* Allocate nbytes on `device`: *handle is the backend's record, *ptr the device address. */
 int hl_device_alloc(int device, size_t nbytes, void **handle, uint64_t *ptr);
 void hl_device_free(int device, void *handle);

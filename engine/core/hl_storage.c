@@ -8,6 +8,8 @@
 #include <string.h>
 
 static size_t heap_bytes;   /* updated with __atomic builtins: storage is shared across threads */
+static size_t device_bytes;      /* the part of heap_bytes in device memory */
+static uint64_t device_blocks;   /* device allocations made, ever */
 
 /* Freed large blocks are kept for reuse: a fresh large allocation is a new mapping whose every page
  * faults on first touch, which costs more than the kernels that write it. Where page tables are
@@ -175,6 +177,8 @@ hl_storage *hl_storage_new_on(int device, size_t nbytes) {
   }
   /* device bytes count too: the GC must run when device temporaries pile up */
   __atomic_add_fetch(&heap_bytes, nbytes, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&device_bytes, nbytes, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&device_blocks, 1, __ATOMIC_RELAXED);
   return s;
 }
 
@@ -195,6 +199,7 @@ void hl_storage_release(hl_storage *s) {
   if (!s || __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
   if (s->device != HL_DEVICE_CPU) {
     __atomic_sub_fetch(&heap_bytes, s->nbytes, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&device_bytes, s->nbytes, __ATOMIC_RELAXED);
     hl_device_free(s->device, s->device_handle);
   } else if (s->borrowed) {
     if (s->release) s->release(s->release_ctx, s->release_data);
@@ -211,6 +216,8 @@ void hl_storage_release(hl_storage *s) {
 }
 
 size_t hl_heap_bytes(void) { return __atomic_load_n(&heap_bytes, __ATOMIC_RELAXED); }
+size_t hl_device_heap_bytes(void) { return __atomic_load_n(&device_bytes, __ATOMIC_RELAXED); }
+uint64_t hl_device_blocks_made(void) { return __atomic_load_n(&device_blocks, __ATOMIC_RELAXED); }
 
 /* ---- scratch memory for pipelines' own buffers (Halide's custom_malloc) ----
  * Large scratch blocks come from the same 2 MiB-aligned huge pages and are kept for reuse:

@@ -34,6 +34,10 @@ void hl_storage_release(hl_storage *s);
 
 /* Bytes of engine storage alive now (ours, not wrapped). The Lua layer steps its GC on this. */
 size_t hl_heap_bytes(void);
+/* The part of it in device memory, and the device allocations made so far (the GC paces
+ * device results on their own: hl_lua_value.c). */
+size_t hl_device_heap_bytes(void);
+uint64_t hl_device_blocks_made(void);
 /* Memory for pipelines' internal buffers (Halide's custom_malloc/custom_free): 64-byte aligned,
  * large blocks huge-page backed and reused. */
 void *hl_scratch_alloc(size_t n);

@@ -209,6 +209,29 @@ describe("CUDA gives the CPU's answers", function()
     assert.is_true(max_abs_diff(median(x3[1]:to("cuda")), median(x3[1])) < 1e-6)
   end)
 
+  -- device results are collected at a pace of their own (hl_lua_value.c): often enough that
+  -- discarded results stay bounded, rarely enough that a loop of mid-sized GPU ops is not mostly
+  -- collections (it was one 0.3 ms collection per 64 MiB result)
+  it("collects discarded device results every 24 blocks, not every call", function()
+    local x = hl.full({2 ^ 24}, 0.5):to("cuda")   -- 64 MiB
+    local copy = hl.jit(function(u) return u + 0 end)
+    copy(x)
+    local collections = 0
+    local function sentinel()   -- counts the collections: a proxy that re-arms itself
+      local p = newproxy(true)
+      getmetatable(p).__gc = function() collections = collections + 1; sentinel() end
+    end
+    collectgarbage()
+    sentinel()
+    local base, peak = hl.core.heap_bytes(), 0
+    for _ = 1, 240 do
+      copy(x)
+      peak = math.max(peak, hl.core.heap_bytes() - base)
+    end
+    assert.is_true(collections >= 5 and collections <= 14, "collections: " .. collections)
+    assert.is_true(peak <= 26 * 2 ^ 26, "device garbage peaked at " .. peak .. " bytes")
+  end)
+
   it("convolves a batch of 1437 images under jit (the CNN sample's shapes)", function()
     local imgs = hl.random.normal(hl.random.key(3), {1437, 4, 4, 4}):to("cpu")
     local w = hl.random.normal(hl.random.key(4), {8, 4, 3, 3}):to("cpu")
