@@ -17,6 +17,9 @@ struct hl_lowered {
   std::vector<Halide::ImageParam> params; /* one per PARAM, in argument order */
   std::vector<Halide::Func> outputs;      /* one per graph output */
   std::vector<Halide::Func> staged;       /* CUDA: copies of parameters that host stages read */
+  /* per node: a CPU matmul's B operand read with its columns clamped, which the schedule packs
+   * per tile of columns (a narrow product then computes whole vectors: hl_schedule.cpp) */
+  std::vector<Halide::Func> panels;
   /* a polymorphic program's element count of each node, from its symbols at run time (the
    * schedules choose parallel loops by it); empty otherwise */
   std::vector<Halide::Expr> totals;

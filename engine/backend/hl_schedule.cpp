@@ -190,16 +190,20 @@ void schedule_matmul(hl_lowered &L, int i, int vec, Func sized, Func out) {
   tile(out, TailStrategy::GuardWithIf);
   prod.compute_at(out, mo).unroll(v[1]);
   /* pack the k x tn panel of B contiguously once per n-tile: rows of a power-of-two-wide B
-   * otherwise alias in the cache */
+   * otherwise alias in the cache. Where B's columns are clamped (L.panels: the CPU's products),
+   * the tile's sums are whole vectors past the last column, read from the panel's copies of it:
+   * a guarded vector loop runs its tail in scalars, and a product of 10 columns was all tail */
   int b = hl_node_inputs(L.g, &n)[1];
-  Func panel = L.funcs[b].in(prod);
+  bool padded = L.panels[i].defined();
+  Func panel = padded ? L.panels[i] : L.funcs[b].in(prod);
+  TailStrategy lanes = padded ? TailStrategy::RoundUp : TailStrategy::GuardWithIf;
   panel.compute_at(out, par);
   RVar k = L.rdoms[i][0];
   prod.update().reorder(v[0], v[1], k).unroll(v[1]);
   if (vec > 1) {
-    prod.vectorize(v[0], vec, TailStrategy::GuardWithIf);
-    panel.vectorize(v[0], vec, TailStrategy::GuardWithIf);
-    prod.update().vectorize(v[0], vec, TailStrategy::GuardWithIf).unroll(v[0]);
+    prod.vectorize(v[0], vec, lanes);
+    panel.vectorize(v[0], vec, lanes);
+    prod.update().vectorize(v[0], vec, lanes).unroll(v[0]);
   }
 }
 

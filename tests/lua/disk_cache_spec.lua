@@ -548,6 +548,34 @@ finish()
     assert.are.equal(1, #listing(dir).runtimes)
   end)
 
+  -- A scan stats every entry (a full cache holds tens of thousands), so a process scans at its
+  -- first store and then only when its own stores would pass the limit; an eviction goes down to
+  -- 7/8 of the limit, so that the next scan is far off. 400 old 12 KiB entries (4.7 MiB) against
+  -- a 4 MiB limit: the first store evicts the oldest down to 3.5 MiB, and the program's later
+  -- entries fit under 4 MiB without another scan (evicting to the limit itself would keep ~330).
+  it("HALUA_CACHE_MAX_MB: an eviction goes down to 7/8 of the limit, oldest entries first", function()
+    local dir = tmpdir()
+    local limit, n, size = 4 * 2 ^ 20, 400, 12288
+    assert(sh(string.format("cd %s && for i in $(seq 1 %d); do f=$(printf '%%016x.so' $i); " ..
+                            "head -c %d /dev/zero > $f; touch -d @$((1577836800 + i)) $f; done", q(dir), n, size)))
+    local r = run(PROGRAM, {HALUA_CACHE_DIR = dir, HALUA_CACHE_MAX_MB = "4"})
+    succeeded(r)
+    local kept, oldest = 0, nil
+    for _, name in ipairs(listing(dir).entries) do
+      local i = tonumber(name:sub(1, 16), 16)
+      if i <= n and file_size(dir .. "/" .. name) == size then
+        kept = kept + 1
+        oldest = math.min(oldest or i, i)
+      end
+    end
+    local total = entries_bytes(dir)
+    assert(total <= limit, string.format("the entries take %d bytes, over %d", total, limit))
+    assert(kept * size <= limit * 7 / 8, string.format("%d old entries kept: the eviction stopped above 7/8 of the limit", kept))
+    assert(kept >= 250, string.format("only %d old entries kept: the eviction went far below 7/8 of the limit", kept))
+    assert.are.equal(n - kept + 1, oldest, "the oldest entries go first")
+    assert(total - kept * size > 0, "the program's own entries are kept:\n" .. r.text)
+  end)
+
   it("a jitted function with a compiled loop is compiled in every process, never loaded", function()
     local dir = tmpdir()
     local script = HEADER .. [==[
