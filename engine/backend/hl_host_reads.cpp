@@ -49,14 +49,30 @@ struct HostReads : IRVisitor {
 Expr buffer_var(const std::string &name) { return Variable::make(type_of<halide_buffer_t *>(), name + ".buffer"); }
 
 /* a scratch buffer the host code reads gets halide_copy_to_host as soon as it is produced (a
- * no-op where it was not written on the device, or where Halide's own copy came first) */
+ * no-op where it was not written on the device, or where Halide's own copy came first); only
+ * where its halide_buffer_t is in scope, and never inside a kernel */
 struct CopyAfterProduce : IRMutator {
   const std::set<std::string> &names;
+  std::multiset<std::string> in_scope;   /* NAME of each enclosing "NAME.buffer" let */
   explicit CopyAfterProduce(const std::set<std::string> &n) : names(n) {}
   using IRMutator::visit;
+  Stmt visit(const For *op) override {
+    if (op->for_type == ForType::GPUBlock || op->for_type == ForType::GPUThread || op->for_type == ForType::GPULane ||
+        op->device_api == DeviceAPI::CUDA)
+      return op;
+    return IRMutator::visit(op);
+  }
+  Stmt visit(const LetStmt *op) override {
+    std::string name;
+    bool buffer = HostReads::buffer_of(op->name, &name);
+    if (buffer) in_scope.insert(name);
+    Stmt s = IRMutator::visit(op);
+    if (buffer) in_scope.erase(in_scope.find(name));
+    return s;
+  }
   Stmt visit(const ProducerConsumer *op) override {
     Stmt s = IRMutator::visit(op);
-    if (!op->is_producer || !names.count(op->name)) return s;
+    if (!op->is_producer || !names.count(op->name) || !in_scope.count(op->name)) return s;
     return Block::make(s, Evaluate::make(Call::make(Int(32), "halide_copy_to_host", {buffer_var(op->name)}, Call::Extern)));
   }
 };

@@ -752,7 +752,8 @@ struct Lowerer {
     }
     Func prod("prod" + std::to_string(i));
     prod(v) = make_zero(ty);
-    if (g->device == HL_DEVICE_CPU && !g->schedule) {
+    bool no_columns = !g->dynamic && !g->sym && n.type.shape[r - 1] == 0;   /* (nothing to clamp to) */
+    if (g->device == HL_DEVICE_CPU && !g->schedule && !no_columns) {
       /* B's columns clamped: the schedule computes the product in whole vectors past the last
        * column (a 256x1024 by 1024x10 product ran its 10 columns in scalars, 24x NumPy's time),
        * and the packed panel's copies of the last column keep those reads inside B */

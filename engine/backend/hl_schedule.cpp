@@ -193,9 +193,8 @@ void schedule_matmul(hl_lowered &L, int i, int vec, Func sized, Func out) {
    * otherwise alias in the cache. Where B's columns are clamped (L.panels: the CPU's products),
    * the tile's sums are whole vectors past the last column, read from the panel's copies of it:
    * a guarded vector loop runs its tail in scalars, and a product of 10 columns was all tail */
-  int b = hl_node_inputs(L.g, &n)[1];
-  bool padded = L.panels[i].defined();
-  Func panel = padded ? L.panels[i] : L.funcs[b].in(prod);
+  bool padded = L.panels[i].defined();   /* (not for a product with no columns) */
+  Func panel = padded ? L.panels[i] : L.funcs[hl_node_inputs(L.g, &n)[1]].in(prod);
   TailStrategy lanes = padded ? TailStrategy::RoundUp : TailStrategy::GuardWithIf;
   panel.compute_at(out, par);
   RVar k = L.rdoms[i][0];

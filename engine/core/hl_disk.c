@@ -313,11 +313,12 @@ static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
 static void evict(long long added) {
   double limit = limit_bytes();
   pthread_mutex_lock(&known_lock);
-  if (known_bytes >= 0 && known_bytes + added <= limit) {
-    known_bytes += added;
-    pthread_mutex_unlock(&known_lock);
-    return;
-  }
+  int known = known_bytes >= 0 && known_bytes + added <= limit;
+  if (known) known_bytes += added;
+  pthread_mutex_unlock(&known_lock);
+  if (known) return;
+  /* (outside the lock: another thread's store does not wait for the scan, and a fork meanwhile
+   * leaves the child no lock held) */
   file_info *files;
   int n;
   long long total = scan(&files, &n, 1);
@@ -330,6 +331,7 @@ static void evict(long long added) {
     }
   }
   free(files);
+  pthread_mutex_lock(&known_lock);
   known_bytes = total;
   pthread_mutex_unlock(&known_lock);
 }

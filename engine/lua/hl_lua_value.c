@@ -63,8 +63,8 @@ static bool gc_due(void) {
   size_t host = all > device ? all - device : 0;
   if (host >= __atomic_load_n(&gc_host_max, __ATOMIC_RELAXED)) return true;
   if (device < __atomic_load_n(&gc_device_floor, __ATOMIC_RELAXED)) return false;
-  return device >= __atomic_load_n(&gc_device_max, __ATOMIC_RELAXED) ||
-         hl_device_blocks_made() - __atomic_load_n(&gc_device_mark, __ATOMIC_RELAXED) >= GC_DEVICE_BLOCKS;
+  uint64_t mark = __atomic_load_n(&gc_device_mark, __ATOMIC_RELAXED);   /* (before the count: a newer mark can only be lower) */
+  return device >= __atomic_load_n(&gc_device_max, __ATOMIC_RELAXED) || hl_device_blocks_made() - mark >= GC_DEVICE_BLOCKS;
 }
 
 static void heap_check(lua_State *L) {

@@ -212,7 +212,7 @@ describe("CUDA gives the CPU's answers", function()
   -- device results are collected at a pace of their own (hl_lua_value.c): often enough that
   -- discarded results stay bounded, rarely enough that a loop of mid-sized GPU ops is not mostly
   -- collections (it was one 0.3 ms collection per 64 MiB result)
-  it("collects discarded device results every 24 blocks, not every call", function()
+  it("collects discarded device results in batches (24 blocks, or 1/64 of the GPU), not every call", function()
     local x = hl.full({2 ^ 24}, 0.5):to("cuda")   -- 64 MiB
     local copy = hl.jit(function(u) return u + 0 end)
     copy(x)
@@ -228,7 +228,9 @@ describe("CUDA gives the CPU's answers", function()
       copy(x)
       peak = math.max(peak, hl.core.heap_bytes() - base)
     end
-    assert.is_true(collections >= 5 and collections <= 14, "collections: " .. collections)
+    -- every 24 blocks of 64 MiB is 10 collections, on a GPU of 96 GiB or more; 1/64 of a 16 GiB
+    -- GPU is 4 blocks (60); the host rule collected on every call (240)
+    assert.is_true(collections >= 5 and collections <= 80, "collections: " .. collections)
     assert.is_true(peak <= 26 * 2 ^ 26, "device garbage peaked at " .. peak .. " bytes")
   end)
 

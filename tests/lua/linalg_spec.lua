@@ -58,14 +58,18 @@ suite("more matmul", function(case)
   end
   -- narrow products: fewer columns than a vector (the tile's sums run in whole vectors past the
   -- last column, over copies of it), with B a transposed view and under jit (the extern stage)
-  for _, sp in ipairs {{{256, 64}, {64, 10}}, {{7, 33}, {33, 1}}, {{13, 5}, {5, 3}}, {{6, 20}, {20, 17}}, {{40, 9}, {9, 15}}} do
+  for _, sp in ipairs {{{256, 64}, {64, 10}}, {{7, 33}, {33, 1}}, {{13, 5}, {5, 3}}, {{6, 20}, {20, 17}}, {{40, 9}, {9, 15}},
+                       {{2, 13, 5}, {5, 3}}, {{3, 7, 9}, {3, 9, 4}}} do
     for _, dtype in ipairs {"float32", "float64"} do
       local a, b = np.rand(sp[1], -2, 2, dtype), np.rand(sp[2], -2, 2, dtype)
-      local bt = np.rand({sp[2][2], sp[2][1]}, -2, 2, dtype)
+      local bshape = {}
+      for j = 1, #sp[2] - 2 do bshape[j] = sp[2][j] end
+      bshape[#sp[2] - 1], bshape[#sp[2]] = sp[2][#sp[2]], sp[2][#sp[2] - 1]
+      local bt = np.rand(bshape, -2, 2, dtype)
       local name = string.format("%s [%s] @ [%s]", dtype, table.concat(sp[1], ","), table.concat(sp[2], ","))
       case(name .. ", narrow", function() return hl.matmul(a, b) end, "np.matmul(a, b)", {a, b}, {dtype = dtype, rtol = 1e-5, atol = 1e-5})
-      case(name .. ", narrow, B a transposed view, jit", function() return hl.jit(function(p, q) return hl.matmul(p, q.T) end)(a, bt) end,
-           "np.matmul(a, b.T)", {a, bt}, {dtype = dtype, rtol = 1e-5, atol = 1e-5})
+      case(name .. ", narrow, B a transposed view, jit", function() return hl.jit(function(p, q) return hl.matmul(p, hl.transpose(q, #sp[2] == 2 and {2, 1} or {1, 3, 2})) end)(a, bt) end,
+           "np.matmul(a, np.swapaxes(b, -1, -2))", {a, bt}, {dtype = dtype, rtol = 1e-5, atol = 1e-5})
       case(name .. ", narrow, A a transposed view", function() return hl.matmul(a.T.T, b) end, "np.matmul(a, b)", {a, b},
            {dtype = dtype, rtol = 1e-5, atol = 1e-5})
     end
