@@ -187,6 +187,16 @@ void schedule_matmul(hl_lowered &L, int i, int vec, Func sized, Func out) {
             : L.g->sym    ? Internal::const_false()   /* (the guarded tiles below serve every size) */
             : (n.type.shape[r - 1] >= tn && n.type.shape[r - 2] >= tm ? Internal::const_true() : Internal::const_false());
   tile(out.specialize(big), TailStrategy::ShiftInwards);
+  /* a narrow product (fewer columns than a tile, at least a tile's rows): one vector of columns
+   * per tile and whole tiles of rows (shifted inwards), so that the accumulators are a constant
+   * 6 vectors and stay in registers, and the rows in parallel (one tile of columns has no
+   * parallel loop): 256x1024 @ 1024x10 in 0.16 ms, 0.33 with the guarded tiles below */
+  if (L.g->dynamic && vec > 1 && r == 2) {
+    Expr ncols = sized.output_buffer().dim(0).extent(), nrows = sized.output_buffer().dim(1).extent();
+    Stage s = out.specialize(ncols < tn && nrows >= tm);
+    s.split(v[0], no, ni, vec, TailStrategy::GuardWithIf).split(v[1], mo, mi, tm, TailStrategy::ShiftInwards);
+    s.reorder(ni, mi, mo, no).parallel(mo);
+  }
   tile(out, TailStrategy::GuardWithIf);
   prod.compute_at(out, mo).unroll(v[1]);
   /* pack the k x tn panel of B contiguously once per n-tile: rows of a power-of-two-wide B
