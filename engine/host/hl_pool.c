@@ -47,13 +47,17 @@ static inline void cpu_relax(void) {
 static void work(uint32_t gen) {
   for (;;) {
     uint64_t v = __atomic_load_n(&pool.next, __ATOMIC_ACQUIRE);
-    int first, last;
+    int first, last, extent, chunk;
     do {
-      if ((uint32_t)(v >> 32) != gen || (uint32_t)v >= (uint32_t)pool.extent) return;
+      /* (atomic: the next job may be rewriting them while this thread leaves the last one; a
+       * value of the next job comes after its closed counter, so the claim below then fails) */
+      extent = __atomic_load_n(&pool.extent, __ATOMIC_ACQUIRE);
+      chunk = __atomic_load_n(&pool.chunk, __ATOMIC_ACQUIRE);
+      if ((uint32_t)(v >> 32) != gen || (uint32_t)v >= (uint32_t)extent) return;
       first = (int)(uint32_t)v;
-    } while (!__atomic_compare_exchange_n(&pool.next, &v, v + (uint64_t)pool.chunk, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+    } while (!__atomic_compare_exchange_n(&pool.next, &v, v + (uint64_t)chunk, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
     /* the claim holds the job open: its fields stay as they are until this chunk is counted */
-    last = first + pool.chunk < pool.extent ? first + pool.chunk : pool.extent;
+    last = first + chunk < extent ? first + chunk : extent;
     for (int i = first; i < last; i++) {
       /* Ctrl-C (hl_interrupt.h): the remaining tasks are skipped, the pipeline fails */
       int rc = hl_interrupted() ? HL_POOL_INTERRUPTED : pool.fn(pool.ctx, pool.min + i, pool.closure);
@@ -86,27 +90,32 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+/* (nthreads and started are atomic: the first parallel loops of several embedding threads ask
+ * at once) */
 int hl_pool_threads(void) {
-  if (pool.nthreads) return pool.nthreads;
+  int have = __atomic_load_n(&pool.nthreads, __ATOMIC_ACQUIRE);
+  if (have) return have;
   const char *env = getenv("HALUA_NUM_THREADS");
   int n = env ? atoi(env) : 0;
   if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
-  pool.nthreads = n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
-  return pool.nthreads;
+  n = n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
+  /* the first answer stands (another thread's, or hl_pool_set_threads') */
+  return __atomic_compare_exchange_n(&pool.nthreads, &have, n, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ? n : have;
 }
 
 void hl_pool_set_threads(int n) {
-  if (!pool.started) pool.nthreads = n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
+  if (!__atomic_load_n(&pool.started, __ATOMIC_ACQUIRE))
+    __atomic_store_n(&pool.nthreads, n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n, __ATOMIC_RELEASE);
 }
 
 static void start_workers(void) {
   pthread_mutex_lock(&pool.lock);
-  if (!pool.started) {
+  if (!__atomic_load_n(&pool.started, __ATOMIC_ACQUIRE)) {
     for (int k = 1; k < hl_pool_threads(); k++) {
       pthread_t t;
       if (pthread_create(&t, NULL, worker, NULL) == 0) pthread_detach(t);
     }
-    pool.started = 1;
+    __atomic_store_n(&pool.started, 1, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&pool.lock);
 }
@@ -124,7 +133,7 @@ int hl_pool_par_for(void *ctx, hl_task_fn f, int min, int extent, uint8_t *closu
   int zero = 0;
   if (!__atomic_compare_exchange_n(&pool.busy, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
     return run_inline(ctx, f, min, extent, closure);   /* nested, or another thread's job runs */
-  if (!pool.started) start_workers();
+  if (!__atomic_load_n(&pool.started, __ATOMIC_ACQUIRE)) start_workers();
   /* close the counter first, under the new job's generation: a thread still leaving the last
    * job sees another generation and claims nothing while the fields below are rewritten */
   long gen = __atomic_load_n(&pool.generation, __ATOMIC_ACQUIRE) + 1;
@@ -133,10 +142,10 @@ int hl_pool_par_for(void *ctx, hl_task_fn f, int min, int extent, uint8_t *closu
   pool.ctx = ctx;
   pool.closure = closure;
   pool.min = min;
-  pool.extent = extent;
+  __atomic_store_n(&pool.extent, extent, __ATOMIC_RELEASE);
   /* about eight chunks a thread: few atomics, and still room to even out uneven tasks */
   int chunk = extent / (8 * hl_pool_threads());
-  pool.chunk = chunk < 1 ? 1 : chunk;
+  __atomic_store_n(&pool.chunk, chunk < 1 ? 1 : chunk, __ATOMIC_RELEASE);
   __atomic_store_n(&pool.done, 0, __ATOMIC_RELEASE);
   __atomic_store_n(&pool.status, 0, __ATOMIC_RELEASE);
   /* open the job last: its counter lets threads in, with everything above in place */
