@@ -8,13 +8,28 @@ using namespace Halide::Internal;
 
 namespace {
 
+/* a loop of a GPU kernel: its body reads device memory */
+bool kernel_loop(const For *op) {
+  return op->for_type == ForType::GPUBlock || op->for_type == ForType::GPUThread || op->for_type == ForType::GPULane ||
+         op->device_api == DeviceAPI::CUDA;
+}
+
+/* "NAME.buffer" names NAME's halide_buffer_t */
+bool buffer_of(const std::string &var, std::string *name) {
+  const std::string suffix = ".buffer";
+  if (var.size() <= suffix.size() || var.compare(var.size() - suffix.size(), suffix.size(), suffix) != 0) return false;
+  *name = var.substr(0, var.size() - suffix.size());
+  return true;
+}
+
+Expr buffer_var(const std::string &name) { return Variable::make(type_of<halide_buffer_t *>(), name + ".buffer"); }
+
 /* the buffers host code loads, or copies to the host for a host stage, outside the GPU loops */
 struct HostReads : IRVisitor {
   std::set<std::string> read, buffers;   /* (buffers: those with a halide_buffer_t, "NAME.buffer") */
   using IRVisitor::visit;
   void visit(const For *op) override {
-    if (op->for_type == ForType::GPUBlock || op->for_type == ForType::GPUThread || op->for_type == ForType::GPULane ||
-        op->device_api == DeviceAPI::CUDA) {
+    if (kernel_loop(op)) {
       op->min.accept(this);   /* (the body is a kernel: it reads device memory) */
       op->extent.accept(this);
       return;
@@ -37,16 +52,7 @@ struct HostReads : IRVisitor {
         if (buffer_of(v->name, &name)) read.insert(name);
     IRVisitor::visit(op);
   }
-  /* "NAME.buffer" names NAME's halide_buffer_t */
-  static bool buffer_of(const std::string &var, std::string *name) {
-    const std::string suffix = ".buffer";
-    if (var.size() <= suffix.size() || var.compare(var.size() - suffix.size(), suffix.size(), suffix) != 0) return false;
-    *name = var.substr(0, var.size() - suffix.size());
-    return true;
-  }
 };
-
-Expr buffer_var(const std::string &name) { return Variable::make(type_of<halide_buffer_t *>(), name + ".buffer"); }
 
 /* a scratch buffer the host code reads gets halide_copy_to_host as soon as it is produced (a
  * no-op where it was not written on the device, or where Halide's own copy came first); only
@@ -56,15 +62,10 @@ struct CopyAfterProduce : IRMutator {
   std::multiset<std::string> in_scope;   /* NAME of each enclosing "NAME.buffer" let */
   explicit CopyAfterProduce(const std::set<std::string> &n) : names(n) {}
   using IRMutator::visit;
-  Stmt visit(const For *op) override {
-    if (op->for_type == ForType::GPUBlock || op->for_type == ForType::GPUThread || op->for_type == ForType::GPULane ||
-        op->device_api == DeviceAPI::CUDA)
-      return op;
-    return IRMutator::visit(op);
-  }
+  Stmt visit(const For *op) override { return kernel_loop(op) ? Stmt(op) : IRMutator::visit(op); }
   Stmt visit(const LetStmt *op) override {
     std::string name;
-    bool buffer = HostReads::buffer_of(op->name, &name);
+    bool buffer = buffer_of(op->name, &name);
     if (buffer) in_scope.insert(name);
     Stmt s = IRMutator::visit(op);
     if (buffer) in_scope.erase(in_scope.find(name));

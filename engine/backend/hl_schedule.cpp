@@ -183,7 +183,9 @@ void schedule_matmul(hl_lowered &L, int i, int vec, Func sized, Func out) {
     s.parallel(outer);
   };
   out.compute_root();
-  Expr big = L.g->dynamic ? (sized.output_buffer().dim(0).extent() >= tn && sized.output_buffer().dim(1).extent() >= tm)
+  /* (a shape-generic kernel's extents, from its output buffer) */
+  Expr ncols = L.g->dynamic ? sized.output_buffer().dim(0).extent() : Expr(), nrows = L.g->dynamic ? sized.output_buffer().dim(1).extent() : Expr();
+  Expr big = L.g->dynamic ? (ncols >= tn && nrows >= tm)
             : L.g->sym    ? Internal::const_false()   /* (the guarded tiles below serve every size) */
             : (n.type.shape[r - 1] >= tn && n.type.shape[r - 2] >= tm ? Internal::const_true() : Internal::const_false());
   tile(out.specialize(big), TailStrategy::ShiftInwards);
@@ -192,7 +194,6 @@ void schedule_matmul(hl_lowered &L, int i, int vec, Func sized, Func out) {
    * 6 vectors and stay in registers, and the rows in parallel (one tile of columns has no
    * parallel loop): 256x1024 @ 1024x10 in 0.16 ms, 0.33 with the guarded tiles below */
   if (L.g->dynamic && vec > 1 && r == 2) {
-    Expr ncols = sized.output_buffer().dim(0).extent(), nrows = sized.output_buffer().dim(1).extent();
     Stage s = out.specialize(ncols < tn && nrows >= tm);
     s.split(v[0], no, ni, vec, TailStrategy::GuardWithIf).split(v[1], mo, mi, tm, TailStrategy::ShiftInwards);
     s.reorder(ni, mi, mo, no).parallel(mo);

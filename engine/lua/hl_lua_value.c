@@ -58,9 +58,14 @@ static uint64_t gc_device_mark;   /* hl_device_blocks_made() at the last collect
 
 static size_t larger(size_t a, size_t b) { return a > b ? a : b; }
 
+/* the engine's bytes in host memory (the total counts the device's too) */
+static size_t host_bytes(size_t device) {
+  size_t all = hl_heap_bytes();
+  return all > device ? all - device : 0;
+}
+
 static bool gc_due(void) {
-  size_t device = hl_device_heap_bytes(), all = hl_heap_bytes();
-  size_t host = all > device ? all - device : 0;
+  size_t device = hl_device_heap_bytes(), host = host_bytes(device);
   if (host >= __atomic_load_n(&gc_host_max, __ATOMIC_RELAXED)) return true;
   if (device < __atomic_load_n(&gc_device_floor, __ATOMIC_RELAXED)) return false;
   uint64_t mark = __atomic_load_n(&gc_device_mark, __ATOMIC_RELAXED);   /* (before the count: a newer mark can only be lower) */
@@ -70,8 +75,7 @@ static bool gc_due(void) {
 static void heap_check(lua_State *L) {
   if (!gc_due()) return;
   lua_gc(L, LUA_GCCOLLECT, 0);
-  size_t device = hl_device_heap_bytes(), all = hl_heap_bytes();
-  size_t host = all > device ? all - device : 0;
+  size_t device = hl_device_heap_bytes(), host = host_bytes(device);
   size_t lua_bytes = (size_t)lua_gc(L, LUA_GCCOUNT, 0) << 10;
   __atomic_store_n(&gc_host_max, host + larger(GC_MIN_BYTES, larger(host / 8, 4 * lua_bytes)), __ATOMIC_RELAXED);
   uint64_t blocks = hl_device_blocks_made();

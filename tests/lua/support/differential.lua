@@ -189,24 +189,24 @@ local function group(title, build)
       it(c.name, function() check(c, function() return c.f(unpack(c.inputs)) end) end)
     end
     for _, c in ipairs(cases) do
+      local function alone() return hl.jit(c.f)(unpack(c.inputs)) end   -- the case in a jitted function of its own
       if c.bundle then
         it(c.name .. " [jit]", function()
           local b = c.bundle
           run_bundle(b)
           if b.err then
-            -- alone, to name the failing case
-            check(c, function() return hl.jit(c.f)(unpack(c.inputs)) end)
+            check(c, alone)   -- (to name the failing case)
             error("passes alone under jit, but its group's jitted function failed: " .. b.err)
           end
           local ok, e = pcall(check, c, function() return b.results[c.slot] end)
           if not ok then
             -- a wrong value only in the group points at how programs are combined, not the op
-            local alone = pcall(check, c, function() return hl.jit(c.f)(unpack(c.inputs)) end)
-            error(err_text(e) .. (alone and " (alone under jit it passes: the group's program is wrong)" or " (alone under jit too)"), 0)
+            local alone_ok = pcall(check, c, alone)
+            error(err_text(e) .. (alone_ok and " (alone under jit it passes: the group's program is wrong)" or " (alone under jit too)"), 0)
           end
         end)
       elseif c.jit then
-        it(c.name .. " [jit]", function() check(c, function() return hl.jit(c.f)(unpack(c.inputs)) end) end)
+        it(c.name .. " [jit]", function() check(c, alone) end)
       end
     end
   end)
