@@ -6,6 +6,7 @@
 extern "C" {
 #endif
 #include "hl_ir.h"
+#include "hl_sym_table.h"
 
 /* A compiled loop as the backend sees it (its extern stage, hl.export): the runtime's record
  * (engine/runtime/hl_loop.h) in core types. */
@@ -19,6 +20,10 @@ typedef struct hl_loop_info {
   int body_ncaptures, cond_ncaptures;
   const hl_array *body_captures, *cond_captures;
   const int *body_src, *cond_src;            /* per capture: the loop input it reads, or -1 (its own) */
+  /* a loop of a polymorphic program: the extents of its inputs and results as forms of the
+   * program's nsym symbols (HL_MAX_DIMS slots per array); nsym 0: the types' shapes */
+  int nsym;
+  const hl_sym_slot *input_forms, *result_forms;
 } hl_loop_info;
 
 /* What the backend asks of the runtime above it, which fills this table at start-up
@@ -27,9 +32,11 @@ typedef struct hl_runtime_hooks {
   /* a pipeline run's bracket: a loop runs once per run of its pipeline (hl_kernel_run) */
   uint64_t (*run_begin)(void);
   void (*run_end)(uint64_t previous);
-  /* compiled loops: the description, and the region of result k that starts at mins */
+  /* compiled loops: the description, and the region of result k that starts at mins (sym: the
+   * values of a polymorphic program's symbols, NULL in a program of fixed sizes) */
   int (*loop_info)(int id, hl_loop_info *out);
-  int (*loop_result)(int id, int k, int nin, const hl_array *const *in, const int64_t *mins, hl_array *out);
+  int (*loop_result)(int id, int k, int nin, const hl_array *const *in, const int64_t *sym, const int64_t *mins,
+                     hl_array *out);
   /* out = a @ b through the runtime's cached matmul kernel (the CPU matmul stage) */
   int (*matmul_into)(const hl_array *a, const hl_array *b, hl_array *out);
 } hl_runtime_hooks;

@@ -639,10 +639,13 @@ struct Lowerer {
   void loop(int i) {
     const hl_node &n = node(i);
     std::vector<ExternFuncArgument> args = {Expr((int)n.attrs.i[0]), Expr((int)n.attrs.i[1])};
+    /* a polymorphic program's loop sizes its inputs and results from the symbols (hl_poly.h) */
+    if (g->sym)
+      for (int j = 0; j < HL_MAX_SYMS; j++) args.push_back(j < g->sym->nsym ? symbol(j) : Expr(0));
     for (int k = 0; k < n.nin; k++) args.push_back(bits_operand(input(n, k)));
     DeviceAPI where = g->device == HL_DEVICE_CUDA ? DeviceAPI::CUDA : DeviceAPI::Host;   /* where the body runs */
-    L.funcs[i].define_extern("hl_stage_loop_" + std::to_string(n.nin), args, hl_halide_type(n.type.dtype), n.type.ndim,
-                             NameMangling::C, where);
+    L.funcs[i].define_extern((g->sym ? "hl_stage_loop_sym_" : "hl_stage_loop_") + std::to_string(n.nin), args,
+                             hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, where);
   }
 
   /* LAPACK per matrix of the batch, as an extern stage on the host (hl_extern_linalg.cpp) */

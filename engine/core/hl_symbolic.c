@@ -38,6 +38,24 @@ static int push(fitter *f, const hl_sym_slot *s) {
   return 0;
 }
 
+int hl_sym_fit_number(int nsym, const int64_t sizes[][HL_MAX_SYMS], const int64_t *values, hl_sym_slot *out) {
+  int64_t c = values[0] * HL_SYM_DEN;
+  for (int j = 0; j < nsym; j++) {
+    int64_t dv = values[1 + j] - values[0], ds = sizes[1 + j][j] - sizes[0][j];
+    if (dv * HL_SYM_DEN % ds) return -1;
+    out->a[j] = dv * HL_SYM_DEN / ds;
+    c -= out->a[j] * sizes[0][j];
+  }
+  for (int j = nsym; j < HL_MAX_SYMS; j++) out->a[j] = 0;
+  out->c = c;
+  for (int t = 1; t < nsym + 2; t++) {
+    int64_t want = c;
+    for (int j = 0; j < nsym; j++) want += out->a[j] * sizes[t][j];
+    if (want != values[t] * HL_SYM_DEN) return -1;
+  }
+  return 0;
+}
+
 /* the number as it is in trace t */
 static int64_t int_at(const fitter *f, int t, int node, int field, int index) {
   const hl_node *n = &f->g[t]->nodes[node];
@@ -58,8 +76,10 @@ static const char *field_text(int field) {
 static int lowerable(fitter *f, int node, int field, int index) {
   const hl_node *n = &f->g[0]->nodes[node];
   hl_prim_kind kind = hl_prims[n->prim].kind;
-  if (kind == HL_K_LOOP || kind == HL_K_DIST || kind == HL_K_FFT)
-    return refuse(f, "%s's sizes follow the dynamic size (compiled loops, collectives and FFTs are specialised for now)",
+  /* (a compiled loop's sizes are its results' extents, which the runtime's polymorphic loop
+   * computes from the symbols: engine/runtime/hl_poly.c) */
+  if (kind == HL_K_DIST || kind == HL_K_FFT)
+    return refuse(f, "%s's sizes follow the dynamic size (collectives and FFTs are specialised for now)",
                   hl_prims[n->prim].name);
   if (n->prim == HL_P_PARAM && field == HL_SYM_SHAPE && n->attrs.i[0] >= f->nargs)
     return refuse(f, "a constant the function captures has a size that follows the dynamic size (make it inside the "
@@ -81,21 +101,9 @@ static int fit_int(fitter *f, int node, int field, int index) {
   if (same) return 0;
   if (lowerable(f, node, field, index)) return -1;
   hl_sym_slot s = {.node = node, .field = field, .index = index};
-  int64_t c = v0 * HL_SYM_DEN;
-  for (int j = 0; j < f->nsym; j++) {
-    int64_t dv = int_at(f, 1 + j, node, field, index) - v0, ds = f->sizes[1 + j][j] - f->sizes[0][j];
-    if (dv * HL_SYM_DEN % ds) goto not_affine;
-    s.a[j] = dv * HL_SYM_DEN / ds;
-    c -= s.a[j] * f->sizes[0][j];
-  }
-  s.c = c;
-  for (int t = 1; t < f->ntraces; t++) {
-    int64_t want = c;
-    for (int j = 0; j < f->nsym; j++) want += s.a[j] * f->sizes[t][j];
-    if (want != int_at(f, t, node, field, index) * HL_SYM_DEN) goto not_affine;
-  }
-  return push(f, &s);
-not_affine:
+  int64_t values[HL_MAX_SYMS + 2];
+  for (int t = 0; t < f->ntraces; t++) values[t] = int_at(f, t, node, field, index);
+  if (!hl_sym_fit_number(f->nsym, f->sizes, values, &s)) return push(f, &s);
   return refuse(f, "%s of %s (node %d) is not an affine function of the dynamic sizes (a product of two of them, or a "
                    "division that rounds)", field_text(field), hl_prims[f->g[0]->nodes[node].prim].name, node);
 }
@@ -421,6 +429,8 @@ int hl_sym_matches(const hl_graph *g, const hl_graph *real, const int64_t *sym, 
       for (int k = 0; k < counts[field]; k++) {
         const int64_t *mine = field == HL_SYM_SHAPE ? n->type.shape : field == HL_SYM_ATTR_I ? n->attrs.i : n->attrs.shape;
         const int64_t *theirs = field == HL_SYM_SHAPE ? r->type.shape : field == HL_SYM_ATTR_I ? r->attrs.i : r->attrs.shape;
+        /* (a loop's number is this process's: the runtime compares the loops themselves) */
+        if (field == HL_SYM_ATTR_I && k == 0 && hl_prims[n->prim].attrs == HL_A_LOOP) continue;
         const hl_sym_slot *sl = hl_sym_find(s, i, field, k);
         int64_t want = mine[k];
         if (sl && hl_sym_size(sl, s->nsym, sym, &want)) want = -1;

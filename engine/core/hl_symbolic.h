@@ -27,6 +27,9 @@ struct hl_graph;
  * running out of memory). */
 hl_symbolic *hl_sym_fit(const struct hl_graph *const *graphs, int nsym, const int64_t sizes[][HL_MAX_SYMS], const int *param,
                         const int *axis, int nargs, char *why, size_t nwhy);
+/* The affine form (c and a[0..nsym) of out) of a number that is values[t] in the trace at
+ * sizes[t], t = 0 .. nsym + 1 (the traces hl_sym_fit takes): 0, or -1 when it is not one. */
+int hl_sym_fit_number(int nsym, const int64_t sizes[][HL_MAX_SYMS], const int64_t *values, hl_sym_slot *out);
 /* s for another graph of nnodes nodes made from s's graph (its canonical order, a part of it):
  * node i's slots go to node node_map[i] (-1: not there; distinct nodes to distinct nodes), and
  * symbol j's parameter becomes param_map[param[j]], which must be there (param_map NULL: the same
@@ -46,7 +49,8 @@ int hl_sym_bind(const struct hl_graph *g, const int64_t *const *shapes, const in
 /* Whether `real` (the function traced at the call's sizes `sym`, pruned) is g's polymorphic program
  * at those sizes: the same operations, and every size-like number and constant the one g's forms
  * give there. 1, or 0 with why: a size checked or clamped inside the function behaves otherwise at
- * these sizes than at the traced ones. */
+ * these sizes than at the traced ones. Compiled loops' numbers are not compared: the runtime
+ * compares the loops themselves (engine/runtime/hl_poly.c). */
 int hl_sym_matches(const struct hl_graph *g, const struct hl_graph *real, const int64_t *sym, char *why, size_t nwhy);
 #ifdef __cplusplus
 }

@@ -18,6 +18,7 @@
 #include "hl_lua_call.h"
 #include "hl_lua_value.h"
 #include "hl_loop.h"
+#include "hl_poly.h"
 #include "hl_runtime.h"
 #include "hl_interrupt.h"
 #include <lauxlib.h>
@@ -1079,13 +1080,13 @@ static int l_program_build(lua_State *L) {
   memset(u, 0, sizeof *u);
   luaL_getmetatable(L, PROGRAM_MT);
   lua_setmetatable(L, -2);
-  if (hl_program_build(t, n, outs, name, &u->p)) return raise(L);
+  if (hl_program_build(t, n, outs, name, &u->p) || hl_loop_compile_all(&u->p.g)) return raise(L);
   hl_lua_kernel_check(L);
   return 1;
 }
 
 /* program_build_symbolic({traces}, {{tracers}...}, {{sizes}...}, {param}, {axis}, name) -> program, or
- * nil and the reason the function is not polymorphic (engine/runtime/hl_eval.h); param and axis
+ * nil and the reason the function is not polymorphic (engine/runtime/hl_poly.h); param and axis
  * 0-based */
 static int l_program_build_symbolic(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -1129,7 +1130,7 @@ static int l_program_build_symbolic(lua_State *L) {
   char why[400];
   int rc = hl_program_build_symbolic(traces, (const hl_array *const *const *)outs, nout, nsym, (const int64_t(*)[HL_MAX_SYMS])sizes,
                                      param, axis, name, &u->p, why, sizeof why);
-  if (rc < 0) return raise(L);
+  if (rc < 0 || (rc == 0 && hl_loop_compile_all(&u->p.g))) return raise(L);
   if (rc > 0) {
     lua_pushnil(L);
     lua_pushstring(L, why);

@@ -12,6 +12,7 @@
 #include "hl_lua_loop.h"
 #include "hl_lua_value.h"
 #include <lauxlib.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,8 +83,9 @@ static int l_loop_record(lua_State *L) {
   lua_getfield(L, 1, "cond");
   hl_trace *cond = lua_isnil(L, -1) ? NULL : hl_lua_check_trace(L, -1);
 
-  hl_loop *l = calloc(1, sizeof *l);
-  if (!l) return hl_lua_raisef(L, "halua: out of memory");
+  hl_loop *l = hl_loop_new();
+  if (!l) return hl_lua_raise(L);
+  snprintf(l->name, sizeof l->name, "%s", name);
   l->kind = !strcmp(kind, "fori") ? HL_LOOP_FORI : !strcmp(kind, "while") ? HL_LOOP_WHILE : HL_LOOP_SCAN;
   l->lo = field_int(L, "lo");
   l->hi = field_int(L, "hi");
@@ -102,12 +104,13 @@ static int l_loop_record(lua_State *L) {
     hl_error("%s: internal: the loop's body is traced for another device than its pipeline", name);
     goto fail;
   }
-  if (hl_program_build(body, nout, outs, name, &l->body) || check_arrays(&l->body, name) ||
+  /* (the programs are compiled when the loop first runs: hl_loop.h) */
+  if (hl_program_prepare(body, nout, outs, &l->body) || check_arrays(&l->body, name) ||
       map_captures(&l->body, &l->body_src, inputs, &ninputs, name))
     goto fail;
   if (cond) {
     const hl_array *c[1];
-    if (field_arrays(L, "cond_out", c, 1) != 1 || hl_program_build(cond, 1, c, name, &l->cond) ||
+    if (field_arrays(L, "cond_out", c, 1) != 1 || hl_program_prepare(cond, 1, c, &l->cond) ||
         check_arrays(&l->cond, name) || map_captures(&l->cond, &l->cond_src, inputs, &ninputs, name))
       goto fail;
   }

@@ -645,8 +645,7 @@ int hl_scalar_like(double v, hl_dtype t, const hl_array *like, hl_array *out) {
 /* Calls with few arrays use the stack; programs of more (up to HL_MAX_PROGRAM_ARRAYS) the heap. */
 enum { ONSTACK = 16 };
 
-/* out = t's graph pruned to `outputs` (tracers of t) */
-static int prune_to(hl_trace *t, int nout, const hl_array *const *outputs, hl_graph *out) {
+int hl_trace_prune(hl_trace *t, int nout, const hl_array *const *outputs, hl_graph *out) {
   int *ids = malloc(sizeof *ids * (size_t)(nout ? nout : 1));
   if (!ids) return hl_error("out of memory");
   for (int k = 0; k < nout; k++) {
@@ -661,26 +660,38 @@ static int prune_to(hl_trace *t, int nout, const hl_array *const *outputs, hl_gr
   return rc;
 }
 
-int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, const char *name, hl_program *p) {
+int hl_program_prepare(hl_trace *t, int nout, const hl_array *const *outputs, hl_program *p) {
   memset(p, 0, sizeof *p);
   if (nout > HL_MAX_PROGRAM_ARRAYS) return hl_error("jit: too many outputs (%d, at most %d)", nout, HL_MAX_PROGRAM_ARRAYS);
-  if (prune_to(t, nout, outputs, &p->g)) return -1;
+  if (hl_trace_prune(t, nout, outputs, &p->g)) return -1;
   p->nargs = t->g.nparams - t->ncaptures;
-  /* a cache miss compiles (and says so when that takes more than a second: hl_cache.c) */
-  p->kernel = hl_cache_get(&p->g, name);
-  if (!p->kernel) {
-    hl_graph_free(&p->g);
-    return -1;
-  }
   p->captures = calloc((size_t)(t->ncaptures ? t->ncaptures : 1), sizeof(hl_array));
-  if (!p->captures) return hl_error("out of memory");
+  if (!p->captures) {
+    hl_graph_free(&p->g);
+    return hl_error("out of memory");
+  }
   p->ncaptures = t->ncaptures;
   for (int k = 0; k < t->ncaptures; k++) hl_array_copy_ref(&p->captures[k], &t->captures[k]);
   return 0;
 }
 
-/* the same constants: one array, or equal contents (a constant made inside the function each time) */
-static int same_capture(const hl_array *a, const hl_array *b) {
+int hl_program_compile(hl_program *p, const char *name) {
+  if (p->kernel) return 0;
+  /* a cache miss compiles (and says so when that takes more than a second: hl_cache.c) */
+  p->kernel = hl_cache_get(&p->g, name);
+  return p->kernel ? 0 : -1;
+}
+
+int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, const char *name, hl_program *p) {
+  if (hl_program_prepare(t, nout, outputs, p)) return -1;
+  if (hl_program_compile(p, name)) {
+    hl_program_free(p);
+    return -1;
+  }
+  return 0;
+}
+
+int hl_same_capture(const hl_array *a, const hl_array *b) {
   if (a->storage == b->storage && a->offset == b->offset && !memcmp(a->strides, b->strides, sizeof a->strides)) return 1;
   if (a->dtype != b->dtype || a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim)) return 0;
   if (hl_is_abstract(a) || hl_is_abstract(b) || hl_array_device(a) != HL_DEVICE_CPU || hl_array_device(b) != HL_DEVICE_CPU) return 0;
@@ -696,69 +707,7 @@ static int same_capture(const hl_array *a, const hl_array *b) {
   return same;
 }
 
-int hl_program_build_symbolic(hl_trace *const *traces, const hl_array *const *const *outputs, int nout, int nsym,
-                              const int64_t sizes[][HL_MAX_SYMS], const int *param, const int *axis, const char *name,
-                              hl_program *p, char *why, size_t nwhy) {
-  int ntr = nsym + 2, rc = -1;
-  if (nsym < 1 || nsym > HL_MAX_SYMS) return hl_error("jit: %d dynamic sizes (at most %d)", nsym, HL_MAX_SYMS);
-  if (nout > HL_MAX_PROGRAM_ARRAYS) return hl_error("jit: too many outputs (%d, at most %d)", nout, HL_MAX_PROGRAM_ARRAYS);
-  hl_graph graphs[HL_MAX_SYMS + 2];
-  const hl_graph *gp[HL_MAX_SYMS + 2];
-  for (int t = 0; t < ntr; t++) hl_graph_init(&graphs[t]);
-  for (int t = 0; t < ntr; t++) {
-    if (prune_to(traces[t], nout, outputs[t], &graphs[t])) goto done;
-    gp[t] = &graphs[t];
-    if (traces[t]->ncaptures != traces[0]->ncaptures) {
-      snprintf(why, nwhy, "the function captures %d constants at one size and %d at another", traces[0]->ncaptures,
-               traces[t]->ncaptures);
-      rc = 1;
-      goto done;
-    }
-    for (int c = 0; c < traces[0]->ncaptures; c++)
-      if (!same_capture(&traces[0]->captures[c], &traces[t]->captures[c])) {
-        snprintf(why, nwhy, "constant %d that the function captures differs between sizes (an array made from a dynamic size "
-                 "as a value: build it from x.shape with hl.full or hl.arange instead)", c + 1);
-        rc = 1;
-        goto done;
-      }
-  }
-  {
-    hl_symbolic *sym = hl_sym_fit(gp, nsym, sizes, param, axis, traces[0]->g.nparams - traces[0]->ncaptures, why, nwhy);
-    if (!sym) {
-      rc = why[0] ? 1 : hl_error("out of memory");
-      goto done;
-    }
-    memset(p, 0, sizeof *p);
-    p->g = graphs[0];
-    hl_graph_init(&graphs[0]);
-    p->g.sym = sym;
-  }
-  p->nargs = traces[0]->g.nparams - traces[0]->ncaptures;
-  p->kernel = hl_cache_get(&p->g, name);
-  if (!p->kernel) {
-    hl_graph_free(&p->g);
-    goto done;
-  }
-  p->captures = calloc((size_t)(traces[0]->ncaptures ? traces[0]->ncaptures : 1), sizeof(hl_array));
-  if (!p->captures) {
-    hl_kernel_release(p->kernel);
-    hl_graph_free(&p->g);
-    hl_error("out of memory");
-    goto done;
-  }
-  p->ncaptures = traces[0]->ncaptures;
-  for (int k = 0; k < p->ncaptures; k++) hl_array_copy_ref(&p->captures[k], &traces[0]->captures[k]);
-  rc = 0;
-done:
-  for (int t = 0; t < ntr; t++) hl_graph_free(&graphs[t]);
-  return rc;
-}
-
-
-/* A polymorphic program's symbols from its inputs: the `ngiven` first ones given (its arguments,
- * or every input), the rest its own captures. 0; 1 when p does not serve these shapes (why); -1 +
- * hl_error. */
-static int bind_symbols(const hl_program *p, int ngiven, const hl_array *const *given, int64_t *sym, char *why, size_t nwhy) {
+int hl_program_bind_symbols(const hl_program *p, int ngiven, const hl_array *const *given, int64_t *sym, char *why, size_t nwhy) {
   int nin = p->nargs + p->ncaptures;
   const int64_t *small_shapes[ONSTACK] = {0}, **shapes = small_shapes;
   int small_ndims[ONSTACK] = {0}, *ndims = small_ndims;
@@ -777,42 +726,6 @@ static int bind_symbols(const hl_program *p, int ngiven, const hl_array *const *
   return rc;
 }
 
-int hl_program_serves(const hl_program *p, int nargs, const hl_array *const *args, char *why, size_t nwhy) {
-  if (!p->g.sym) return 1;
-  if (nargs != p->nargs) return hl_error("jit: %d arguments for a program of %d", nargs, p->nargs);
-  int64_t sym[HL_MAX_SYMS];
-  int bound = bind_symbols(p, nargs, args, sym, why, nwhy);
-  return bound < 0 ? -1 : !bound;
-}
-
-int hl_program_matches(const hl_program *p, hl_trace *t, int nout, const hl_array *const *outputs, int nargs,
-                       const hl_array *const *args, char *why, size_t nwhy) {
-  if (!p->g.sym) return 1;
-  if (nargs != p->nargs) return hl_error("jit: %d arguments for a program of %d", nargs, p->nargs);
-  int64_t sym[HL_MAX_SYMS];
-  char unserved[200];
-  int bound = bind_symbols(p, nargs, args, sym, unserved, sizeof unserved);
-  if (bound < 0) return -1;
-  if (bound) {
-    snprintf(why, nwhy, "the program does not serve these sizes: %s", unserved);
-    return 0;
-  }
-  if (t->ncaptures != p->ncaptures) {
-    snprintf(why, nwhy, "at these sizes the function captures %d constants, not %d", t->ncaptures, p->ncaptures);
-    return 0;
-  }
-  for (int c = 0; c < p->ncaptures; c++)
-    if (!same_capture(&p->captures[c], &t->captures[c])) {
-      snprintf(why, nwhy, "at these sizes constant %d that the function captures differs", c + 1);
-      return 0;
-    }
-  hl_graph real;
-  hl_graph_init(&real);
-  int rc = prune_to(t, nout, outputs, &real) ? -1 : hl_sym_matches(&p->g, &real, sym, why, nwhy);
-  hl_graph_free(&real);
-  return rc;
-}
-
 /* A polymorphic program's output shapes for these inputs, after checking that the inputs are
  * sizes it serves (the caller's signature says so; this keeps a wrong call from reading out of
  * bounds) and that its reshapes' flat indices fit the 32 bits they are computed in. */
@@ -821,7 +734,7 @@ static int symbolic_shapes(const hl_program *p, int nin, const hl_array *const *
   const hl_symbolic *s = g->sym;
   int64_t sym[HL_MAX_SYMS];
   char why[200];
-  int bound = bind_symbols(p, nin, in, sym, why, sizeof why);
+  int bound = hl_program_bind_symbols(p, nin, in, sym, why, sizeof why);
   if (bound) return bound < 0 ? -1 : hl_error("jit: a polymorphic program called with other shapes: %s", why);
   for (int w = 0; w < s->nwatch; w++) {
     int i = s->watch[w];
@@ -879,6 +792,7 @@ int hl_program_run(hl_program *p, int nargs, const hl_array *const *args, hl_arr
 }
 
 int hl_program_run_inputs(hl_program *p, int nin, const hl_array *const *inputs, hl_array *outs) {
+  if (!p->kernel) return hl_error("jit: internal: a program run before it was compiled");
   if (nin != p->nargs + p->ncaptures) return hl_error("jit: %d inputs for a program of %d", nin, p->nargs + p->ncaptures);
   int nouts = p->g.noutputs;
   if (nin > HL_MAX_PROGRAM_ARRAYS || nouts > HL_MAX_PROGRAM_ARRAYS)

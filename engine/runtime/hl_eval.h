@@ -83,22 +83,20 @@ typedef struct hl_program {
 
 /* Prune t's graph to `outputs` (tracers of t), compile it (through the cache) into p. */
 int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, const char *name, hl_program *p);
-/* A polymorphic program (hl.jit's dynamic_axes; engine/core/hl_symbolic.h) from traces[0..nsym+1]
- * of one function at the symbols' sizes[t] (base, each symbol moved, all moved), outputs[t] their
- * results; symbol j is argument array param[j]'s numpy axis axis[j]. 0 when built; 1 when the
- * function is not polymorphic at these sizes (the reason in why; p untouched); -1 + hl_error. */
-int hl_program_build_symbolic(hl_trace *const *traces, const hl_array *const *const *outputs, int nout, int nsym,
-                              const int64_t sizes[][HL_MAX_SYMS], const int *param, const int *axis, const char *name,
-                              hl_program *p, char *why, size_t nwhy);
-/* Whether p serves these arguments' shapes: 1; 0 for a polymorphic program called at sizes it does
- * not serve (a size of 0, one divided by 2 at an odd size, a slice reaching outside), with why;
- * -1 + hl_error. */
-int hl_program_serves(const hl_program *p, int nargs, const hl_array *const *args, char *why, size_t nwhy);
-/* Whether the polymorphic program p is what t (the function traced at these arguments' own sizes,
- * outputs its results) compiles to: 1; 0 with why (then t is compiled for these sizes instead);
- * -1 + hl_error. */
-int hl_program_matches(const hl_program *p, hl_trace *t, int nout, const hl_array *const *outputs, int nargs,
-                       const hl_array *const *args, char *why, size_t nwhy);
+/* The same in two steps: the program without its kernel (p->kernel NULL: a compiled loop's body
+ * is compiled when the loop first runs), and its compile (nothing when it has its kernel). */
+int hl_program_prepare(hl_trace *t, int nout, const hl_array *const *outputs, hl_program *p);
+int hl_program_compile(hl_program *p, const char *name);
+/* The arrays of a polymorphic program's symbols (hl.jit's dynamic_axes: engine/runtime/hl_poly.h)
+ * from its inputs: the `ngiven` first ones given (its arguments, or every input), the rest its own
+ * captures. 0; 1 when p does not serve these shapes (why); -1 + hl_error. */
+int hl_program_bind_symbols(const hl_program *p, int ngiven, const hl_array *const *given, int64_t *sym, char *why,
+                            size_t nwhy);
+/* out = t's graph pruned to `outputs` (tracers of t). */
+int hl_trace_prune(hl_trace *t, int nout, const hl_array *const *outputs, hl_graph *out);
+/* Whether two captured constants are the same: one array, or equal contents (a constant made
+ * inside the function each time). */
+int hl_same_capture(const hl_array *a, const hl_array *b);
 /* The most arrays a program takes in (arguments and captures) and gives out, each: a model's
  * parameters and its optimiser's state as separate leaves (hundreds for a deep network). */
 enum { HL_MAX_PROGRAM_ARRAYS = 4096 };

@@ -18,7 +18,41 @@ static void free_loop(hl_loop *l) {
   free(l->input_types);
   free(l->body_src);
   free(l->cond_src);
+  free(l->input_forms);
+  free(l->result_forms);
+  pthread_mutex_destroy(&l->ready_lock);
   free(l);
+}
+
+hl_loop *hl_loop_new(void) {
+  hl_loop *l = calloc(1, sizeof *l);
+  if (!l) {
+    hl_error("out of memory");
+    return NULL;
+  }
+  pthread_mutex_init(&l->ready_lock, NULL);
+  return l;
+}
+
+int hl_loop_bounds(const hl_loop *l, const int64_t *sym, int64_t *lo, int64_t *hi) {
+  *lo = l->lo;
+  *hi = l->hi;
+  if (!l->nsym || !sym) return 0;
+  /* (a fori loop's bounds may be negative: the forms hold them shifted by HL_LOOP_BOUND_SHIFT) */
+  if (hl_sym_size(&l->lo_form, l->nsym, sym, lo) || hl_sym_size(&l->hi_form, l->nsym, sym, hi)) return -1;
+  *lo -= HL_LOOP_BOUND_SHIFT;
+  *hi -= HL_LOOP_BOUND_SHIFT;
+  return 0;
+}
+
+int hl_loop_shape(const hl_loop *l, int result, int k, const int64_t *sym, int64_t *shape) {
+  const hl_type *t = result ? &l->result_types[k] : &l->input_types[k];
+  const hl_sym_slot *forms = result ? l->result_forms : l->input_forms;
+  for (int d = 0; d < t->ndim; d++) {
+    shape[d] = t->shape[d];
+    if (l->nsym && sym && hl_sym_size(&forms[k * HL_MAX_DIMS + d], l->nsym, sym, &shape[d])) return -1;
+  }
+  return 0;
 }
 
 void hl_loop_discard(hl_loop *l) { free_loop(l); }
@@ -147,13 +181,13 @@ static hl_array row(const hl_array *a, int64_t s) {
 /* fori's index for step s, a 0-d view into *chunk: the values of INDEX_CHUNK steps are written
  * on the host and moved to the device at once, not 4 bytes per step */
 enum { INDEX_CHUNK = 1024 };
-static int step_index(const hl_loop *l, int64_t s, int64_t steps, hl_array *chunk, hl_array *out) {
+static int step_index(const hl_loop *l, int64_t lo, int64_t s, int64_t steps, hl_array *chunk, hl_array *out) {
   int64_t k = s % INDEX_CHUNK;
   if (k == 0) {
     int64_t n = steps - s < INDEX_CHUNK ? steps - s : INDEX_CHUNK;
     hl_array host;
     if (hl_array_alloc(&host, HL_INT32, 1, &n)) return -1;
-    for (int64_t j = 0; j < n; j++) ((int32_t *)host.storage->data)[j] = (int32_t)(l->lo + s + j);
+    for (int64_t j = 0; j < n; j++) ((int32_t *)host.storage->data)[j] = (int32_t)(lo + s + j);
     hl_array_release(chunk);
     int rc = hl_to_device(&host, l->body.g.device, chunk);
     hl_array_release(&host);
@@ -180,7 +214,7 @@ static int predicate(hl_loop *l, const hl_array *carry, const hl_array *const *i
 }
 
 /* runs loop l on its inputs; its results go to results[0 .. nresults) */
-static int run_loop(hl_loop *l, const hl_array *const *in, hl_array *results) {
+static int run_loop(hl_loop *l, const hl_array *const *in, const int64_t *sym, hl_array *results) {
   enum { MAXC = 64 };
   int nc = l->ncarry, dev = l->body.g.device, rc = -1;
   hl_array carry[MAXC], outs[MAXC], ys[MAXC], index_chunk = {0};
@@ -193,9 +227,19 @@ static int run_loop(hl_loop *l, const hl_array *const *in, hl_array *results) {
     if (owned_copy(in[j], &carry[j])) goto done;
   for (int j = 0; j < l->nys; j++) {
     const hl_type *t = &l->result_types[nc + j];
-    if (hl_array_alloc_on(&ys[j], dev, t->dtype, t->ndim, t->shape)) goto done;
+    int64_t shape[HL_MAX_DIMS];
+    if (hl_loop_shape(l, 1, nc + j, sym, shape)) {
+      hl_error("%s: internal: the stacked result %d has no whole size here", l->name, j + 1);
+      goto done;
+    }
+    if (hl_array_alloc_on(&ys[j], dev, t->dtype, t->ndim, shape)) goto done;
   }
-  int64_t steps = l->kind == HL_LOOP_FORI ? l->hi - l->lo + 1 : l->hi;
+  int64_t lo, hi;
+  if (hl_loop_bounds(l, sym, &lo, &hi)) {
+    hl_error("%s: internal: the number of steps is no whole number here", l->name);
+    goto done;
+  }
+  int64_t steps = l->kind == HL_LOOP_FORI ? hi - lo + 1 : hi;
   for (int64_t s = 0; l->kind == HL_LOOP_WHILE || s < steps; s++) {
     /* Ctrl-C between steps (hl_interrupt.h): the loop, and the call that runs it, fail */
     if (hl_interrupted()) {
@@ -210,7 +254,7 @@ static int run_loop(hl_loop *l, const hl_array *const *in, hl_array *results) {
     int na = 0;
     hl_array xrow[MAXC], ivar;
     if (l->kind == HL_LOOP_FORI) {
-      if (step_index(l, s, steps, &index_chunk, &ivar)) goto done;
+      if (step_index(l, lo, s, steps, &index_chunk, &ivar)) goto done;
       args[na++] = &ivar;
     }
     for (int j = 0; j < nc; j++) args[na++] = &carry[j];
@@ -245,19 +289,45 @@ done:
   return rc;
 }
 
-int hl_loop_result(int id, int k, int nin, const hl_array *const *in, const int64_t *mins, hl_array *out) {
-  pthread_mutex_lock(&registry);
-  hl_loop *l = id >= 0 && id < nloops ? loops[id] : NULL;
-  /* the body's own captures (constants, plain arrays) go to its device at the first run (a
-   * pipeline lowered for CUDA without a GPU never gets here) */
-  int failed = 0;
-  if (l && !l->placed) {
-    failed = hl_program_place_captures(&l->body) || hl_program_place_captures(&l->cond);
+/* the programs compiled, and (with place) their own captures (constants, plain arrays) on their
+ * device: once each (a pipeline lowered for CUDA without a GPU is compiled but never placed) */
+static int make_ready(hl_loop *l, int place) {
+  pthread_mutex_lock(&l->ready_lock);
+  int is_while = l->kind == HL_LOOP_WHILE, failed = 0;
+  if (!l->compiled) {
+    failed = hl_program_compile(&l->body, l->name) || (is_while && hl_program_compile(&l->cond, l->name));
+    l->compiled = !failed;
+  }
+  if (!failed && place && !l->placed) {
+    failed = hl_program_place_captures(&l->body) || (is_while && hl_program_place_captures(&l->cond));
     l->placed = !failed;
   }
+  pthread_mutex_unlock(&l->ready_lock);
+  return failed ? -1 : 0;
+}
+
+int hl_loop_compile_all(const hl_graph *g) {
+  for (int i = 0; i < g->nnodes; i++) {
+    if (g->nodes[i].prim != HL_P_LOOP) continue;
+    int id = (int)g->nodes[i].attrs.i[0], seen = 0;
+    for (int j = 0; j < i && !seen; j++) seen = g->nodes[j].prim == HL_P_LOOP && g->nodes[j].attrs.i[0] == id;
+    if (seen) continue;
+    pthread_mutex_lock(&registry);
+    hl_loop *l = id >= 0 && id < nloops ? loops[id] : NULL;
+    pthread_mutex_unlock(&registry);
+    if (!l) return hl_error("loop: internal: an unknown loop (%d)", id);
+    if (make_ready(l, 0) || hl_loop_compile_all(&l->body.g) || (l->kind == HL_LOOP_WHILE && hl_loop_compile_all(&l->cond.g)))
+      return -1;
+  }
+  return 0;
+}
+
+int hl_loop_result(int id, int k, int nin, const hl_array *const *in, const int64_t *sym, const int64_t *mins, hl_array *out) {
+  pthread_mutex_lock(&registry);
+  hl_loop *l = id >= 0 && id < nloops ? loops[id] : NULL;
   pthread_mutex_unlock(&registry);
-  if (failed) return -1;
   if (!l || k < 0 || k >= l->nresults || nin != l->ninputs) return hl_error("loop: bad loop call (%d, %d)", id, k);
+  if (make_ready(l, 1)) return -1;
   if (!current_run) return hl_error("loop: internal: a loop's result asked for outside a pipeline run");
   kept_results *e = NULL;
   for (int j = 0; j < nkept && !e; j++)
@@ -266,7 +336,7 @@ int hl_loop_result(int id, int k, int nin, const hl_array *const *in, const int6
     hl_array *results = calloc((size_t)l->nresults, sizeof *results);
     if (!results) return hl_error("out of memory running a loop");
     /* (the list grows only now: the loop's own pipeline runs may have freed it) */
-    if (run_loop(l, in, results) || (nkept == cap_kept && grow_kept())) {
+    if (run_loop(l, in, sym, results) || (nkept == cap_kept && grow_kept())) {
       release_all(results, l->nresults);
       free(results);
       return -1;

@@ -28,6 +28,9 @@ static int loop_info(int id, hl_loop_info *out) {
       .cond_captures = is_while ? l->cond.captures : NULL,
       .body_src = l->body_src,
       .cond_src = is_while ? l->cond_src : NULL,
+      .nsym = l->nsym,
+      .input_forms = l->input_forms,
+      .result_forms = l->result_forms,
   };
   return 0;
 }

@@ -1,8 +1,11 @@
 /* The extern stages of compiled loops (see engine/runtime/hl_loop.h): hl_stage_loop_N takes the loop
- * id, the result index, N input buffers and the output buffer. */
+ * id, the result index, N input buffers and the output buffer; hl_stage_loop_sym_N, a loop of a
+ * polymorphic program, also the values of the program's symbols (four, unused ones 0), of which
+ * its inputs' and results' extents are forms (engine/runtime/hl_poly.h). */
 #include "hl_extern_loop.h"
 #include "hl_device.h"
 #include "hl_extern_view.h"
+#include "hl_symbolic.h"
 #include <mutex>
 #include <string>
 #include <utility>
@@ -11,7 +14,7 @@ using namespace Halide;
 
 namespace {
 
-int loop_stage_common(int id, int k, int n, halide_buffer_t **in, halide_buffer_t *out) {
+int loop_stage_common(int id, int k, const int64_t *sym, int n, halide_buffer_t **in, halide_buffer_t *out) {
   const hl_runtime_hooks *hooks = hl_backend_hooks();
   hl_loop_info info, *l = &info;
   if (!hooks || hooks->loop_info(id, &info) || n != l->ninputs) return hl_stage_failed(-1, "loop: internal: a loop stage with an unknown loop or inputs");
@@ -22,8 +25,12 @@ int loop_stage_common(int id, int k, int n, halide_buffer_t **in, halide_buffer_
     for (int j = 0; j < n; j++) {
       if (!in[j]->is_bounds_query()) continue;
       for (int d = 0; d < in[j]->dimensions; d++) {
+        int a = in[j]->dimensions - 1 - d;
+        int64_t e = l->input_types[j].shape[a];
+        if (sym && l->nsym && hl_sym_size(&l->input_forms[j * HL_MAX_DIMS + a], l->nsym, sym, &e))
+          return hl_stage_failed(-1, "loop: internal: an input's extent is no whole number at these sizes");
         in[j]->dim[d].min = 0;
-        in[j]->dim[d].extent = (int32_t)l->input_types[j].shape[in[j]->dimensions - 1 - d];
+        in[j]->dim[d].extent = (int32_t)e;
       }
     }
     return 0;
@@ -52,15 +59,24 @@ int loop_stage_common(int id, int k, int n, halide_buffer_t **in, halide_buffer_
   a[n].dtype = l->result_types[k].dtype;
   int64_t mins[HL_MAX_DIMS];
   for (int d = 0; d < out->dimensions; d++) mins[out->dimensions - 1 - d] = out->dim[d].min;
-  return hooks->loop_result(id, k, n, ins, mins, &a[n]) ? hl_stage_failed(-1, nullptr) : 0;
+  return hooks->loop_result(id, k, n, ins, sym, mins, &a[n]) ? hl_stage_failed(-1, nullptr) : 0;
 }
 
 template <typename... B>
 int loop_stage(int id, int k, B... bufs) {
   halide_buffer_t *all[] = {bufs...};
   const int n = (int)sizeof...(B) - 1;
-  return loop_stage_common(id, k, n, all, all[n]);
+  return loop_stage_common(id, k, nullptr, n, all, all[n]);
 }
+
+template <typename... B>
+int loop_stage_sym(int id, int k, int s0, int s1, int s2, int s3, B... bufs) {
+  halide_buffer_t *all[] = {bufs...};
+  const int n = (int)sizeof...(B) - 1;
+  const int64_t sym[HL_MAX_SYMS] = {s0, s1, s2, s3};
+  return loop_stage_common(id, k, sym, n, all, all[n]);
+}
+static_assert(HL_MAX_SYMS == 4, "hl_stage_loop_sym_N takes four symbols");
 
 template <size_t>
 using buffer_arg = halide_buffer_t *;
@@ -69,6 +85,8 @@ template <size_t... I>
 void export_stage(Internal::JITModule &m, std::index_sequence<I...>) {
   /* I... counts the inputs plus the output */
   m.add_extern_for_export("hl_stage_loop_" + std::to_string(sizeof...(I) - 1), ExternCFunction(&loop_stage<buffer_arg<I>...>));
+  m.add_extern_for_export("hl_stage_loop_sym_" + std::to_string(sizeof...(I) - 1),
+                          ExternCFunction(&loop_stage_sym<buffer_arg<I>...>));
 }
 
 template <size_t... N>

@@ -7,6 +7,7 @@ extern "C" {
 #include "hl_hooks.h"
 }
 
-/* A JIT module exporting hl_stage_loop_1 .. hl_stage_loop_<HL_MAX_LOOP_INPUTS> to the pipelines. */
+/* A JIT module exporting hl_stage_loop_1 .. hl_stage_loop_<HL_MAX_LOOP_INPUTS>, and the same
+ * hl_stage_loop_sym_N of polymorphic programs, to the pipelines. */
 Halide::Internal::JITModule hl_loop_exports();
 #endif
