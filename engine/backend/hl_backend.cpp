@@ -218,16 +218,10 @@ int hl_backend_runtime_par_for(void *uc, int (*f)(void *, int, uint8_t *), int m
   return hl_pool_par_for(uc, (hl_task_fn)f, min, extent, closure);
 }
 
-static bool has_loop(const hl_graph *g) {
-  for (int i = 0; i < g->nnodes; i++)
-    if (hl_prims[g->nodes[i].prim].kind == HL_K_LOOP) return true;
-  return false;
-}
-
-/* A compiled loop's stage names its loop by a number of this process; a CUDA pipeline needs the
- * JIT's device runtime. The rest can live in the disk cache. */
+/* A CUDA pipeline needs the JIT's device runtime; the rest can live in the disk cache (a compiled
+ * loop's stage names its loop by its slot in the program: hl_eval.h). */
 extern "C" char *hl_kernel_disk_signature(const hl_graph *g) {
-  if (g->device != HL_DEVICE_CPU || has_loop(g)) return nullptr;
+  if (g->device != HL_DEVICE_CPU) return nullptr;
   std::lock_guard<std::mutex> guard(compiler_lock);
   static std::string signature;   /* the same for the whole process: made once */
   try {

@@ -35,6 +35,9 @@ typedef struct hl_runtime_hooks {
   /* compiled loops: the description, and the region of result k that starts at mins (sym: the
    * values of a polymorphic program's symbols, NULL in a program of fixed sizes) */
   int (*loop_info)(int id, hl_loop_info *out);
+  /* the loop a running program names by its slot (compiled code names its loops by slots, so
+   * that it is the same in every process: engine/runtime/hl_eval.h), or -1 */
+  int (*loop_id)(int slot);
   int (*loop_result)(int id, int k, int nin, const hl_array *const *in, const int64_t *sym, const int64_t *mins,
                      hl_array *out);
   /* out = a @ b through the runtime's cached matmul kernel (the CPU matmul stage) */

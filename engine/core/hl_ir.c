@@ -680,6 +680,57 @@ int hl_graph_canonical_key(const hl_graph *g, hl_key *key) {
   return 0;
 }
 
+int hl_graph_number_loops(const hl_graph *g, hl_graph *out, int **ids, int *nids) {
+  int n = g->nnodes;
+  hl_graph_init(out);
+  *ids = NULL;
+  *nids = 0;
+  int *order = malloc(sizeof(int) * (size_t)(n ? n : 1)), *pos = malloc(sizeof(int) * (size_t)(n ? n : 1));
+  int rc = !order || !pos ? hl_error("out of memory") : canonical_order(g, order, pos);
+  out->nodes = rc ? NULL : malloc(sizeof *out->nodes * (size_t)(n ? n : 1));
+  out->edges = rc ? NULL : malloc(sizeof *out->edges * (size_t)(g->nedges ? g->nedges : 1));
+  out->outputs = rc ? NULL : malloc(sizeof *out->outputs * (size_t)(g->noutputs ? g->noutputs : 1));
+  if (!rc && (!out->nodes || !out->edges || !out->outputs)) rc = hl_error("out of memory");
+  if (!rc) {
+    memcpy(out->nodes, g->nodes, sizeof *out->nodes * (size_t)n);
+    if (g->nedges) memcpy(out->edges, g->edges, sizeof *out->edges * (size_t)g->nedges);
+    if (g->noutputs) memcpy(out->outputs, g->outputs, sizeof *out->outputs * (size_t)g->noutputs);
+    out->nnodes = out->cap_nodes = n;
+    out->nedges = out->cap_edges = g->nedges;
+    out->noutputs = g->noutputs;
+    out->nparams = g->nparams;
+    out->dynamic = g->dynamic;
+    out->device = g->device;
+    out->schedule = g->schedule;
+    /* each loop's slot: its place among the loops, in the canonical order of their results */
+    for (int o = 0; o < n && !rc; o++) {
+      const hl_node *nd = &g->nodes[order[o]];
+      if (nd->prim != HL_P_LOOP) continue;
+      int k = 0;
+      while (k < *nids && (*ids)[k] != (int)nd->attrs.i[0]) k++;
+      if (k == *nids) {
+        int *grown = realloc(*ids, sizeof(int) * (size_t)(k + 1));
+        if (!grown) {
+          rc = hl_error("out of memory");
+          break;
+        }
+        *ids = grown;
+        (*ids)[(*nids)++] = (int)nd->attrs.i[0];
+      }
+      out->nodes[order[o]].attrs.i[0] = k;
+    }
+  }
+  if (rc) {
+    hl_graph_free(out);
+    free(*ids);
+    *ids = NULL;
+    *nids = 0;
+  }
+  free(order);
+  free(pos);
+  return rc;
+}
+
 int hl_graph_canonical(const hl_graph *g, hl_graph *out, int *pos_out) {
   int n = g->nnodes;
   hl_graph_init(out);

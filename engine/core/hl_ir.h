@@ -123,6 +123,11 @@ int hl_graph_canonical_key(const hl_graph *g, hl_key *key);
  * (g->sym) is not copied: hl_sym_remap does that with pos. */
 int hl_graph_canonical(const hl_graph *g, hl_graph *out, int *pos);
 void hl_key_free(hl_key *key);
+/* A copy of g in which compiled loops are named by their place, not by this process's numbers:
+ * each LOOP node's loop number (attrs.i[0]) becomes its slot, 0, 1, ... in the canonical order of
+ * the loops' results, and (*ids)[slot] (malloc'd, *nids of them; NULL and 0 without loops) the
+ * number it had. The table of sizes (g->sym) is not copied. 0, or -1 + hl_error. */
+int hl_graph_number_loops(const hl_graph *g, hl_graph *out, int **ids, int *nids);
 
 /* Readable text, like a jaxpr. Caller frees. */
 char *hl_graph_text(const hl_graph *g);

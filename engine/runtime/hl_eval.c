@@ -675,11 +675,47 @@ int hl_program_prepare(hl_trace *t, int nout, const hl_array *const *outputs, hl
   return 0;
 }
 
+/* p's graph as its kernel is compiled from: its loops named by slots (p->loop_ids), the table of
+ * sizes copied along; 1 when it has no loops (p->g itself is compiled) */
+static int numbered_graph(hl_program *p, hl_graph *out) {
+  int has_loop = 0;
+  for (int i = 0; i < p->g.nnodes && !has_loop; i++) has_loop = p->g.nodes[i].prim == HL_P_LOOP;
+  if (!has_loop) return 1;
+  free(p->loop_ids);
+  p->loop_ids = NULL;
+  p->nloops = 0;
+  if (hl_graph_number_loops(&p->g, out, &p->loop_ids, &p->nloops)) return -1;
+  if (!p->g.sym) return 0;
+  int *same = malloc(sizeof(int) * (size_t)p->g.nnodes);
+  if (!same) {
+    hl_graph_free(out);
+    return hl_error("out of memory");
+  }
+  for (int i = 0; i < p->g.nnodes; i++) same[i] = i;
+  out->sym = hl_sym_remap(p->g.sym, p->g.nnodes, same, NULL, 1);
+  free(same);
+  if (out->sym) return 0;
+  hl_graph_free(out);
+  return -1;
+}
+
 int hl_program_compile(hl_program *p, const char *name) {
   if (p->kernel) return 0;
+  hl_graph numbered;
+  int rc = numbered_graph(p, &numbered);
+  if (rc < 0) return -1;
   /* a cache miss compiles (and says so when that takes more than a second: hl_cache.c) */
-  p->kernel = hl_cache_get(&p->g, name);
+  p->kernel = hl_cache_get(rc ? &p->g : &numbered, name);
+  if (!rc) hl_graph_free(&numbered);
   return p->kernel ? 0 : -1;
+}
+
+/* the program whose kernel this thread runs (its loop stages ask for their loops by slot) */
+static _Thread_local const hl_program *running;
+
+int hl_program_loop_id(int slot) {
+  const hl_program *p = running;
+  return p && slot >= 0 && slot < p->nloops ? p->loop_ids[slot] : -1;
 }
 
 int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, const char *name, hl_program *p) {
@@ -841,7 +877,14 @@ int hl_program_run_inputs(hl_program *p, int nin, const hl_array *const *inputs,
   /* nothing to compute when every output is empty (and a GPU kernel over nothing fails to launch) */
   int64_t work = 0;
   for (int k = 0; k < nout; k++) work += hl_shape_size(outs[k].ndim, outs[k].shape);
-  rc = work ? hl_kernel_run(p->kernel, in, outp) : 0;
+  if (work) {
+    const hl_program *outer = running;   /* (a loop body's program runs inside its loop's stage) */
+    running = p;
+    rc = hl_kernel_run(p->kernel, in, outp);
+    running = outer;
+  } else {
+    rc = 0;
+  }
 done:
   free(sym_shapes);
   for (int k = 0; k < ntmp; k++) hl_array_release(&tmp[k]);
@@ -855,6 +898,7 @@ done:
 
 void hl_program_free(hl_program *p) {
   if (p->kernel) hl_kernel_release(p->kernel);
+  free(p->loop_ids);
   for (int k = 0; k < p->ncaptures; k++) hl_array_release(&p->captures[k]);
   free(p->captures);
   hl_graph_free(&p->g);

@@ -79,7 +79,16 @@ typedef struct hl_program {
   hl_array *captures;
   int ncaptures;
   int nargs;
+  /* its kernel names the compiled loops of g by their slots (hl_graph_number_loops), so that a
+   * pipeline with loops is the same in every process (the disk cache) and for every trace: the
+   * loop of slot k is loop_ids[k] */
+  int *loop_ids;
+  int nloops;
 } hl_program;
+
+/* The loop that the program this thread is running names by `slot` (the loop stages' hook,
+ * engine/backend/hl_hooks.h), or -1. */
+int hl_program_loop_id(int slot);
 
 /* Prune t's graph to `outputs` (tracers of t), compile it (through the cache) into p. */
 int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, const char *name, hl_program *p);

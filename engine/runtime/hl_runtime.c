@@ -39,6 +39,7 @@ static const hl_runtime_hooks hooks = {
     .run_begin = hl_run_begin,
     .run_end = hl_run_end,
     .loop_info = loop_info,
+    .loop_id = hl_program_loop_id,
     .loop_result = hl_loop_result,
     .matmul_into = hl_matmul_into,
 };

@@ -5,6 +5,7 @@
  * loop, and the others are kept for that run; runs nest (a body may run loops of its own). */
 #include "hl_export_loop.h"
 #include "hl_extern_view.h"
+#include "hl_loop_stages.h"
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -316,27 +317,4 @@ extern "C" int hl_export_call_loops(int (*pipeline)(void **), int n, const int32
     return loop_stage(id, k, N, in, out);                            \
   }
 #define P(...) __VA_ARGS__
-STAGE(1, P(B a0), a0)
-STAGE(2, P(B a0, B a1), a0, a1)
-STAGE(3, P(B a0, B a1, B a2), a0, a1, a2)
-STAGE(4, P(B a0, B a1, B a2, B a3), a0, a1, a2, a3)
-STAGE(5, P(B a0, B a1, B a2, B a3, B a4), a0, a1, a2, a3, a4)
-STAGE(6, P(B a0, B a1, B a2, B a3, B a4, B a5), a0, a1, a2, a3, a4, a5)
-STAGE(7, P(B a0, B a1, B a2, B a3, B a4, B a5, B a6), a0, a1, a2, a3, a4, a5, a6)
-STAGE(8, P(B a0, B a1, B a2, B a3, B a4, B a5, B a6, B a7), a0, a1, a2, a3, a4, a5, a6, a7)
-STAGE(9, P(B a0, B a1, B a2, B a3, B a4, B a5, B a6, B a7, B a8), a0, a1, a2, a3, a4, a5, a6, a7, a8)
-STAGE(10, P(B a0, B a1, B a2, B a3, B a4, B a5, B a6, B a7, B a8, B a9), a0, a1, a2, a3, a4, a5, a6, a7, a8, a9)
-STAGE(11, P(B a0, B a1, B a2, B a3, B a4, B a5, B a6, B a7, B a8, B a9, B a10), a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10)
-STAGE(12, P(B a0, B a1, B a2, B a3, B a4, B a5, B a6, B a7, B a8, B a9, B a10, B a11), a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11)
-STAGE(13, P(B a0, B a1, B a2, B a3, B a4, B a5, B a6, B a7, B a8, B a9, B a10, B a11, B a12), a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12)
-STAGE(14, P(B a0, B a1, B a2, B a3, B a4, B a5, B a6, B a7, B a8, B a9, B a10, B a11, B a12, B a13), a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13)
-STAGE(15, P(B a0, B a1, B a2, B a3, B a4, B a5, B a6, B a7, B a8, B a9, B a10, B a11, B a12, B a13, B a14), a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14)
-STAGE(16, P(B a0, B a1, B a2, B a3, B a4, B a5, B a6, B a7, B a8, B a9, B a10, B a11, B a12, B a13, B a14, B a15), a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15)
-STAGE(17, P(B a0, B a1, B a2, B a3, B a4, B a5, B a6, B a7, B a8, B a9, B a10, B a11, B a12, B a13, B a14, B a15, B a16), a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
-STAGE(18, P(B a0, B a1, B a2, B a3, B a4, B a5, B a6, B a7, B a8, B a9, B a10, B a11, B a12, B a13, B a14, B a15, B a16, B a17), a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17)
-STAGE(19, P(B a0, B a1, B a2, B a3, B a4, B a5, B a6, B a7, B a8, B a9, B a10, B a11, B a12, B a13, B a14, B a15, B a16, B a17, B a18), a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18)
-STAGE(20, P(B a0, B a1, B a2, B a3, B a4, B a5, B a6, B a7, B a8, B a9, B a10, B a11, B a12, B a13, B a14, B a15, B a16, B a17, B a18, B a19), a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19)
-STAGE(21, P(B a0, B a1, B a2, B a3, B a4, B a5, B a6, B a7, B a8, B a9, B a10, B a11, B a12, B a13, B a14, B a15, B a16, B a17, B a18, B a19, B a20), a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20)
-STAGE(22, P(B a0, B a1, B a2, B a3, B a4, B a5, B a6, B a7, B a8, B a9, B a10, B a11, B a12, B a13, B a14, B a15, B a16, B a17, B a18, B a19, B a20, B a21), a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21)
-STAGE(23, P(B a0, B a1, B a2, B a3, B a4, B a5, B a6, B a7, B a8, B a9, B a10, B a11, B a12, B a13, B a14, B a15, B a16, B a17, B a18, B a19, B a20, B a21, B a22), a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22)
-STAGE(24, P(B a0, B a1, B a2, B a3, B a4, B a5, B a6, B a7, B a8, B a9, B a10, B a11, B a12, B a13, B a14, B a15, B a16, B a17, B a18, B a19, B a20, B a21, B a22, B a23), a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22, a23)
+HL_LOOP_STAGES(STAGE)

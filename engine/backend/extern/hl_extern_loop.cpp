@@ -1,23 +1,27 @@
-/* The extern stages of compiled loops (see engine/runtime/hl_loop.h): hl_stage_loop_N takes the loop
- * id, the result index, N input buffers and the output buffer; hl_stage_loop_sym_N, a loop of a
- * polymorphic program, also the values of the program's symbols (four, unused ones 0), of which
- * its inputs' and results' extents are forms (engine/runtime/hl_poly.h). */
+/* The extern stages of compiled loops (see engine/runtime/hl_loop.h): hl_stage_loop_N takes the
+ * program's number of the loop (its slot), the result index, N input buffers and the output
+ * buffer; hl_stage_loop_sym_N, a loop of a polymorphic program, also the values of the program's
+ * symbols (four, unused ones 0), of which its inputs' and results' extents are forms
+ * (engine/runtime/hl_poly.h). */
 #include "hl_extern_loop.h"
 #include "hl_device.h"
 #include "hl_extern_view.h"
+#include "hl_loop_stages.h"
 #include "hl_symbolic.h"
 #include <mutex>
-#include <string>
-#include <utility>
 
 using namespace Halide;
 
 namespace {
 
-int loop_stage_common(int id, int k, const int64_t *sym, int n, halide_buffer_t **in, halide_buffer_t *out) {
+/* the stage of result k of the program's loop `slot` (its place among the loops the running
+ * program names: hl_eval.h's hl_program_loop_id gives the loop) */
+int loop_stage(int slot, int k, const int64_t *sym, int n, halide_buffer_t **in, halide_buffer_t *out) {
   const hl_runtime_hooks *hooks = hl_backend_hooks();
   hl_loop_info info, *l = &info;
-  if (!hooks || hooks->loop_info(id, &info) || n != l->ninputs) return hl_stage_failed(-1, "loop: internal: a loop stage with an unknown loop or inputs");
+  int id = hooks ? hooks->loop_id(slot) : -1;
+  if (id < 0 || hooks->loop_info(id, &info) || n != l->ninputs)
+    return hl_stage_failed(-1, "loop: internal: a loop stage with an unknown loop or inputs");
   bool query = out->is_bounds_query();
   for (int j = 0; j < n; j++) query = query || in[j]->is_bounds_query();
   if (query) {
@@ -62,43 +66,37 @@ int loop_stage_common(int id, int k, const int64_t *sym, int n, halide_buffer_t 
   return hooks->loop_result(id, k, n, ins, sym, mins, &a[n]) ? hl_stage_failed(-1, nullptr) : 0;
 }
 
-template <typename... B>
-int loop_stage(int id, int k, B... bufs) {
-  halide_buffer_t *all[] = {bufs...};
-  const int n = (int)sizeof...(B) - 1;
-  return loop_stage_common(id, k, nullptr, n, all, all[n]);
-}
-
-template <typename... B>
-int loop_stage_sym(int id, int k, int s0, int s1, int s2, int s3, B... bufs) {
-  halide_buffer_t *all[] = {bufs...};
-  const int n = (int)sizeof...(B) - 1;
-  const int64_t sym[HL_MAX_SYMS] = {s0, s1, s2, s3};
-  return loop_stage_common(id, k, sym, n, all, all[n]);
-}
 static_assert(HL_MAX_SYMS == 4, "hl_stage_loop_sym_N takes four symbols");
 
-template <size_t>
-using buffer_arg = halide_buffer_t *;
-
-template <size_t... I>
-void export_stage(Internal::JITModule &m, std::index_sequence<I...>) {
-  /* I... counts the inputs plus the output */
-  m.add_extern_for_export("hl_stage_loop_" + std::to_string(sizeof...(I) - 1), ExternCFunction(&loop_stage<buffer_arg<I>...>));
-  m.add_extern_for_export("hl_stage_loop_sym_" + std::to_string(sizeof...(I) - 1),
-                          ExternCFunction(&loop_stage_sym<buffer_arg<I>...>));
-}
-
-template <size_t... N>
-void export_all(Internal::JITModule &m, std::index_sequence<N...>) {
-  (export_stage(m, std::make_index_sequence<N + 2>{}), ...);   /* 1 .. kMaxLoopInputs inputs */
-}
-
 }  // namespace
+
+/* hl_stage_loop_N(slot, k, N input buffers, the output buffer) and hl_stage_loop_sym_N(slot, k,
+ * four symbols, the buffers): C functions, which pipelines loaded from the disk cache find by
+ * name in the engine library (hl_aot.cpp) */
+#define B halide_buffer_t *
+#define P(...) __VA_ARGS__
+#define STAGE(N, PARAMS, ...)                                                                   \
+  extern "C" int hl_stage_loop_##N(int slot, int k, PARAMS, B out) {                            \
+    B in[] = {__VA_ARGS__};                                                                     \
+    return loop_stage(slot, k, nullptr, N, in, out);                                            \
+  }                                                                                             \
+  extern "C" int hl_stage_loop_sym_##N(int slot, int k, int s0, int s1, int s2, int s3, PARAMS, B out) { \
+    B in[] = {__VA_ARGS__};                                                                     \
+    const int64_t sym[HL_MAX_SYMS] = {s0, s1, s2, s3};                                          \
+    return loop_stage(slot, k, sym, N, in, out);                                                \
+  }
+HL_LOOP_STAGES(STAGE)
+#undef STAGE
 
 Internal::JITModule hl_loop_exports() {
   static Internal::JITModule m;
   static std::once_flag once;
-  std::call_once(once, [] { export_all(m, std::make_index_sequence<HL_MAX_LOOP_INPUTS>{}); });
+  std::call_once(once, [] {
+#define STAGE(N, PARAMS, ...)                                                                   \
+  m.add_extern_for_export("hl_stage_loop_" #N, ExternCFunction(&hl_stage_loop_##N));           \
+  m.add_extern_for_export("hl_stage_loop_sym_" #N, ExternCFunction(&hl_stage_loop_sym_##N));
+    HL_LOOP_STAGES(STAGE)
+#undef STAGE
+  });
   return m;
 }
