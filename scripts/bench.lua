@@ -364,6 +364,27 @@ do
   local misses = hl.cache_info().misses
   for k = 1, 256 do forward(params, rows[k]) end
   res.dyn_forward_compiles = hl.cache_info().misses - misses
+  -- an RNN's value_and_grad (a scan over time, hidden 64, batch 32) with its time axis dynamic,
+  -- called with every sequence length from 1 to 64; then its run time at length 64 against the
+  -- same function specialised to it
+  local function rnn_loss(w, xs, h0)
+    local _, ys = hl.scan(function(h, xt) local hn = hl.tanh(hl.matmul(h, w) + xt) return hn, hl.sum(hn * hn) end, h0, xs)
+    return hl.sum(ys)
+  end
+  local w, h0 = hl.reshape(hl.sin(hl.arange(64 * 64, "float32")), {64, 64}) * 0.01, hl.ones({32, 64}) * 0.1
+  local seqs = {}
+  for t = 1, 64 do seqs[t] = hl.reshape(hl.cos(hl.arange(t * 32 * 64, "float32") * 0.37), {t, 32, 64}) end
+  local rnn_dyn = hl.jit(hl.value_and_grad(rnn_loss), {dynamic_axes = {{}, {1}, {}}})
+  local rnn_fixed = hl.jit(hl.value_and_grad(rnn_loss))
+  misses = hl.cache_info().misses
+  for t = 1, 64 do rnn_dyn(w, seqs[t], h0) end
+  res.dyn_rnn_compiles = hl.cache_info().misses - misses
+  local tr1, tr2 = math.huge, math.huge
+  for _ = 1, 3 do
+    tr1 = math.min(tr1, best_of(function() return rnn_fixed(w, seqs[64], h0) end, 3, 3))
+    tr2 = math.min(tr2, best_of(function() return rnn_dyn(w, seqs[64], h0) end, 3, 3))
+  end
+  res.dyn_rnn_ratio = tr2 / tr1
 end
 
 -- samples/heat.lua: a jitted fori_loop compiles its body once, so its compile time is flat in the
@@ -440,6 +461,8 @@ print_table({
   {"dyn_mlp_sgd_ratio", "its run time / the step specialised to 256, same run (target <= 1.10)", "lower"},
   {"dyn_fused_ratio", "tanh(a*b+c), 2^24 float32, dynamic_axes / specialised (target <= 1.05)", "lower"},
   {"dyn_forward_compiles", "MLP forward called with batch sizes 1..256, dynamic_axes: pipelines compiled", "lower"},
+  {"dyn_rnn_compiles", "RNN value_and_grad (scan, hidden 64, batch 32) called with lengths 1..64, dynamic time axis: pipelines compiled", "lower"},
+  {"dyn_rnn_ratio", "its run time at length 64 / the same specialised to 64, same run", "lower"},
 
   {"fft_c64_1024_ms", "fft.fft complex64, n = 2^10 (ms)", "lower"},
   {"fft_c64_65536_ms", "fft.fft complex64, n = 2^16 (ms)", "lower"},
