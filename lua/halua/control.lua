@@ -12,6 +12,7 @@ return function(hl, core, lower)
   -- what ad.lua and vmap.lua give compiled loops (init.lua hands them over)
   local ad, batch_replay, with_batch_of = lower.ad, lower.batch_replay, lower.with_batch
   local util = require "halua.util"
+  local symdim = require "halua.symdim"   -- a fori loop's bounds may be sizes of dynamic_axes
   local tree = hl.tree
   local is_array = core.is_array
   local fail = util.fail
@@ -665,8 +666,12 @@ return function(hl, core, lower)
     return {unpack(results, 1, nc)}, {unpack(results, nc + 1, nc + ny)}
   end
 
-  local function differentiable_fori(t, lo, hi, body_fn, init, leaves, def)
-    local steps = hl.arange(lo, hi + 1, "int32")
+  local function differentiable_fori(t, lo, hi, body_fn, init, leaves, def, lo_size, hi_size)
+    -- bounds that are dynamic sizes (hl.jit's dynamic_axes): the steps made from them are traced,
+    -- so that the traces at other sizes differ in sizes only (engine/runtime/hl_poly.c), where
+    -- the loop runs at every size
+    local anchor = symdim.anchor({lo_size, hi_size})
+    local steps = anchor and core.iota("int32", {hi - lo + 1}, 0, anchor) + lo or hl.arange(lo, hi + 1, "int32")
     local carry = differentiable_loop(t, "fori_loop", function(c, x)
       local r = body_fn(x[1], tree.unflatten(def, c))
       return check_same("fori_loop", "body_fn's result", "the initial carry", init, leaves, def, r), {}
@@ -864,6 +869,9 @@ return function(hl, core, lower)
   end
 
   local function static_int(op, what, v)
+    -- a dynamic size (hl.jit's dynamic_axes) is the number it is in the trace being built: the
+    -- traces at other sizes give the loop's bounds as functions of the sizes (hl_poly.c)
+    if symdim.is_sym(v) then v = symdim.concrete(v) end
     if is_array(v) then
       if not is_concrete(v) then fail("%s: %s must be known when the function is traced (a number), not a traced array", op, what) end
       v = v:item()
@@ -873,12 +881,13 @@ return function(hl, core, lower)
   end
 
   function hl.fori_loop(lo, hi, body_fn, init)
+    local lo_size, hi_size = lo, hi
     lo, hi = static_int("fori_loop", "lo", lo), static_int("fori_loop", "hi", hi)
     check_fn("fori_loop", body_fn, "body_fn")
     local leaves, def = as_leaves("fori_loop", "the initial carry's", init)
     local t, differentiating, forward = loop_trace()
     if t and #leaves > 0 and differentiating and hi >= lo then
-      return differentiable_fori(t, lo, hi, body_fn, init, leaves, def)
+      return differentiable_fori(t, lo, hi, body_fn, init, leaves, def, lo_size, hi_size)
     end
     if t and #leaves > 0 and not differentiating then return compiled_fori(t, lo, hi, body_fn, init, leaves, def, forward) end
     local carry = tree.unflatten(def, leaves)
