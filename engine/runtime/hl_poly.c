@@ -13,7 +13,7 @@ enum { MAXTR = HL_MAX_SYMS + 2 };
 typedef const int64_t (*sizes_t)[HL_MAX_SYMS];
 
 /* not polymorphic, and why: 1 */
-static int refused(char *why, size_t nwhy, const char *fmt, ...) {
+__attribute__((format(printf, 3, 4))) static int refused(char *why, size_t nwhy, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(why, nwhy, fmt, ap);
@@ -25,17 +25,18 @@ static int generalise_loops(hl_graph *graphs, int ntr, int nsym, sizes_t sizes, 
 
 /* The table of sizes of graphs[0..ntr) (pruned, traced at sizes[t]; their loops' numbers are
  * made those of one polymorphic loop per place), whose captures caps[t][0..ncaps[t]) must be one
- * set of constants. Parameters below nfit may follow the symbols: the arguments, and in a loop's
- * body its captures of the enclosing program's values too. 0 with *out; 1 with why; -1. */
-static int fit_graphs(hl_graph *graphs, int ntr, const hl_array *const *caps, const int *ncaps, int nfit, int nsym,
-                      sizes_t sizes, const int *param, const int *axis, hl_symbolic **out, char *why, size_t nwhy) {
+ * set of constants: in a loop's body (body), its values of the enclosing program are the loop's
+ * inputs, which its loop compares. Parameters below nfit may follow the symbols: the arguments,
+ * and in a body its captures too. 0 with *out; 1 with why; -1. */
+static int fit_graphs(hl_graph *graphs, int ntr, const hl_array *const *caps, const int *ncaps, int body, int nfit,
+                      int nsym, sizes_t sizes, const int *param, const int *axis, hl_symbolic **out, char *why,
+                      size_t nwhy) {
   for (int t = 1; t < ntr; t++) {
     if (ncaps[t] != ncaps[0])
       return refused(why, nwhy, "the function captures %d constants at one size and %d at another", ncaps[0], ncaps[t]);
     for (int c = 0; c < ncaps[0]; c++) {
       const hl_array *a = &caps[0][c], *b = &caps[t][c];
-      /* (a body's values of its enclosing program are the loop's inputs: its loop compares them) */
-      if (hl_is_abstract(a) && hl_is_abstract(b)) continue;
+      if (body && hl_is_abstract(a) && hl_is_abstract(b)) continue;
       if (!hl_same_capture(a, b))
         return refused(why, nwhy, "constant %d that the function captures differs between sizes (an array made from a "
                        "dynamic size as a value: build it from x.shape with hl.full or hl.arange instead)", c + 1);
@@ -202,7 +203,7 @@ static int fit_program(const hl_program *const *progs, int ntr, int nsym, sizes_
     for (int q = 0; q < nj; q++) bsizes[t][q] = sizes[sel[t]][J[q]];
   }
   hl_symbolic *sym = NULL;
-  if (!rc) rc = fit_graphs(graphs, btr, caps, ncaps, b0->nparams, nj, (sizes_t)bsizes, pj, aj, &sym, inner, sizeof inner);
+  if (!rc) rc = fit_graphs(graphs, btr, caps, ncaps, 1, b0->nparams, nj, (sizes_t)bsizes, pj, aj, &sym, inner, sizeof inner);
   if (rc == 1) refused(why, nwhy, "the body of %s is not one program for every size: %s", name, inner);
   if (!rc) {
     memset(out, 0, sizeof *out);
@@ -258,7 +259,7 @@ static int generalise_loop(const int *ids, int ntr, int nsym, sizes_t sizes, int
   for (int t = 1; t < ntr; t++)
     if (!same_loop_frame(a, l[t])) return refused(why, nwhy, "%s is another loop at other sizes", a->name);
   /* the bounds (a scan over a dynamic axis has as many steps) */
-  hl_sym_slot bounds[2];
+  hl_sym_slot bounds[2] = {{0}};
   for (int side = 0; side < 2; side++) {
     int64_t values[MAXTR];
     for (int t = 0; t < ntr; t++) values[t] = (side ? l[t]->hi : l[t]->lo) + HL_LOOP_BOUND_SHIFT;
@@ -308,7 +309,8 @@ fail:
 }
 
 /* Each compiled loop of the graphs (one at each place of every trace, with results at several
- * places) becomes one polymorphic loop, whose number the graphs then hold. */
+ * places) becomes one polymorphic loop, whose number the graphs then hold. (Loops live until the
+ * process ends, as the traces' own do: those made for a fit that is then refused stay unused.) */
 static int generalise_loops(hl_graph *graphs, int ntr, int nsym, sizes_t sizes, char *why, size_t nwhy) {
   const hl_graph *g0 = &graphs[0];
   int (*done)[MAXTR + 1] = NULL, ndone = 0, rc = 0;   /* the traces' numbers of a loop, then its new one */
@@ -360,7 +362,7 @@ int hl_program_build_symbolic(hl_trace *const *traces, const hl_array *const *co
   }
   int nargs = traces[0]->g.nparams - traces[0]->ncaptures;
   hl_symbolic *sym;
-  if ((rc = fit_graphs(graphs, ntr, caps, ncaps, nargs, nsym, sizes, param, axis, &sym, why, nwhy))) goto done;
+  if ((rc = fit_graphs(graphs, ntr, caps, ncaps, 0, nargs, nsym, sizes, param, axis, &sym, why, nwhy))) goto done;
   memset(p, 0, sizeof *p);
   p->g = graphs[0];
   hl_graph_init(&graphs[0]);

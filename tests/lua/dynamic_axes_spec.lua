@@ -705,8 +705,10 @@ describe("dynamic_axes: compiled loops", function()
     end)
     assert.are.equal(0, against_eager(g, {1}, {2, 3, 7, 12}, function(n) return data({n}) end))
     local pg = J(g, {1})
-    close(pg(data({1})), g(data({1})))
     close(pg(data({5})), g(data({5})))
+    assert.are.equal(0, programs_of(pg))
+    close(pg(data({1})), g(data({1})))
+    assert.are.equal(1, programs_of(pg))   -- b = 1: no steps, compiled for that size
   end)
 
   it("nested loops, a body that uses the size as a number, and a loop that the size does not reach", function()
@@ -753,6 +755,7 @@ describe("dynamic_axes: compiled loops", function()
     local f = function(x) return hl.fori_loop(1, 3, function(_, c) return c * 2 + 1 end, hl.zeros({x.shape[1] * 2})) end
     local pf = J(f, {1})
     for _, n in ipairs {1, 2, 5} do close(pf(data({n, 3})), f(data({n, 3}))) end
+    assert.are.equal(3, programs_of(pf))
   end)
 end)
 

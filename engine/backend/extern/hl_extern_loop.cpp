@@ -67,6 +67,7 @@ int loop_stage(int slot, int k, const int64_t *sym, int n, halide_buffer_t **in,
 }
 
 static_assert(HL_MAX_SYMS == 4, "hl_stage_loop_sym_N takes four symbols");
+static_assert(HL_MAX_LOOP_INPUTS == 24, "hl_loop_stages.h has a stage for 1 .. 24 inputs");
 
 }  // namespace
 
