@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -301,39 +302,52 @@ static long long scan(file_info **out, int *count, int remove_stale) {
   return total;
 }
 
-/* The entries' bytes as this process last knew them: a scan stats every entry (a full cache of
- * 1 GiB holds some 50,000: 0.1-0.2 s, more than a small pipeline's compile), so it runs at a
- * process's first store and then only when what the process stored since would pass the limit;
- * an eviction goes down to 7/8 of the limit, so that the next scan is far off. Other processes'
- * stores are not counted here: with several compiling at once, the cache may pass the limit by
- * what they stored until one of them scans. */
-static long long known_bytes = -1;   /* -1: not scanned by this process yet */
-static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
-
+/* The entries' bytes, kept in the directory's file `usage` (a decimal number and a newline) by
+ * every process that stores, under an exclusive flock. A scan stats every entry (a full cache of
+ * 1 GiB holds some 50,000: 0.1-0.3 s, more than a small pipeline's compile), so it runs only where
+ * that file is missing or unreadable, or where the total would pass the limit; an eviction goes
+ * down to 7/8 of the limit, so that the next one is far off. Entries removed by hand, or one
+ * entry stored by two processes at once, leave the total too high (a scan comes sooner, and sets
+ * it right); entries written by a halua that did not keep the file are counted at the next scan. */
 static void evict(long long added) {
   double limit = limit_bytes();
-  pthread_mutex_lock(&known_lock);
-  int known = known_bytes >= 0 && known_bytes + added <= limit;
-  if (known) known_bytes += added;
-  pthread_mutex_unlock(&known_lock);
-  if (known) return;
-  /* (outside the lock: another thread's store does not wait for the scan, and a fork meanwhile
-   * leaves the child no lock held) */
-  file_info *files;
-  int n;
-  long long total = scan(&files, &n, 1);
-  if (total > limit) {
-    qsort(files, (size_t)n, sizeof *files, by_age);
-    char path[4400];
-    for (int i = 0; i < n && total > limit * 7 / 8; i++) {
-      snprintf(path, sizeof path, "%s/%s", dir_in_use, files[i].name);
-      if (unlink(path) == 0) total -= files[i].size;
-    }
+  char path[4400];
+  snprintf(path, sizeof path, "%s/usage", dir_in_use);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd >= 0 && flock(fd, LOCK_EX) != 0) {
+    close(fd);
+    fd = -1;
   }
-  free(files);
-  pthread_mutex_lock(&known_lock);
-  known_bytes = total;
-  pthread_mutex_unlock(&known_lock);
+  long long total = -1;
+  char text[32];
+  ssize_t got = fd >= 0 ? pread(fd, text, sizeof text - 1, 0) : -1;
+  if (got > 0) {
+    text[got] = 0;
+    char *end;
+    long long v = strtoll(text, &end, 10);
+    if (end != text && *end == '\n' && v >= 0) total = v;
+  }
+  if (total >= 0 && total + added <= limit) {
+    total += added;
+  } else {
+    file_info *files;
+    int n;
+    total = scan(&files, &n, 1);
+    if (total > limit) {
+      qsort(files, (size_t)n, sizeof *files, by_age);
+      for (int i = 0; i < n && total > limit * 7 / 8; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir_in_use, files[i].name);
+        if (unlink(path) == 0) total -= files[i].size;
+      }
+    }
+    free(files);
+  }
+  if (fd < 0) return;
+  int len = snprintf(text, sizeof text, "%lld\n", total);
+  if (pwrite(fd, text, (size_t)len, 0) == len && ftruncate(fd, len) == 0) {
+    /* (a failed write leaves a number the next reader refuses: it scans) */
+  }
+  close(fd);   /* (and the lock with it) */
 }
 
 int hl_disk_store(const char *prefix, const unsigned char *key, size_t len, const char *tmp) {
@@ -385,8 +399,7 @@ int hl_disk_clear(void) {
     if (unlink(path) && errno != ENOENT) rc = -1;
   }
   free(files);
-  pthread_mutex_lock(&known_lock);
-  known_bytes = -1;   /* (the next store scans again) */
-  pthread_mutex_unlock(&known_lock);
+  snprintf(path, sizeof path, "%s/usage", dir_in_use);
+  unlink(path);   /* (the next store counts the entries again) */
   return rc;
 }

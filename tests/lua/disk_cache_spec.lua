@@ -262,9 +262,10 @@ describe("the disk cache", function()
     assert.are.equal("700", mode_of(dir))
     assert.are.equal(1, #ls1.runtimes, "one shared runtime:\n" .. table.concat(ls1.all, "\n"))
     for _, name in ipairs(ls1.other) do
-      assert(name:match("%.lock$"), "a file left in the cache directory: " .. name)
+      assert(name:match("%.lock$") or name == "usage", "a file left in the cache directory: " .. name)
     end
     assert.are.equal(entries_bytes(dir), res1.info.disk_bytes, "disk_bytes: the entries' total, runtime excluded")
+    assert.are.equal(entries_bytes(dir) .. "\n", slurp(dir .. "/usage"), "the file usage holds the entries' total")
     assert.are.equal(1, #lines(r1, "halua: compiled disk_f in "), r1.text)
 
     -- a hit touches its entry (the size limit removes the least recently used first)
@@ -377,8 +378,8 @@ finish()
       for k = 1, 40 do p, s = math.tanh(p * 0.9 + k * 0.01), math.sin(s) * 0.5 + 0.25 end
       assert(math.abs(a.values.p[i] - p) < 1e-5 and math.abs(a.values.s[i] - s) < 1e-5, r1.text)
     end
-    -- no object file of a worker is left beside the entries
-    assert.are.same({}, listing(shared).other, r1.text)
+    -- no object file of a worker is left beside the entries (usage: their total)
+    assert.are.same({"usage"}, listing(shared).other, r1.text)
     -- a value that is not a count is said once and the default used
     local r4 = run(script, {HALUA_CACHE_DIR = tmpdir(), HALUA_COMPILE_JOBS = "many"})
     assert.are.same(a.values, succeeded(r4).values)
@@ -499,8 +500,12 @@ finish()
     assert(#ls.entries >= 2, table.concat(ls.all, "\n"))
     assert.are.equal(1, #ls.runtimes, table.concat(ls.all, "\n"))
     for _, name in ipairs(ls.other) do
-      assert(name:match("%.lock$"), "a file left in the cache directory: " .. name)
+      assert(name:match("%.lock$") or name == "usage", "a file left in the cache directory: " .. name)
     end
+    -- two processes counted their stores into one total (an entry both stored counts twice, until
+    -- a scan counts the files: the total may run high, never low)
+    local total = tonumber((slurp(dir .. "/usage") or ""):match("^(%d+)\n$"))
+    assert(total and total >= entries_bytes(dir), "usage: " .. tostring(slurp(dir .. "/usage")))
     clean_hit(dir, #ls.entries)
   end)
 
@@ -574,6 +579,44 @@ finish()
     assert(kept >= 250, string.format("only %d old entries kept: the eviction went far below 7/8 of the limit", kept))
     assert.are.equal(n - kept + 1, oldest, "the oldest entries go first")
     assert(total - kept * size > 0, "the program's own entries are kept:\n" .. r.text)
+  end)
+
+  -- The entries' total is kept in the file `usage`, so that a process that stores need not stat
+  -- every entry (tens of thousands in a full cache); it counts them only where that file is
+  -- missing or unreadable, or where the total would pass the limit.
+  it("the entries' total in the file usage: trusted where it reads, counted again where it does not", function()
+    local limit, n, size = 4 * 2 ^ 20, 400, 12288
+    local function old_entries(dir)
+      assert(sh(string.format("cd %s && for i in $(seq 1 %d); do f=$(printf '%%016x.so' $i); " ..
+                              "head -c %d /dev/zero > $f; touch -d @$((1577836800 + i)) $f; done", q(dir), n, size)))
+    end
+    local function kept(dir)
+      local k = 0
+      for _, name in ipairs(listing(dir).entries) do
+        if tonumber(name:sub(1, 16), 16) <= n and file_size(dir .. "/" .. name) == size then k = k + 1 end
+      end
+      return k
+    end
+    -- 4.7 MiB of old entries, but a total that says 1 MiB: the process believes it and evicts nothing
+    local dir = tmpdir()
+    old_entries(dir)
+    spit(dir .. "/usage", "1048576\n")
+    local r = run(PROGRAM, {HALUA_CACHE_DIR = dir, HALUA_CACHE_MAX_MB = "4"})
+    succeeded(r)
+    assert.are.equal(n, kept(dir), "the total was read, not counted:\n" .. r.text)
+    local after = tonumber((slurp(dir .. "/usage") or ""):match("^(%d+)\n$"))
+    assert(entries_bytes(dir) > n * size, "the program stored entries:\n" .. r.text)
+    assert.are.equal(1048576 + entries_bytes(dir) - n * size, after, "the process adds its stores to the total")
+    -- the same with a total that does not read as one: counted, and evicted down to 7/8
+    for _, bad in ipairs {"", "garbage\n", "123", "-5\n"} do
+      dir = tmpdir()
+      old_entries(dir)
+      spit(dir .. "/usage", bad)
+      r = run(PROGRAM, {HALUA_CACHE_DIR = dir, HALUA_CACHE_MAX_MB = "4"})
+      succeeded(r)
+      assert(kept(dir) * size <= limit * 7 / 8, string.format("usage %q: %d old entries kept\n%s", bad, kept(dir), r.text))
+      assert.are.equal(entries_bytes(dir) .. "\n", slurp(dir .. "/usage"), "usage " .. string.format("%q", bad))
+    end
   end)
 
   it("a jitted function with compiled loops loads from disk in a second process, bodies too, each loop its own", function()
