@@ -253,10 +253,6 @@ hl_symbolic *hl_sym_fit(const hl_graph *const *graphs, int nsym, const int64_t s
   if (same_structure(&f)) goto fail;
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node *n = &g->nodes[i];
-    if (hl_dtype_is_complex(n->type.dtype)) {
-      refuse(&f, "complex values are specialised for now");
-      goto fail;
-    }
     for (int a = 0; a < n->type.ndim; a++)
       if (fit_int(&f, i, HL_SYM_SHAPE, a)) goto fail;
     int na = hl_attr_count(n->prim, n->type.ndim);

@@ -759,6 +759,44 @@ describe("dynamic_axes: compiled loops", function()
   end)
 end)
 
+describe("dynamic_axes: complex values", function()
+  -- complex programs are lowered as float arrays of (re, im) pairs: the sizes' table follows
+  -- each complex node to the nodes of that form (engine/core/hl_complex.c)
+  local Z = hl.complex
+  -- a complex result as its two real parts (close compares real arrays)
+  local function parts(f) return function(...) local z = f(...) return {hl.real(z), hl.imag(z)} end end
+  local make = function(n) return data({n, 4}), data({n, 4}, 0.7) end
+  local cases = {
+    arithmetic = function(x, y) return Z(x, y) * Z(y, x) + Z(x, y) / Z(y + 2, x) - hl.conj(Z(x, y)) end,
+    functions = function(x, y) return hl.exp(Z(x, y)) + hl.sqrt(Z(x, y)) + hl.log(Z(x + 2, y)) + hl.sin(Z(x, y)) end,
+    ["a size as a value"] = function(x, y) return Z(x, y) / x.shape[1] + x.shape[1] end,
+    ["reductions over each axis"] = function(x, y)
+      return hl.sum(Z(x, y), 1) + hl.mean(Z(y, x), 1) + hl.reshape(hl.sum(Z(x, y), 2), {1, x.shape[1]}):sum()
+    end,
+    shapes = function(x, y)
+      local z = Z(x, y)
+      local t = hl.transpose(hl.flip(z, 1))   -- (4, b)
+      return hl.concatenate({hl.reshape(z, {x.shape[1] * 2, 2}), hl.transpose(t[{{1, 2}}])}, 1)
+    end,
+    ["slices, where, take, zeros"] = function(x, y)
+      local z = hl.where(hl.gt(x, 0), Z(x, y), Z(y, x))[{{1, x.shape[1]}, {2, 3}}]
+      return z + hl.take(Z(x, y), hl.array({1, 1}, "int32"), 2) + hl.zeros({x.shape[1], 2}, "complex64")
+    end,
+    matmul = function(x, y) return hl.matmul(Z(x, y), hl.transpose(Z(y, x))) + hl.matmul(hl.transpose(Z(x, y)), Z(y, x)):sum() end,
+  }
+  for name, f in pairs(cases) do
+    it(name .. ": one program, right values at each size", function()
+      assert.are.equal(0, against_eager(parts(f), {1}, {1, 2, 5, 9}, make, 1e-4))
+    end)
+  end
+  it("abs, angle and real parts, under grad and vmap", function()
+    local g = hl.grad(function(x, y) return hl.sum(hl.abs(Z(x, y) * Z(y, x)) + hl.angle(Z(x, y + 3))) end)
+    assert.are.equal(0, against_eager(g, {1}, {1, 2, 5, 9}, make, 1e-4))
+    local v = hl.vmap(function(x, y) return hl.abs(hl.sum(Z(x, y) * Z(y, 1))) end)
+    assert.are.equal(0, against_eager(v, {1}, {1, 2, 5, 9}, make, 1e-4))
+  end)
+end)
+
 describe("dynamic_axes: what is compiled per size instead", function()
   it("a function scheduled by Halide's autoscheduler (schedule = \"auto\" plans for known sizes)", function()
     local f = function(x) return hl.tanh(x) * 2 end
