@@ -687,7 +687,7 @@ struct Lowerer {
     const hl_node &n = node(i);
     int ax = (int)n.attrs.i[0], src = input(n, 0);
     if (n.prim == HL_P_FFT_REAL_INVERSE) {   /* (the operand has the output's axes and the pairs') */
-      std::vector<ExternFuncArgument> args = {host_operand(src), Expr(n.type.ndim - 1 - ax), Expr((int)n.attrs.i[1])};
+      std::vector<ExternFuncArgument> args = {host_operand(src), Expr(n.type.ndim - 1 - ax), attr(i, 1)};
       L.funcs[i].define_extern("hl_stage_fft_real_inverse", args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C,
                                DeviceAPI::Host);
       return;
@@ -695,7 +695,7 @@ struct Lowerer {
     /* (fft.real and fft.real_inverse, rfft's and irfft's, are host stages everywhere: no cuFFT R2C/C2R yet) */
     bool gpu = g->device == HL_DEVICE_CUDA && n.prim != HL_P_FFT_REAL && !hl_empty_on_cuda(g, i) && hl_cufft_available();
     std::vector<ExternFuncArgument> args = {gpu ? operand(src) : host_operand(src), Expr(n.type.ndim - 1 - ax),
-                                            Expr((int)node(src).type.shape[ax])};
+                                            traced_extent(src, ax)};
     if (n.prim != HL_P_FFT_REAL) args.push_back(Expr(n.prim == HL_P_FFT_BACKWARD ? 1 : 0));
     const char *fn = gpu ? "hl_stage_cufft" : n.prim == HL_P_FFT_REAL ? "hl_stage_fft_real" : "hl_stage_fft";
     L.funcs[i].define_extern(fn, args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C,

@@ -72,15 +72,14 @@ static const char *field_text(int field) {
 
 /* Whether the lowering reads this number as an expression (hl_lower.cpp): extents, reshape's,
  * broadcast's and iota's target shapes (the node's own), a slice's starts and steps, a scatter's
- * target length, constants. */
+ * target length, an inverse real FFT's lane length, constants. */
 static int lowerable(fitter *f, int node, int field, int index) {
   const hl_node *n = &f->g[0]->nodes[node];
   hl_prim_kind kind = hl_prims[n->prim].kind;
   /* (a compiled loop's sizes are its results' extents, which the runtime's polymorphic loop
    * computes from the symbols: engine/runtime/hl_poly.c) */
-  if (kind == HL_K_DIST || kind == HL_K_FFT)
-    return refuse(f, "%s's sizes follow the dynamic size (collectives and FFTs are specialised for now)",
-                  hl_prims[n->prim].name);
+  if (kind == HL_K_DIST)
+    return refuse(f, "%s's sizes follow the dynamic size (collectives are specialised for now)", hl_prims[n->prim].name);
   if (n->prim == HL_P_PARAM && field == HL_SYM_SHAPE && n->attrs.i[0] >= f->nargs)
     return refuse(f, "a constant the function captures has a size that follows the dynamic size (make it inside the "
                      "function from x.shape, with hl.zeros, hl.full or hl.arange)");
@@ -89,6 +88,7 @@ static int lowerable(fitter *f, int node, int field, int index) {
   case HL_SYM_VALUE: return n->prim == HL_P_CONST ? 0 : refuse(f, "%s's value follows the dynamic size", hl_prims[n->prim].name);
   default:
     if (n->prim == HL_P_SLICE) return 0;
+    if (n->prim == HL_P_FFT_REAL_INVERSE && index == 1) return 0;   /* (the lanes' length, n) */
     if ((n->prim == HL_P_SCATTER || n->prim == HL_P_SCATTER_ADD) && index == 1) return 0;
     return refuse(f, "%s's attribute %d follows the dynamic size", hl_prims[n->prim].name, index + 1);
   }

@@ -47,18 +47,18 @@ return function(hl, core, shared)
     return hl.concatenate({x, hl.fill_like(x, 0, shape)}, a + 1)   -- (zeros where x is: its device, its trace)
   end
 
-  -- the unscaled transform of complex z along 0-based axis a, its pairs multiplied by scale
-  local function transform(z, a, backward, scale)
-    local p = core.fft(core.view_as_real(z), a, backward)
-    if scale ~= 1 then p = p * scale end
-    return core.view_as_complex(p)
+  -- p, the values of a transform of length n, scaled as `norm` mode has them, forward or backward.
+  -- (Divided by n rather than multiplied by 1 / n: under hl.jit's dynamic_axes a length that
+  -- follows a dynamic size is then a number of the program that stays one for every size.)
+  local function scaled(p, norm, n, backward)
+    if norm == "ortho" then return p * (1 / math.sqrt(n)) end
+    if (norm == "forward") ~= backward then return p / n end
+    return p
   end
 
-  -- the factor a transform of length n gets in `norm` mode, forward or backward
-  local function factor(norm, n, backward)
-    if norm == "ortho" then return 1 / math.sqrt(n) end
-    if (norm == "forward") ~= backward then return 1 / n end
-    return 1
+  -- the transform of complex z along 0-based axis a, of length n, scaled for `norm`
+  local function transform(z, a, backward, norm, n)
+    return core.view_as_complex(scaled(core.fft(core.view_as_real(z), a, backward), norm, n, backward))
   end
 
   -- three optional arguments (names[1..3]) given in order, or some of them then an options table
@@ -92,7 +92,7 @@ return function(hl, core, shared)
       x, n, a, norm = one_axis_args(op, x, n, axis, norm, opts)
       n = n or x.shape[a + 1]
       if n < 1 then fail("%s: the axis has no values (give n to pad it)", op) end
-      return transform(fit(as_complex(x), a, n), a, backward, factor(norm, n, backward))
+      return transform(fit(as_complex(x), a, n), a, backward, norm, n)
     end
   end
   fft.fft = c2c("fft.fft", false)
@@ -107,10 +107,7 @@ return function(hl, core, shared)
     real_only(op, x)
     if n < 1 then fail("%s: the axis has no values (give n to pad it)", op) end
     x = fit(x.dtype == "float64" and x or x:astype("float32"), a, n)
-    local p = core.fft(x, a, "real")
-    local scale = factor(norm, n, false)
-    if scale ~= 1 then p = p * scale end
-    return core.view_as_complex(p)
+    return core.view_as_complex(scaled(core.fft(x, a, "real"), norm, n, false))
   end
 
   -- real values of length n from the first math.floor(n / 2) + 1 values of their transform: the missing
@@ -118,9 +115,7 @@ return function(hl, core, shared)
   -- even n, X[n / 2] are ignored (as NumPy)
   local function irfft_axis(x, n, a, norm)
     local z = fit(as_complex(x), a, math.floor(n / 2) + 1)
-    local y = core.fft(core.view_as_real(z), a, "real_inverse", n)
-    local scale = factor(norm, n, true)
-    return scale ~= 1 and y * scale or y
+    return scaled(core.fft(core.view_as_real(z), a, "real_inverse", n), norm, n, true)
   end
 
   function fft.rfft(x, n, axis, norm, opts)
@@ -199,7 +194,7 @@ return function(hl, core, shared)
       local z = as_complex(x)
       for k = 1, #a do
         if lens[k] < 1 then fail("%s: axis %d has no values (give s to pad it)", op, a[k] + 1) end
-        z = transform(fit(z, a[k], lens[k]), a[k], backward, factor(norm, lens[k], backward))
+        z = transform(fit(z, a[k], lens[k]), a[k], backward, norm, lens[k])
       end
       return z
     end
@@ -217,7 +212,7 @@ return function(hl, core, shared)
       local z = rfft_axis(op, x, lens[#a], a[#a], norm)
       for k = 1, #a - 1 do
         if lens[k] < 1 then fail("%s: axis %d has no values (give s to pad it)", op, a[k] + 1) end
-        z = transform(fit(z, a[k], lens[k]), a[k], false, factor(norm, lens[k], false))
+        z = transform(fit(z, a[k], lens[k]), a[k], false, norm, lens[k])
       end
       return z
     end
@@ -239,7 +234,7 @@ return function(hl, core, shared)
       local z = as_complex(x)
       for k = 1, #a - 1 do
         if lens[k] < 1 then fail("%s: axis %d has no values (give s to pad it)", op, a[k] + 1) end
-        z = transform(fit(z, a[k], lens[k]), a[k], true, factor(norm, lens[k], true))
+        z = transform(fit(z, a[k], lens[k]), a[k], true, norm, lens[k])
       end
       return irfft_axis(z, lens[#a], last, norm)
     end

@@ -797,6 +797,33 @@ describe("dynamic_axes: complex values", function()
   end)
 end)
 
+describe("dynamic_axes: FFTs", function()
+  -- along a static axis over a dynamic batch, and along the dynamic axis itself (the transform's
+  -- length is read at run time; a scale of 1/n is a division by the size)
+  local Z = hl.complex
+  local function parts(f) return function(...) local z = f(...) return {hl.real(z), hl.imag(z)} end end
+  local make = function(n) return data({n, 8}), data({n, 8}, 0.7) end
+  it("fft, ifft and rfft over a dynamic batch", function()
+    assert.are.equal(0, against_eager(parts(function(x, y) return hl.fft.fft(Z(x, y)) + hl.fft.ifft(Z(y, x)) end), {1},
+                                      {1, 3, 7}, make, 1e-4))
+    assert.are.equal(0, against_eager(parts(function(x) return hl.fft.rfft(x) end), {1}, {1, 3, 7}, make, 1e-4))
+  end)
+  it("fft, ifft (norm backward, forward, ortho), rfft and irfft along the dynamic axis", function()
+    for _, norm in ipairs {"backward", "forward"} do
+      local f = function(x, y) return hl.fft.fft(Z(x, y), nil, 1, norm) + hl.fft.ifft(Z(y, x), nil, 1, norm) end
+      assert.are.equal(0, against_eager(parts(f), {1}, {2, 4, 6, 10}, make, 1e-4))
+    end
+    -- (1/sqrt(n) is no affine function of n: compiled per size, with right values)
+    against_eager(parts(function(x, y) return hl.fft.fft(Z(x, y), nil, 1, "ortho") end), {1}, {2, 4, 6}, make, 1e-4)
+    assert.are.equal(0, against_eager(parts(function(x) return hl.fft.rfft(x, nil, 1) end), {1}, {2, 4, 6, 10}, make, 1e-4))
+    assert.are.equal(0, against_eager(function(x, y) return hl.fft.irfft(Z(x, y), nil, 1) end, {1}, {2, 4, 6, 10}, make, 1e-4))
+  end)
+  it("the gradient of an fft along the dynamic axis", function()
+    local g = hl.grad(function(x, y) return hl.sum(hl.abs(hl.fft.fft(Z(x, y), nil, 1))) end)
+    assert.are.equal(0, against_eager(g, {1}, {2, 4, 6}, make, 1e-4))
+  end)
+end)
+
 describe("dynamic_axes: what is compiled per size instead", function()
   it("a function scheduled by Halide's autoscheduler (schedule = \"auto\" plans for known sizes)", function()
     local f = function(x) return hl.tanh(x) * 2 end
