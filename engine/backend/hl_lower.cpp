@@ -711,7 +711,7 @@ struct Lowerer {
     ExternFuncArgument x = hl_dtype_is_half(node(src).type.dtype) ? bits_operand(src) : host_operand(src);
     std::vector<ExternFuncArgument> args = {x, Expr(n.prim), Expr((int)n.attrs.i[0]), Expr((int)n.attrs.i[1]),
                                             Expr((int)n.attrs.i[2]), Expr((int)n.type.dtype)};
-    for (int d = 0; d < HL_MAX_DIMS; d++) args.push_back(Expr(d < t.ndim ? (int)t.shape[t.ndim - 1 - d] : 1));
+    for (int d = 0; d < HL_MAX_DIMS; d++) args.push_back(d < t.ndim ? traced_extent(src, t.ndim - 1 - d) : Expr(1));
     L.funcs[i].define_extern("hl_stage_dist", args, hl_halide_type(n.type.dtype), n.type.ndim, NameMangling::C, DeviceAPI::Host);
   }
 

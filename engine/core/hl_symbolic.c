@@ -75,11 +75,9 @@ static const char *field_text(int field) {
  * target length, an inverse real FFT's lane length, constants. */
 static int lowerable(fitter *f, int node, int field, int index) {
   const hl_node *n = &f->g[0]->nodes[node];
-  hl_prim_kind kind = hl_prims[n->prim].kind;
   /* (a compiled loop's sizes are its results' extents, which the runtime's polymorphic loop
-   * computes from the symbols: engine/runtime/hl_poly.c) */
-  if (kind == HL_K_DIST)
-    return refuse(f, "%s's sizes follow the dynamic size (collectives are specialised for now)", hl_prims[n->prim].name);
+   * computes from the symbols: engine/runtime/hl_poly.c; extern stages such as FFTs and
+   * collectives take their operands' extents as expressions) */
   if (n->prim == HL_P_PARAM && field == HL_SYM_SHAPE && n->attrs.i[0] >= f->nargs)
     return refuse(f, "a constant the function captures has a size that follows the dynamic size (make it inside the "
                      "function from x.shape, with hl.zeros, hl.full or hl.arange)");

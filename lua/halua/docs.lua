@@ -588,7 +588,8 @@ E("jit", "hl.jit(f [, opts]) -> jitted function",
   "sizes (reshape, zeros, full, arange, broadcast_to, slices, mean's divisor, split), and a " ..
   "comparison that differs between sizes is an error (so is d:value()). Equal sizes at a call are " ..
   "one size; sizes that meet in an op must be equal. grad, vmap and compiled loops work under it " ..
-  "(carries of a dynamic size, a scan along a dynamic axis), and so do complex values and FFTs. " ..
+  "(carries of a dynamic size, a scan along a dynamic axis), and so do complex values, FFTs and " ..
+  "hl.dist's collectives. " ..
   "Programs that cannot serve every size (cumsum along the axis, CUDA) are compiled per size, " ..
   "and HALUA_LOG_COMPILES says why (docs/dynamic_axes.md). Any other key is an " ..
   "error, and so is a static argument number past the arguments a call passes. jf:lower(...) gives the " ..

@@ -176,6 +176,24 @@ describe("hl.dist on " .. size .. " ranks", function()
     same(g(xs[rank]), hl.concatenate(xs, 1)[{{2, 3}}])
   end)
 
+  it("runs under hl.jit's dynamic_axes: one program for every batch size", function()
+    local f = hl.jit(function(x)
+      return dist.psum(x * 2) + 1, dist.all_gather(x, 1), dist.all_gather(x, 2), dist.reduce_scatter(hl.exp(x), 2),
+             dist.broadcast(x, size), dist.pmax(x)
+    end, {dynamic_axes = {1}})
+    for _, n in ipairs {1, 3, 4, 7} do
+      local xs = all_operands({n, 2 * size})
+      local a, b, b2, c, e, m = f(xs[rank])
+      same(a, dist.psum(xs[rank] * 2) + 1, 1e-4)
+      same(b, hl.concatenate(xs, 1))
+      same(b2, dist.all_gather(xs[rank], 2))
+      same(c, dist.reduce_scatter(hl.exp(xs[rank]), 2), 1e-3)
+      same(e, xs[size])
+      same(m, dist.pmax(xs[rank]))
+    end
+    assert.truthy(tostring(f):find("4 signatures traced, 4 of them by 1 polymorphic program", 1, true), tostring(f))
+  end)
+
   -- The gradient of F = sum over ranks of L_r, L_r = sum(w_r * c(x_r)), by central differences
   -- on one element of one rank at a time, against hl.grad on that rank (eagerly and jitted).
   local function check_grad(name, c, shape)
