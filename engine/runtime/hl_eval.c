@@ -660,18 +660,23 @@ int hl_trace_prune(hl_trace *t, int nout, const hl_array *const *outputs, hl_gra
   return rc;
 }
 
+int hl_program_set_captures(hl_program *p, int n, const hl_array *captures) {
+  p->captures = calloc((size_t)(n ? n : 1), sizeof(hl_array));
+  if (!p->captures) return hl_error("out of memory");
+  p->ncaptures = n;
+  for (int k = 0; k < n; k++) hl_array_copy_ref(&p->captures[k], &captures[k]);
+  return 0;
+}
+
 int hl_program_prepare(hl_trace *t, int nout, const hl_array *const *outputs, hl_program *p) {
   memset(p, 0, sizeof *p);
   if (nout > HL_MAX_PROGRAM_ARRAYS) return hl_error("jit: too many outputs (%d, at most %d)", nout, HL_MAX_PROGRAM_ARRAYS);
   if (hl_trace_prune(t, nout, outputs, &p->g)) return -1;
   p->nargs = t->g.nparams - t->ncaptures;
-  p->captures = calloc((size_t)(t->ncaptures ? t->ncaptures : 1), sizeof(hl_array));
-  if (!p->captures) {
+  if (hl_program_set_captures(p, t->ncaptures, t->captures)) {
     hl_graph_free(&p->g);
-    return hl_error("out of memory");
+    return -1;
   }
-  p->ncaptures = t->ncaptures;
-  for (int k = 0; k < t->ncaptures; k++) hl_array_copy_ref(&p->captures[k], &t->captures[k]);
   return 0;
 }
 

@@ -95,6 +95,8 @@ int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, cons
 /* The same in two steps: the program without its kernel (p->kernel NULL: a compiled loop's body
  * is compiled when the loop first runs), and its compile (nothing when it has its kernel). */
 int hl_program_prepare(hl_trace *t, int nout, const hl_array *const *outputs, hl_program *p);
+/* p's captures: references to captures[0..n) (p has none yet). 0, or -1 + hl_error. */
+int hl_program_set_captures(hl_program *p, int n, const hl_array *captures);
 int hl_program_compile(hl_program *p, const char *name);
 /* The arrays of a polymorphic program's symbols (hl.jit's dynamic_axes: engine/runtime/hl_poly.h)
  * from its inputs: the `ngiven` first ones given (its arguments, or every input), the rest its own

@@ -134,13 +134,10 @@ static int copy_program(const hl_program *p, hl_program *out) {
   memset(out, 0, sizeof *out);
   if (hl_graph_prune(&p->g, &out->g)) return -1;
   out->nargs = p->nargs;
-  out->captures = calloc((size_t)(p->ncaptures ? p->ncaptures : 1), sizeof(hl_array));
-  if (!out->captures) {
+  if (hl_program_set_captures(out, p->ncaptures, p->captures)) {
     hl_graph_free(&out->g);
-    return hl_error("out of memory");
+    return -1;
   }
-  out->ncaptures = p->ncaptures;
-  for (int c = 0; c < p->ncaptures; c++) hl_array_copy_ref(&out->captures[c], &p->captures[c]);
   return 0;
 }
 
@@ -211,13 +208,10 @@ static int fit_program(const hl_program *const *progs, int ntr, int nsym, sizes_
     hl_graph_init(&graphs[0]);
     out->g.sym = sym;
     out->nargs = progs[0]->nargs;
-    out->captures = calloc((size_t)(progs[0]->ncaptures ? progs[0]->ncaptures : 1), sizeof(hl_array));
-    if (!out->captures) {
+    if (hl_program_set_captures(out, progs[0]->ncaptures, progs[0]->captures)) {
       hl_program_free(out);
-      rc = hl_error("out of memory");
+      rc = -1;
     } else {
-      out->ncaptures = progs[0]->ncaptures;
-      for (int c = 0; c < out->ncaptures; c++) hl_array_copy_ref(&out->captures[c], &progs[0]->captures[c]);
       for (int q = 0; q < nj; q++) map[q] = J[q];
     }
   }
@@ -368,15 +362,7 @@ int hl_program_build_symbolic(hl_trace *const *traces, const hl_array *const *co
   hl_graph_init(&graphs[0]);
   p->g.sym = sym;
   p->nargs = nargs;
-  p->captures = calloc((size_t)(ncaps[0] ? ncaps[0] : 1), sizeof(hl_array));
-  if (!p->captures) {
-    hl_program_free(p);
-    rc = hl_error("out of memory");
-    goto done;
-  }
-  p->ncaptures = ncaps[0];
-  for (int k = 0; k < p->ncaptures; k++) hl_array_copy_ref(&p->captures[k], &caps[0][k]);
-  if ((rc = hl_program_compile(p, name))) hl_program_free(p);
+  if ((rc = hl_program_set_captures(p, ncaps[0], caps[0])) || (rc = hl_program_compile(p, name))) hl_program_free(p);
 done:
   for (int t = 0; t < ntr; t++) hl_graph_free(&graphs[t]);
   return rc;
