@@ -35,6 +35,9 @@ return function(hl, core, shared)
   -- a part given as a number goes where the other part is: into its trace, or onto its device
   local function beside(v, other)
     if not is_number(v) or not core.is_array(other) then return v end
+    -- (into a jit trace as a constant of the program: a captured array, broadcast to the other
+    -- part's shape, would be copied whole into every call, and differ between dynamic sizes)
+    if core.is_tracer(other) then return hl.fill_like(other, v, {}, type(v) == "boolean" and "bool" or "float32") end
     return util.where_is(core, core.array(v), other)
   end
 

@@ -783,6 +783,8 @@ describe("dynamic_axes: complex values", function()
       return z + hl.take(Z(x, y), hl.array({1, 1}, "int32"), 2) + hl.zeros({x.shape[1], 2}, "complex64")
     end,
     matmul = function(x, y) return hl.matmul(Z(x, y), hl.transpose(Z(y, x))) + hl.matmul(hl.transpose(Z(x, y)), Z(y, x)):sum() end,
+    -- (a part given as a number is a constant of the program, broadcast in it)
+    ["numbers as parts"] = function(x, y) return Z(x, 1) * Z(2, y) + Z(x, true) end,
   }
   for name, f in pairs(cases) do
     it(name .. ": one program, right values at each size", function()
