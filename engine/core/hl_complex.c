@@ -105,8 +105,9 @@ static int realify_node(const hl_graph *g, int i, const int *map, hl_graph *out)
  * stands for it (map[i]); the nodes made beside that one (its operand reshaped to pairs, a zero
  * broadcast beside it, a condition widened to both halves) take i's extents on the axes they
  * share with it, as sizes and, for a reshape or broadcast, as its target shape; a constant's value
- * goes to its real part. The pairs' axis is the number 2. made_from[j]: the node of g whose form made node j of out. */
-static hl_symbolic *realify_sym(const hl_graph *g, const hl_graph *out, const int *map, const int *made_from) {
+ * goes to its real part, the first node made for it. The pairs' axis is the number 2. Node i's
+ * form is nodes made[i] .. made[i + 1] - 1 of out. */
+static hl_symbolic *realify_sym(const hl_graph *g, const hl_graph *out, const int *map, const int *made) {
   const hl_symbolic *s = g->sym;
   hl_symbolic *r = calloc(1, sizeof *r);
   if (!r || !(r->first = calloc((size_t)out->nnodes + 1, sizeof(int)))) goto oom;
@@ -117,34 +118,31 @@ static hl_symbolic *realify_sym(const hl_graph *g, const hl_graph *out, const in
   /* twice: counting, then filling (slots stay in node order) */
   for (int pass = 0; pass < 2; pass++) {
     int n = 0;
-    for (int j = 0; j < out->nnodes; j++) {
-      if (pass) r->first[j] = n;
-      int i = made_from[j];
-      const hl_node *o = &out->nodes[j];
-      for (int k = i < 0 ? 0 : s->first[i]; i >= 0 && k < s->first[i + 1]; k++) {
-        hl_sym_slot sl = s->slots[k];
-        sl.node = j;
-        int take = map[i] == j;
-        int also_target = 0;
-        if (!take && sl.field == HL_SYM_SHAPE && sl.index < o->type.ndim && sl.index < g->nodes[i].type.ndim) {
-          take = 1;
-          also_target = o->prim == HL_P_RESHAPE || o->prim == HL_P_BROADCAST;
-        }
-        /* a complex constant's value goes to its real part, the first node made for it (not to
-         * the zero beside it) */
-        if (!take && sl.field == HL_SYM_VALUE && o->prim == HL_P_CONST && (j == 0 || made_from[j - 1] != i)) take = 1;
-        if (!take) continue;
-        if (pass) r->slots[n] = sl;
-        n++;
-        if (also_target) {
-          if (pass) {
-            r->slots[n] = sl;
-            r->slots[n].field = HL_SYM_ATTR_SHAPE;
+    for (int i = 0; i < g->nnodes; i++)
+      for (int j = made[i]; j < made[i + 1]; j++) {
+        if (pass) r->first[j] = n;
+        const hl_node *o = &out->nodes[j];
+        for (int k = s->first[i]; k < s->first[i + 1]; k++) {
+          hl_sym_slot sl = s->slots[k];
+          sl.node = j;
+          int take = map[i] == j, also_target = 0;
+          if (!take && sl.field == HL_SYM_SHAPE && sl.index < o->type.ndim && sl.index < g->nodes[i].type.ndim) {
+            take = 1;
+            also_target = o->prim == HL_P_RESHAPE || o->prim == HL_P_BROADCAST;
           }
+          if (!take && sl.field == HL_SYM_VALUE && o->prim == HL_P_CONST && j == made[i]) take = 1;
+          if (!take) continue;
+          if (pass) r->slots[n] = sl;
           n++;
+          if (also_target) {
+            if (pass) {
+              r->slots[n] = sl;
+              r->slots[n].field = HL_SYM_ATTR_SHAPE;
+            }
+            n++;
+          }
         }
       }
-    }
     if (pass) {
       r->first[out->nnodes] = n;
     } else {
@@ -165,32 +163,26 @@ int hl_graph_realify(const hl_graph *g, hl_graph *out) {
   out->device = g->device;
   out->schedule = g->schedule;
   int *map = malloc(sizeof(int) * ((size_t)g->nnodes + 1));
+  int *made = malloc(sizeof(int) * ((size_t)g->nnodes + 1));   /* node i's form starts at out's node made[i] */
   int *outs = malloc(sizeof(int) * ((size_t)g->noutputs + 1));
-  int *made_from = NULL, cap = 0;   /* (a polymorphic program's: the node of g each node of out is made for) */
-  if (!map || !outs) {
+  if (!map || !made || !outs) {
     free(map);
+    free(made);
     free(outs);
     return hl_error("out of memory");
   }
   int rc = 0;
   for (int i = 0; i < g->nnodes && rc == 0; i++) {
-    int before = out->nnodes;
+    made[i] = out->nnodes;
     if ((map[i] = realify_node(g, i, map, out)) < 0) rc = -1;
     /* (a real PARAM copied as it is counts too) */
     else if (g->nodes[i].prim == HL_P_PARAM && !hl_dtype_is_complex(g->nodes[i].type.dtype)) out->nparams++;
-    if (rc == 0 && g->sym && out->nnodes > cap) {
-      int c = cap ? 2 * cap : 64;
-      while (c < out->nnodes) c *= 2;
-      int *grown = realloc(made_from, sizeof(int) * (size_t)c);
-      if (!grown) rc = hl_error("out of memory");
-      else made_from = grown, cap = c;
-    }
-    for (int j = before; rc == 0 && g->sym && j < out->nnodes; j++) made_from[j] = i;
   }
+  made[g->nnodes] = out->nnodes;
   for (int k = 0; k < g->noutputs && rc == 0; k++) outs[k] = map[g->outputs[k]];
   if (rc == 0) rc = hl_graph_set_outputs(out, g->noutputs, outs);
-  if (rc == 0 && g->sym && !(out->sym = realify_sym(g, out, map, made_from))) rc = -1;
-  free(made_from);
+  if (rc == 0 && g->sym && !(out->sym = realify_sym(g, out, map, made))) rc = -1;
+  free(made);
   free(map);
   free(outs);
   if (rc) hl_graph_free(out);

@@ -318,6 +318,8 @@ fail:
 }
 
 
+/* node i's place in the remapped graph (no map: the same) */
+#define MAP(i) (node_map ? node_map[i] : (i))
 hl_symbolic *hl_sym_remap(const hl_symbolic *s, int nnodes, const int *node_map, const int *param_map, int keep_checks) {
   hl_symbolic *r = calloc(1, sizeof *r);
   if (!r) goto oom;
@@ -329,12 +331,12 @@ hl_symbolic *hl_sym_remap(const hl_symbolic *s, int nnodes, const int *node_map,
   r->nnodes = nnodes;
   if (!(r->first = calloc((size_t)nnodes + 1, sizeof *r->first))) goto oom;
   for (int i = 0; i < s->nnodes; i++)   /* counted at first[new + 1], then summed up */
-    if (node_map[i] >= 0) r->first[node_map[i] + 1] += s->first[i + 1] - s->first[i];
+    if (MAP(i) >= 0) r->first[MAP(i) + 1] += s->first[i + 1] - s->first[i];
   for (int i = 0; i < nnodes; i++) r->first[i + 1] += r->first[i];
   r->nslots = r->first[nnodes];
   if (r->nslots && !(r->slots = malloc(sizeof *r->slots * (size_t)r->nslots))) goto oom;
   for (int i = 0; i < s->nnodes; i++) {
-    int to = node_map[i];
+    int to = MAP(i);
     if (to < 0) continue;
     for (int k = s->first[i], at = r->first[to]; k < s->first[i + 1]; k++, at++) {
       r->slots[at] = s->slots[k];
@@ -347,7 +349,7 @@ hl_symbolic *hl_sym_remap(const hl_symbolic *s, int nnodes, const int *node_map,
     r->nforms = s->nforms;
     if (s->nwatch && !(r->watch = malloc(sizeof *r->watch * (size_t)s->nwatch))) goto oom;
     for (int w = 0; w < s->nwatch; w++)
-      if (node_map[s->watch[w]] >= 0) r->watch[r->nwatch++] = node_map[s->watch[w]];
+      if (MAP(s->watch[w]) >= 0) r->watch[r->nwatch++] = MAP(s->watch[w]);
   }
   return r;
 oom:
@@ -355,6 +357,8 @@ oom:
   hl_error("out of memory");
   return NULL;
 }
+
+#undef MAP
 
 const hl_sym_slot *hl_sym_find(const hl_symbolic *s, int node, int field, int index) {
   if (!s || node < 0 || node >= s->nnodes) return NULL;

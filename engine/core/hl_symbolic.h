@@ -31,7 +31,8 @@ hl_symbolic *hl_sym_fit(const struct hl_graph *const *graphs, int nsym, const in
  * sizes[t], t = 0 .. nsym + 1 (the traces hl_sym_fit takes): 0, or -1 when it is not one. */
 int hl_sym_fit_number(int nsym, const int64_t sizes[][HL_MAX_SYMS], const int64_t *values, hl_sym_slot *out);
 /* s for another graph of nnodes nodes made from s's graph (its canonical order, a part of it):
- * node i's slots go to node node_map[i] (-1: not there; distinct nodes to distinct nodes), and
+ * node i's slots go to node node_map[i] (-1: not there; distinct nodes to distinct nodes; node_map
+ * NULL: node i, a copy), and
  * symbol j's parameter becomes param_map[param[j]], which must be there (param_map NULL: the same
  * numbers). The call checks (forms,
  * watch list) go along only with keep_checks, the watched nodes mapped; a part of a program is

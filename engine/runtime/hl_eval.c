@@ -690,16 +690,7 @@ static int numbered_graph(hl_program *p, hl_graph *out) {
   p->loop_ids = NULL;
   p->nloops = 0;
   if (hl_graph_number_loops(&p->g, out, &p->loop_ids, &p->nloops)) return -1;
-  if (!p->g.sym) return 0;
-  int *same = malloc(sizeof(int) * (size_t)p->g.nnodes);
-  if (!same) {
-    hl_graph_free(out);
-    return hl_error("out of memory");
-  }
-  for (int i = 0; i < p->g.nnodes; i++) same[i] = i;
-  out->sym = hl_sym_remap(p->g.sym, p->g.nnodes, same, NULL, 1);
-  free(same);
-  if (out->sym) return 0;
+  if (!p->g.sym || (out->sym = hl_sym_remap(p->g.sym, p->g.nnodes, NULL, NULL, 1))) return 0;
   hl_graph_free(out);
   return -1;
 }

@@ -105,6 +105,9 @@ local function against_eager(f, axes, sizes, make, tol)
   return m
 end
 
+-- f with its complex result as its two real parts (close compares real arrays)
+local function parts(f) return function(...) local z = f(...) return {hl.real(z), hl.imag(z)} end end
+
 -- ---- child processes (HALUA_LOG_COMPILES, the disk cache) ----
 
 local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
@@ -763,8 +766,6 @@ describe("dynamic_axes: complex values", function()
   -- complex programs are lowered as float arrays of (re, im) pairs: the sizes' table follows
   -- each complex node to the nodes of that form (engine/core/hl_complex.c)
   local Z = hl.complex
-  -- a complex result as its two real parts (close compares real arrays)
-  local function parts(f) return function(...) local z = f(...) return {hl.real(z), hl.imag(z)} end end
   local make = function(n) return data({n, 4}), data({n, 4}, 0.7) end
   local cases = {
     arithmetic = function(x, y) return Z(x, y) * Z(y, x) + Z(x, y) / Z(y + 2, x) - hl.conj(Z(x, y)) end,
@@ -803,7 +804,6 @@ describe("dynamic_axes: FFTs", function()
   -- along a static axis over a dynamic batch, and along the dynamic axis itself (the transform's
   -- length is read at run time; a scale of 1/n is a division by the size)
   local Z = hl.complex
-  local function parts(f) return function(...) local z = f(...) return {hl.real(z), hl.imag(z)} end end
   local make = function(n) return data({n, 8}), data({n, 8}, 0.7) end
   it("fft, ifft and rfft over a dynamic batch", function()
     assert.are.equal(0, against_eager(parts(function(x, y) return hl.fft.fft(Z(x, y)) + hl.fft.ifft(Z(y, x)) end), {1},
