@@ -244,10 +244,6 @@ hl_symbolic *hl_sym_fit(const hl_graph *const *graphs, int nsym, const int64_t s
     refuse(&f, "%d dynamic sizes (at most %d)", nsym, HL_MAX_SYMS);
     goto fail;
   }
-  if (g->device != 0) {
-    refuse(&f, "polymorphic programs run on the CPU for now");
-    goto fail;
-  }
   if (same_structure(&f)) goto fail;
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node *n = &g->nodes[i];

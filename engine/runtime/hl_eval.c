@@ -723,19 +723,26 @@ int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, cons
   return 0;
 }
 
+/* Captures are compared by value: each trace makes its constants anew. A device constant is
+ * compared on the host (a trace's constants are small, and compared once per traced size). */
 int hl_same_capture(const hl_array *a, const hl_array *b) {
   if (a->storage == b->storage && a->offset == b->offset && !memcmp(a->strides, b->strides, sizeof a->strides)) return 1;
   if (a->dtype != b->dtype || a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim)) return 0;
-  if (hl_is_abstract(a) || hl_is_abstract(b) || hl_array_device(a) != HL_DEVICE_CPU || hl_array_device(b) != HL_DEVICE_CPU) return 0;
-  hl_array ca, cb;
-  if (hl_contiguous(a, &ca)) return 0;
-  if (hl_contiguous(b, &cb)) {
-    hl_array_release(&ca);
-    return 0;
-  }
-  int same = !memcmp(hl_array_data(&ca), hl_array_data(&cb), (size_t)hl_shape_size(a->ndim, a->shape) * hl_dtype_size(a->dtype));
-  hl_array_release(&ca);
+  if (hl_is_abstract(a) || hl_is_abstract(b)) return 0;
+  hl_array ha, hb, ca, cb;
+  int same = 0;
+  if (hl_to_device(a, HL_DEVICE_CPU, &ha)) return 0;
+  if (hl_to_device(b, HL_DEVICE_CPU, &hb)) goto a_only;
+  if (hl_contiguous(&ha, &ca)) goto both;
+  if (hl_contiguous(&hb, &cb)) goto ca_too;
+  same = !memcmp(hl_array_data(&ca), hl_array_data(&cb), (size_t)hl_shape_size(a->ndim, a->shape) * hl_dtype_size(a->dtype));
   hl_array_release(&cb);
+ca_too:
+  hl_array_release(&ca);
+both:
+  hl_array_release(&hb);
+a_only:
+  hl_array_release(&ha);
   return same;
 }
 

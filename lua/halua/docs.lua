@@ -590,7 +590,8 @@ E("jit", "hl.jit(f [, opts]) -> jitted function",
   "one size; sizes that meet in an op must be equal. grad, vmap and compiled loops work under it " ..
   "(carries of a dynamic size, a scan along a dynamic axis), and so do complex values, FFTs and " ..
   "hl.dist's collectives. " ..
-  "Programs that cannot serve every size (cumsum along the axis, CUDA) are compiled per size, " ..
+  "CUDA programs are polymorphic too. Programs that cannot serve every size (cumsum along the " ..
+  "axis, schedule = \"auto\") are compiled per size, " ..
   "and HALUA_LOG_COMPILES says why (docs/dynamic_axes.md). Any other key is an " ..
   "error, and so is a static argument number past the arguments a call passes. jf:lower(...) gives the " ..
   "compiled form: :ir() (the traced program), :stmt() (Halide's loop nest), :compile_ms(), and " ..

@@ -8,8 +8,8 @@ local hl = require "halua"
 
 local root = debug.getinfo(1, "S").source:match("^@(.*/)tests/lua/") or "./"
 
--- Polymorphic programs are CPU programs (a CUDA one is compiled per size: the last describe);
--- under scripts/test-gpu (HALUA_DEVICE=cuda) the cases here still run on the host.
+-- The cases here run on the host, also under scripts/test-gpu (HALUA_DEVICE=cuda): some test
+-- what only CPU programs do (parts compiled apart, the autoscheduler); "on a GPU" runs CUDA ones.
 hl.default_device("cpu")
 
 -- ---- helpers ----
@@ -851,17 +851,54 @@ describe("dynamic_axes: what is compiled per size instead", function()
 end)
 
 describe("dynamic_axes: on a GPU", function()
-  it("a CUDA function compiles for each size (polymorphic programs run on the CPU for now), with right values", function()
+  -- f jitted for CUDA with dynamic_axes, called at each size on inputs moved to the GPU (and
+  -- CUDA the default device, where the arrays f makes go), against f run eagerly on the host;
+  -- returns the programs compiled after the first call's
+  local function on_gpu(f, axes, sizes, make, tol)
+    local pf = J(f, axes, {device = "cuda"})
+    local function call(n)
+      local args = {make(n)}
+      local dev = {}
+      for i, a in ipairs(args) do dev[i] = a:to("cuda") end
+      hl.default_device("cuda")
+      local got = {pcall(pf, unpack(dev))}
+      hl.default_device("cpu")
+      assert(table.remove(got, 1), got[1])
+      local want = {f(unpack(args))}
+      assert.are.equal(#want, #got)
+      for r = 1, #want do
+        assert.matches("^cuda", got[r].device)
+        close(got[r]:to("cpu"), want[r], tol, "size " .. n .. " result " .. r)
+      end
+    end
+    call(sizes[1])
+    return misses(function() for i = 2, #sizes do call(sizes[i]) end end, pf)
+  end
+
+  it("a CUDA function is one program for every size, with right values", function()
     if #hl.devices() == 1 then return end
     local f = function(x) return hl.tanh(x) * 2 + hl.sum(x, 1, true) end
-    local pf = J(f, {1}, {device = "cuda"})
-    for _, n in ipairs {1, 3, 1000} do
-      local x = data({n, 4}):to("cuda")
-      local y = pf(x)
-      assert.matches("^cuda", y.device)
-      close(y:to("cpu"), f(data({n, 4})))
-    end
-    assert.are.equal(3, (programs_of(pf)))
+    assert.are.equal(0, on_gpu(f, {1}, {1, 3, 1000, 7}, function(n) return data({n, 4}) end))
+  end)
+
+  it("constants the function makes on the GPU (an array, a number under vmap) keep it one program", function()
+    if #hl.devices() == 1 then return end
+    -- (each trace makes them anew in device memory: they are compared by value)
+    local f = function(x) return x + hl.array({1, 2, 3, 4, 5}, "float32") end
+    assert.are.equal(0, on_gpu(f, {1}, {1, 2, 9}, function(n) return data({n, 5}) end))
+    local g = function(x) return hl.vmap(function(r) return r * 2 + 1 end)(x) end
+    assert.are.equal(0, on_gpu(g, {1}, {1, 2, 9}, function(n) return data({n, 5}) end))
+  end)
+
+  it("a compiled loop with a carry of the dynamic size, and its gradient", function()
+    if #hl.devices() == 1 then return end
+    local f = function(x) return hl.fori_loop(1, 4, function(i, c) return c * 0.5 + x * i end, x) end
+    assert.are.equal(0, on_gpu(f, {1}, {1, 2, 7, 300}, function(n) return data({n, 3}) end))
+    local g = hl.grad(function(x)
+      local _, ys = hl.scan(function(c, r) return c * 0.9 + r, c * r end, hl.zeros({3}) + 1, x)
+      return hl.sum(ys)
+    end)
+    assert.are.equal(0, on_gpu(g, {1}, {1, 2, 9}, function(n) return data({n, 3}) end, 1e-4))
   end)
 end)
 
