@@ -38,6 +38,7 @@ describe("memory", function()
     local f = assert(io.open(script, "w"))
     f:write([[
       local hl = require "halua"
+      hl.default_device("cpu")   -- (host blocks: device results are paced by their own rule, cuda_spec)
       local statm = function()
         local h = io.open("/proc/self/statm") h:read("*n") local rss = h:read("*n") h:close()
         return rss * 4096 / 2 ^ 20
