@@ -24,8 +24,8 @@ static const hl_array *is_zero(hl_cx_arena *A, hl_cx z) { return AND(OPN(EQ, z.r
 
 static hl_cx swap(hl_cx z) { return (hl_cx){z.im, z.re}; }
 
-/* NumPy's a ** b for an array b: 1 where b is 0 (whatever a is); at a = 0, 0 for a positive real b
- * and NaN for any other b; else exp(b log a) (glibc's cpow, which NumPy calls but for integer b,
+/* NumPy's a ** b for an array b: 1 where b is 0 (whatever a is); at a = 0, 0 where re b > 0
+ * (|0 ** b| = 0 there: NumPy 2's rule; NumPy 1 gave NaN unless b was real) and NaN for any other b; else exp(b log a) (glibc's cpow, which NumPy calls but for integer b,
  * where it multiplies: hl_complex_int_pow does that for a Lua number b). a = 0 takes the log of
  * 1 instead: the select's unused branch must not be -inf, or its zero cotangent would make NaN. */
 static hl_cx c_pow(hl_cx_arena *A, hl_cx a, hl_cx b) {
@@ -34,7 +34,7 @@ static hl_cx c_pow(hl_cx_arena *A, hl_cx a, hl_cx b) {
   hl_cx e = hl_cx_exp(A, hl_cx_mul(A, b, hl_cx_log(A, hl_cx_selz(A, a0, one, a))));
   /* exp(0 log a) is 1 already for finite a != 0, and its derivative in b there is log a */
   const hl_array *fin = AND(OP(ISFINITE, a.re, NULL), OP(ISFINITE, a.im, NULL));
-  hl_cx at0 = hl_cx_selz(A, b0, one, hl_cx_selz(A, AND(OPN(GT, b.re, 0), OPN(EQ, b.im, 0)), num(A, a.re, 0, 0), num(A, a.re, NAN, NAN)));
+  hl_cx at0 = hl_cx_selz(A, b0, one, hl_cx_selz(A, OPN(GT, b.re, 0), num(A, a.re, 0, 0), num(A, a.re, NAN, NAN)));
   return hl_cx_selz(A, a0, at0, hl_cx_selz(A, AND(b0, OP(LOGICAL_NOT, fin, NULL)), one, e));
 }
 

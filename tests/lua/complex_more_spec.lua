@@ -75,8 +75,9 @@ suite("complex pow, sign, expm1, log1p", function(case)
     end
     local a = cx({0, 0, 0, 0, 0, 1, inf, nan, 2, -2, 0.5}, {0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 3}, dt)
     local b = cx({0, 2, -1, 0, 0.5, 0, 0, 0, 10, 7, -20}, {0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0}, dt)
-    case(dt .. " pow's special values: 0 ** 0 = 1, 0 ** 2 = 0, 0 ** -1 and 0 ** i NaN, x ** 0 = 1", function() return a ^ b end,
-         "a ** b", {a, b})
+    -- (0 ** (0.5 + i) is 0, NumPy 2's value; NumPy 1 gave NaN)
+    case(dt .. " pow's special values: 0 ** 0 = 1, 0 ** 2 = 0 ** (0.5 + i) = 0, 0 ** -1 and 0 ** i NaN, x ** 0 = 1",
+         function() return a ^ b end, "np.where((a == 0) & (b.real > 0), 0, a ** b)", {a, b})
     case(dt .. " sign at 0 is 0", function() return hl.sign(cx({0, 3, 0}, {0, 0, -2}, dt)) end, "np.array([0, 1, -1j])", {}, {dtype = dt})
     local tiny = cx({1e-10, -3e-9, 0, 2e-12}, {1e-10, 0, 5e-9, -7e-12}, dt)
     case(dt .. " expm1 keeps tiny values", function() return hl.expm1(tiny) end, "np.expm1(a)", {tiny})

@@ -158,6 +158,50 @@ if int(np.__version__.split(".")[0]) >= 2:
         return np.moveaxis(c, -1, axisc)
     np.cross = _cross_v1
 
+    # NumPy 2 refuses complex quantiles and gives a complex lane with a NaN its NaN element as
+    # median; halua follows NumPy 1.x there: complex values sorted in lexicographic order,
+    # interpolated between neighbours (NumPy's lerp), and nan+0j for a lane with a NaN
+    _quantile, _percentile, _median = np.quantile, np.percentile, np.median
+
+    def _complex_quantile_v1(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+        a = np.asarray(a)
+        if not np.iscomplexobj(a):
+            return _quantile(a, q, axis=axis, method=method, keepdims=keepdims)
+        q = np.asarray(q)
+        axes = tuple(range(a.ndim)) if axis is None else ((axis,) if np.isscalar(axis) else tuple(axis))
+        axes = tuple(x % a.ndim for x in axes)
+        kept = [d for d in range(a.ndim) if d not in axes]
+        lanes = np.transpose(a, kept + list(axes)).reshape([a.shape[d] for d in kept] + [-1])
+        s = np.sort(lanes, axis=-1)
+        n = s.shape[-1]
+        g = _quantile(np.arange(n, dtype=np.float64), q, method=method)   # the virtual index of each q
+        lo = np.floor(g).astype(np.int64)
+        hi = np.minimum(lo + 1, n - 1)
+        t = (g - lo).astype(s.real.dtype)
+        qaxes = list(range(s.ndim - 1, s.ndim - 1 + q.ndim))   # (q's axes first, as NumPy puts them)
+        sa = np.moveaxis(s[..., lo], qaxes, list(range(q.ndim)))
+        sb = np.moveaxis(s[..., hi], qaxes, list(range(q.ndim)))
+        tt = t.reshape(t.shape + (1,) * (s.ndim - 1))
+        d = sb - sa
+        r = np.where(tt >= 0.5, sb - d * (1 - tt), sa + d * tt).astype(a.dtype)
+        nan = np.isnan(s[..., -1])
+        r = np.where(nan, np.array(complex(np.nan, 0), a.dtype), r)
+        if keepdims:
+            shape = [1 if d in axes else a.shape[d] for d in range(a.ndim)]
+            r = r.reshape(q.shape + tuple(shape))
+        return r
+
+    def _complex_percentile_v1(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+        if not np.iscomplexobj(a):
+            return _percentile(a, q, axis=axis, method=method, keepdims=keepdims)
+        return _complex_quantile_v1(a, np.asarray(q) / 100, axis=axis, method=method, keepdims=keepdims)
+
+    def _complex_median_v1(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+        if not np.iscomplexobj(a):
+            return _median(a, axis=axis, keepdims=keepdims)
+        return _complex_quantile_v1(a, 0.5, axis=axis, keepdims=keepdims)
+    np.quantile, np.percentile, np.median = _complex_quantile_v1, _complex_percentile_v1, _complex_median_v1
+
 def main():
     cases = json.load(open(sys.argv[1]))
     out = ["return {"]
