@@ -170,6 +170,22 @@ describe("CUDA code generation", function()
     assembles(function(q) return hl.nanvar(q) end, hl.array(0, "int32"))
   end)
 
+  -- dynamic_axes: one CUDA program for every size, its kernels' extents read from the buffers
+  it("assembles polymorphic programs (dynamic_axes), their compiled loops and gradients", function()
+    local function poly(f, ...)
+      local lowered = hl.jit(f, {device = "cuda", dynamic_axes = {1}}):lower(...)
+      assert.truthy(lowered:ir():find("float32[b,", 1, true), "the program is not polymorphic:\n" .. lowered:ir())
+      assemble(lowered:ptx())
+      for _, ptx in ipairs(lowered:loop_ptx()) do assemble(ptx) end
+      return lowered
+    end
+    poly(function(p) return hl.tanh(p) * 2 + hl.sum(p, 1, true), hl.matmul(p, y.T), p[{{2, -2}}] end, x)
+    poly(function(p) return hl.fori_loop(1, 4, function(i, c) return c * 0.5 + p * i end, p) end, x)
+    poly(function(p)
+      return hl.grad(function(t) return hl.sum(select(2, hl.scan(function(c, r) return c * 0.9 + r, c * r end, t[1] * 0, t))) end)(p)
+    end, x)
+  end)
+
   -- float16 and bfloat16 are uint16 bit patterns computed in float32: no Halide bfloat16 reaches
   -- the CUDA code generator (whose bfloat16 support in Halide 14 is broken)
   it("assembles float16, bfloat16 and int8 pipelines", function()
