@@ -680,6 +680,14 @@ int hl_graph_canonical_key(const hl_graph *g, hl_key *key) {
   return 0;
 }
 
+int hl_graph_distinct_loop(const hl_graph *g, int i) {
+  if (g->nodes[i].prim != HL_P_LOOP) return -1;
+  int64_t id = g->nodes[i].attrs.i[0];
+  for (int j = 0; j < i; j++)
+    if (g->nodes[j].prim == HL_P_LOOP && g->nodes[j].attrs.i[0] == id) return -1;
+  return (int)id;
+}
+
 int hl_graph_number_loops(const hl_graph *g, hl_graph *out, int **ids, int *nids) {
   int n = g->nnodes;
   hl_graph_init(out);

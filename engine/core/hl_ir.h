@@ -128,6 +128,10 @@ void hl_key_free(hl_key *key);
  * the loops' results, and (*ids)[slot] (malloc'd, *nids of them; NULL and 0 without loops) the
  * number it had. The table of sizes (g->sym) is not copied. 0, or -1 + hl_error. */
 int hl_graph_number_loops(const hl_graph *g, hl_graph *out, int **ids, int *nids);
+/* The loop node i of g runs where no earlier node of g runs it (one loop may serve several of a
+ * graph's nodes, one per result): its id, else -1. Walking a graph's distinct loops is
+ * `for (i ...) if ((id = hl_graph_distinct_loop(g, i)) >= 0)`. */
+int hl_graph_distinct_loop(const hl_graph *g, int i);
 
 /* Readable text, like a jaxpr. Caller frees. */
 char *hl_graph_text(const hl_graph *g);

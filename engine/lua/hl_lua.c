@@ -1228,10 +1228,8 @@ static int l_program_ptx(lua_State *L) {
 /* the PTX of the loop bodies and conditions the graph runs, nested loops included, each loop once */
 static void push_loop_ptx(lua_State *L, const hl_graph *g, int list) {
   for (int i = 0; i < g->nnodes; i++) {
-    if (g->nodes[i].prim != HL_P_LOOP) continue;
-    int id = (int)g->nodes[i].attrs.i[0], seen = 0;
-    for (int j = 0; j < i && !seen; j++) seen = g->nodes[j].prim == HL_P_LOOP && g->nodes[j].attrs.i[0] == id;
-    const hl_loop *l = seen ? NULL : hl_loop_get(id);
+    int id = hl_graph_distinct_loop(g, i);
+    const hl_loop *l = id < 0 ? NULL : hl_loop_get(id);
     if (!l) continue;
     const hl_program *parts[2] = {&l->body, &l->cond};
     for (int k = 0; k < 2; k++) {

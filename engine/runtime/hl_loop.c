@@ -308,10 +308,8 @@ static int make_ready(hl_loop *l, int place) {
 
 int hl_loop_compile_all(const hl_graph *g) {
   for (int i = 0; i < g->nnodes; i++) {
-    if (g->nodes[i].prim != HL_P_LOOP) continue;
-    int id = (int)g->nodes[i].attrs.i[0], seen = 0;
-    for (int j = 0; j < i && !seen; j++) seen = g->nodes[j].prim == HL_P_LOOP && g->nodes[j].attrs.i[0] == id;
-    if (seen) continue;
+    int id = hl_graph_distinct_loop(g, i);
+    if (id < 0) continue;
     pthread_mutex_lock(&registry);
     hl_loop *l = id >= 0 && id < nloops ? loops[id] : NULL;
     pthread_mutex_unlock(&registry);

@@ -207,11 +207,10 @@ void collect_loops(const hl_graph *g, std::vector<hl_loop_info> &loops, std::vec
     if (hl_prims[n.prim].kind == HL_K_LINALG) lapack = true;
     if (hl_prims[n.prim].kind == HL_K_DIST)   /* (an exported library runs in one process, without MPI) */
       throw Failure{std::string(hl_prims[n.prim].name) + " is a collective of hl.dist, which exported libraries do not run"};
-    if (hl_prims[n.prim].kind != HL_K_LOOP) continue;
-    int id = (int)n.attrs.i[0];
-    bool seen = false;
+    int id = hl_graph_distinct_loop(g, i);
+    bool seen = false;   /* (nor in another body: ids holds every loop collected so far) */
     for (int known : ids) seen = seen || known == id;
-    if (seen) continue;
+    if (id < 0 || seen) continue;
     const hl_runtime_hooks *hooks = hl_backend_hooks();
     hl_loop_info l;
     if (!hooks || hooks->loop_info(id, &l)) throw Failure{"internal: an unknown compiled loop"};
