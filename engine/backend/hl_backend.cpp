@@ -282,11 +282,13 @@ static void drop_aot(hl_kernel *k) {
   for (hl_kernel_part &part : k->parts) part.aot = nullptr;
 }
 
-/* Every part's function in k's shared object, whose first is `first`: false when one is missing */
+/* Every part's function in k's shared object, whose first is `first` (parts with one program
+ * share the function of the first: hl_plan::same_as): false when one is missing */
 static bool all_parts(hl_kernel *k, hl_aot_entry first, size_t n) {
   k->aot = first;
   for (size_t q = 0; q < n; q++) {
-    k->parts[q].aot = q ? hl_aot_symbol(k->so, part_symbol((int)q)) : first;
+    int f = k->plan->same_as[q];
+    k->parts[q].aot = f ? hl_aot_symbol(k->so, part_symbol(f)) : first;
     if (!k->parts[q].aot) return false;
   }
   return true;
@@ -302,19 +304,22 @@ static void compile_parts(hl_kernel *k, const char *so_path, Lap &lap) {
   std::vector<Pipeline> pipes(n);
   std::vector<std::vector<Argument>> args(n);
   k->parts.assign(n, hl_kernel_part());
+  std::vector<int> distinct;   /* the parts compiled: the first of each program */
+  for (size_t q = 0; q < n; q++)
+    if (plan.same_as[q] == (int)q) distinct.push_back((int)q);
   Target t = k->target.without_feature(Target::JIT).with_feature(Target::NoRuntime);   /* (ahead of time) */
-  int jobs = so_path ? hl_compile_jobs(n) : 1;
+  int jobs = so_path ? hl_compile_jobs(distinct.size()) : 1;
   bool serial_aot = so_path != nullptr;
   if (jobs > 1) {
     /* several processes at once (hl_compile_jobs.h): their lowering, Halide and LLVM time is the
      * wall time of the whole compile, noted as LLVM's */
-    auto part = [&](size_t q) {
+    auto part = [&](size_t d) {
       std::vector<Argument> a;
-      Pipeline p = build_pipeline(&plan.parts[q].g, k->target, a);
-      return p.compile_to_module(a, part_symbol((int)q), t);
+      Pipeline p = build_pipeline(&plan.parts[distinct[d]].g, k->target, a);
+      return p.compile_to_module(a, part_symbol(distinct[d]), t);
     };
     std::vector<std::string> objs;
-    bool compiled = hl_compile_parts_in_processes(n, jobs, part, so_path, objs);
+    bool compiled = hl_compile_parts_in_processes(distinct.size(), jobs, part, so_path, objs);
     lap(k->phase_ms[2]);
     if (compiled) {
       double link_ms = 0;
@@ -332,7 +337,7 @@ static void compile_parts(hl_kernel *k, const char *so_path, Lap &lap) {
   }
   if (serial_aot) {
     std::vector<Module> modules;
-    for (size_t q = 0; q < n; q++) {
+    for (int q : distinct) {
       pipes[q] = build_pipeline(&plan.parts[q].g, k->target, args[q]);
       lap(k->phase_ms[0]);
       modules.push_back(pipes[q].compile_to_module(args[q], part_symbol((int)q), t));
@@ -347,6 +352,10 @@ static void compile_parts(hl_kernel *k, const char *so_path, Lap &lap) {
   }
   std::vector<Internal::JITModule> deps = jit_deps(HL_DEVICE_CPU);   /* (only CPU programs are cut) */
   for (size_t q = 0; q < n; q++) {
+    if (plan.same_as[q] != (int)q) {   /* (its program's first part, compiled already) */
+      k->parts[q] = k->parts[plan.same_as[q]];
+      continue;
+    }
     if (!pipes[q].defined()) {
       pipes[q] = build_pipeline(&plan.parts[q].g, k->target, args[q]);
       lap(k->phase_ms[0]);
@@ -394,7 +403,7 @@ static hl_kernel *hl_kernel_load_real(const hl_graph *g, const char *name, const
   k->aot = hl_aot_load(path, k->plan ? part_symbol(0) : k->symbol, &k->so);
   for (size_t q = 0; k->aot && k->plan && q < k->plan->parts.size(); q++) {
     k->parts.push_back(hl_kernel_part());
-    k->parts[q].aot = hl_aot_symbol(k->so, part_symbol((int)q));
+    k->parts[q].aot = hl_aot_symbol(k->so, part_symbol(k->plan->same_as[q]));
     if (!k->parts[q].aot) k->aot = nullptr;   /* (an entry of another plan: compiled again) */
   }
   if (!k->aot) {
@@ -626,9 +635,13 @@ extern "C" int hl_kernel_export(const hl_graph *g, int ncaptures, const hl_array
 
 extern "C" double hl_kernel_compile_ms(const hl_kernel *k) { return k->compile_ms; }
 
-extern "C" int hl_kernel_compile_parts(const hl_kernel *k, int *jobs) {
+extern "C" int hl_kernel_compile_parts(const hl_kernel *k, int *jobs, int *distinct) {
   *jobs = k->jobs;
-  return k->plan ? (int)k->plan->parts.size() : 1;
+  *distinct = 1;
+  if (!k->plan) return 1;
+  *distinct = 0;
+  for (size_t q = 0; q < k->plan->parts.size(); q++) *distinct += k->plan->same_as[q] == (int)q;
+  return (int)k->plan->parts.size();
 }
 
 extern "C" void hl_kernel_compile_phases(const hl_kernel *k, double ms[4]) {

@@ -28,9 +28,10 @@ double hl_kernel_compile_ms(const hl_kernel *k);
 /* Where a compile's time went, in ms: halua's lowering and schedule, Halide's lowering, LLVM
  * (optimising and generating code), linking and loading (ahead-of-time kernels). */
 void hl_kernel_compile_phases(const hl_kernel *k, double ms[4]);
-/* The pipelines a kernel was cut into (hl_partition.h; 1 when whole), and in *jobs the processes
- * that compiled them at once (hl_compile_jobs.h; 1: this one, one after another). */
-int hl_kernel_compile_parts(const hl_kernel *k, int *jobs);
+/* The pipelines a kernel was cut into (hl_partition.h; 1 when whole), in *distinct how many of
+ * them are distinct programs (each compiled once), and in *jobs the processes that compiled them
+ * at once (hl_compile_jobs.h; 1: this one, one after another). */
+int hl_kernel_compile_parts(const hl_kernel *k, int *jobs, int *distinct);
 /* Halide's lowered loop nest as text (caller frees), or NULL + hl_error; g is the kernel's
  * graph (lowered again for a kernel loaded from the disk cache). */
 char *hl_kernel_stmt(hl_kernel *k, const hl_graph *g);

@@ -1,6 +1,7 @@
 /* Cutting a program into pipelines (hl_partition.h). */
 #include "hl_partition.h"
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include "hl_device.h"
@@ -9,8 +10,16 @@ extern "C" {
 #include "hl_error.h"
 }
 
-hl_plan::~hl_plan() {
+hl_plan::~hl_plan() { clear(); }
+
+void hl_plan::clear() {
   for (hl_part &p : parts) hl_graph_free(&p.g);
+  parts.clear();
+  between.clear();
+  between_extents.clear();
+  born.clear();
+  dies.clear();
+  same_as.clear();
 }
 
 namespace {
@@ -62,38 +71,89 @@ struct PartBuilder {
   }
 };
 
-}  // namespace
+/* ---- where a program repeats itself ---- */
 
-bool hl_plan_make(const hl_graph *g0, hl_plan &plan) {
-  if (g0->dynamic || g0->device != HL_DEVICE_CPU || g0->schedule) return false;
-  std::vector<char> is_free = free_nodes(g0);
-  int total = 0;
-  for (int i = 0; i < g0->nnodes; i++) total += !is_free[i];
-  if (total <= kPartNodes) return false;   /* (the same count in any order: one pipeline either way) */
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdull;
+}
 
-  hl_graph c;
-  std::vector<int> pos(g0->nnodes);
-  check(hl_graph_canonical(g0, &c, pos.data()));
-  struct Owner {
-    hl_graph *g;
-    ~Owner() { hl_graph_free(g); }
-  } owner{&c};
-  std::vector<int> param_node(g0->nparams, -1);
-  if (g0->sym && !(c.sym = hl_sym_remap(g0->sym, c.nnodes, pos.data(), nullptr, 1))) check(-1);
-  const hl_graph *g = &c;
+/* a node by what it is, not by which: its primitive, type and attributes (a parameter's number
+ * does not count, so layer k's weight and layer k + 1's look alike) */
+uint64_t node_content(const hl_graph *g, int i) {
+  const hl_node &n = g->nodes[i];
+  uint64_t h = mix((uint64_t)n.prim, (uint64_t)n.type.dtype);
+  for (int a = 0; a < n.type.ndim; a++) h = mix(h, (uint64_t)n.type.shape[a]);
+  if (n.prim != HL_P_PARAM) {
+    int na = hl_attr_count(n.prim, n.type.ndim);
+    for (int k = 0; k < na; k++) h = mix(h, (uint64_t)n.attrs.i[k]);
+    uint64_t f;
+    memcpy(&f, &n.attrs.f, sizeof f);
+    h = mix(h, f);
+  }
+  return h;
+}
+
+/* a free node (a parameter, constant, index, or a view of those) with what it is made of */
+uint64_t free_hash(const hl_graph *g, int i) {
+  const hl_node &n = g->nodes[i];
+  uint64_t h = node_content(g, i);
+  for (int k = 0; k < n.nin; k++) h = mix(h, free_hash(g, hl_node_inputs(g, &n)[k]));
+  return h;
+}
+
+/* Where the parts end, into part_of (the part of each node that is not free); the number of
+ * parts. Content-defined, as in deduplicating backups: each node gets a hash of itself and of its
+ * inputs (a node before it in the part order by its distance, a free one by free_hash), mixed with
+ * the two nodes before it; a node whose hash is the least within kAnchorReach places either side
+ * (ties included) is an anchor, and a part ends at the first anchor once it has min_size nodes, or
+ * at kPartMax.
+ * A program that repeats itself (an unrolled loop's rounds, a deep network's layers and their
+ * gradients) then repeats its cuts, and so its parts: identical parts are compiled once
+ * (hl_plan::same_as). */
+int cut_points(const hl_graph *g, const std::vector<char> &is_free, std::vector<int> &part_of, int min_size) {
+  std::vector<int> seq, place(g->nnodes, -1);
   for (int i = 0; i < g->nnodes; i++)
-    if (g->nodes[i].prim == HL_P_PARAM && g->nodes[i].attrs.i[0] >= 0 && g->nodes[i].attrs.i[0] < g->nparams)
-      param_node[g->nodes[i].attrs.i[0]] = i;
-  for (int j = 0; g->sym && j < g->sym->nsym; j++)   /* (every symbol is read from a parameter of the program) */
-    if (g->sym->param[j] < 0 || g->sym->param[j] >= g->nparams || param_node[g->sym->param[j]] < 0) return false;
-  is_free = free_nodes(g);
+    if (!is_free[i]) {
+      place[i] = (int)seq.size();
+      seq.push_back(i);
+    }
+  int m = (int)seq.size();
+  std::vector<uint64_t> own(m), h(m);
+  for (int s = 0; s < m; s++) {
+    const hl_node &n = g->nodes[seq[s]];
+    uint64_t v = node_content(g, seq[s]);
+    for (int k = 0; k < n.nin; k++) {
+      int u = hl_node_inputs(g, &n)[k];
+      /* (an input from afar by its type alone: the backward pass reads the forward one's values
+       * from ever farther back, layer after layer) */
+      int far = !is_free[u] && s - place[u] > kAnchorReach;
+      v = mix(v, is_free[u] ? free_hash(g, u) : far ? mix(~0ull, node_content(g, u)) : (uint64_t)(s - place[u]));
+    }
+    own[s] = v;
+    h[s] = mix(mix(v, s > 0 ? own[s - 1] : 0), s > 1 ? own[s - 2] : 0);
+  }
+  auto anchor = [&](int s) {
+    for (int t = std::max(0, s - kAnchorReach); t <= std::min(m - 1, s + kAnchorReach); t++)
+      if (h[t] < h[s]) return false;   /* (ties are all anchors: a repeated stretch repeats its least hash) */
+    return true;
+  };
+  int part = 0, size = 0;
+  for (int s = 0; s < m; s++) {
+    part_of[seq[s]] = part;
+    size++;
+    if (s < m - 1 && ((size >= min_size && anchor(s)) || size == kPartMax)) {
+      part++;
+      size = 0;
+    }
+  }
+  return part + 1;
+}
 
-  /* parts of equal size, in canonical order (each node after its inputs) */
-  int nparts = (total + kPartNodes - 1) / kPartNodes, size = (total + nparts - 1) / nparts;
-  std::vector<int> part_of(g->nnodes, -1);
-  for (int i = 0, seen = 0; i < g->nnodes; i++)
-    if (!is_free[i]) part_of[i] = seen++ / size;
-
+/* The plan of g's parts (part_of: each node's that is not free, nparts of them): the buffers
+ * between them, each part's program and slots, and which parts share one program. */
+void build_parts(const hl_graph *g, const std::vector<char> &is_free, const std::vector<int> &param_node,
+                 const std::vector<int> &part_of, int nparts, hl_plan &plan) {
   /* where each value lives once made: the first output that is it, else a buffer between parts
    * when a later part reads it */
   plan.nparams = g->nparams;
@@ -192,6 +252,69 @@ bool hl_plan_make(const hl_graph *g0, hl_plan &plan) {
   for (size_t s = 0; s < plan.born.size(); s++) {
     plan.born[s] = renumber[plan.born[s]];
     plan.dies[s] = renumber[plan.dies[s]];
+  }
+  /* parts with one program (their key: the same nodes in the same order, the same parameter
+   * types, constants and forms) share one compiled function */
+  std::vector<hl_key> keys(kept);
+  plan.same_as.assign(kept, 0);
+  for (int q = 0; q < kept; q++) {
+    keys[q] = hl_key{};
+    hl_graph_key(&plan.parts[q].g, &keys[q]);
+    plan.same_as[q] = q;
+    for (int r = 0; r < q && plan.same_as[q] == q; r++)
+      if (plan.same_as[r] == r && keys[r].hash == keys[q].hash && keys[r].len == keys[q].len &&
+          !memcmp(keys[r].bytes, keys[q].bytes, keys[q].len))
+        plan.same_as[q] = r;
+  }
+  for (hl_key &k : keys) hl_key_free(&k);
+}
+
+}  // namespace
+
+bool hl_plan_make(const hl_graph *g0, hl_plan &plan) {
+  if (g0->dynamic || g0->device != HL_DEVICE_CPU || g0->schedule) return false;
+  std::vector<char> is_free = free_nodes(g0);
+  int total = 0;
+  for (int i = 0; i < g0->nnodes; i++) total += !is_free[i];
+  if (total <= kPartNodes) return false;   /* (the same count in any order: one pipeline either way) */
+
+  hl_graph c;
+  std::vector<int> pos(g0->nnodes);
+  check(hl_graph_canonical(g0, &c, pos.data()));
+  struct Owner {
+    hl_graph *g;
+    ~Owner() { hl_graph_free(g); }
+  } owner{&c};
+  std::vector<int> param_node(g0->nparams, -1);
+  if (g0->sym && !(c.sym = hl_sym_remap(g0->sym, c.nnodes, pos.data(), nullptr, 1))) check(-1);
+  const hl_graph *g = &c;
+  for (int i = 0; i < g->nnodes; i++)
+    if (g->nodes[i].prim == HL_P_PARAM && g->nodes[i].attrs.i[0] >= 0 && g->nodes[i].attrs.i[0] < g->nparams)
+      param_node[g->nodes[i].attrs.i[0]] = i;
+  for (int j = 0; g->sym && j < g->sym->nsym; j++)   /* (every symbol is read from a parameter of the program) */
+    if (g->sym->param[j] < 0 || g->sym->param[j] >= g->nparams || param_node[g->sym->param[j]] < 0) return false;
+  is_free = free_nodes(g);
+
+  /* First cut where the program repeats itself, in parts as small as kRepeatMin nodes, each
+   * distinct one compiled once: kept when their nodes are at most kRepeatShare of the program's (a
+   * deep network, an unrolled loop). Else parts of equal size, kPartNodes at most: small parts
+   * would only cost buffers between them. Both in canonical order (each node after its inputs). */
+  std::vector<int> part_of(g->nnodes, -1);
+  int nparts = cut_points(g, is_free, part_of, kRepeatMin);
+  build_parts(g, is_free, param_node, part_of, nparts, plan);
+  int compiled = 0;   /* the nodes of the distinct parts */
+  for (size_t q = 0; q < plan.parts.size(); q++)
+    if (plan.same_as[q] == (int)q) {
+      std::vector<char> f = free_nodes(&plan.parts[q].g);
+      compiled += (int)std::count(f.begin(), f.end(), 0);
+    }
+  if (compiled > total * kRepeatShare) {
+    plan.clear();
+    nparts = (total + kPartNodes - 1) / kPartNodes;
+    int size = (total + nparts - 1) / nparts;
+    for (int i = 0, seen = 0; i < g->nnodes; i++)
+      if (!is_free[i]) part_of[i] = seen++ / size;
+    build_parts(g, is_free, param_node, part_of, nparts, plan);
   }
   return true;
 }

@@ -237,15 +237,17 @@ struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name) {
   if (hl_log_compiles() && !loaded) {
     double ph[4];
     hl_kernel_compile_phases(k, ph);
-    int jobs, parts = hl_kernel_compile_parts(k, &jobs);
-    char phases[128];
+    int jobs, distinct, parts = hl_kernel_compile_parts(k, &jobs, &distinct);
+    char phases[128], repeats[96] = "";
     if (jobs > 1)   /* (the processes' lowering, Halide and LLVM overlap: one figure for them) */
       snprintf(phases, sizeof phases, "%d pipelines compiled by %d processes at once in %.1f", parts, jobs, ph[2]);
     else
       snprintf(phases, sizeof phases, "lowering %.1f, Halide %.1f, LLVM %.1f", ph[0], ph[1], ph[2]);
-    fprintf(stderr, "halua: compiled %s in %.1f ms (%d nodes; cache miss: no pipeline with this %s; %s, link %.1f; keeps %.0f KB)\n",
+    if (distinct < parts)   /* (parts with one program share its code: hl_partition.h) */
+      snprintf(repeats, sizeof repeats, "; %d distinct programs among its %d pipelines, each compiled once", distinct, parts);
+    fprintf(stderr, "halua: compiled %s in %.1f ms (%d nodes; cache miss: no pipeline with this %s; %s, link %.1f%s; keeps %.0f KB)\n",
             name, hl_kernel_compile_ms(k), g->nnodes, g->dynamic ? "primitive, dtype, rank and attributes" : "IR and input signature",
-            phases, ph[3], hl_kernel_bytes(k) / 1024.0);
+            phases, ph[3], repeats, hl_kernel_bytes(k) / 1024.0);
   }
   return k;
 }

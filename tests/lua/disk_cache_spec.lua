@@ -386,6 +386,61 @@ finish()
     assert.are.equal(1, #lines(r4, "halua: warning: HALUA_COMPILE_JOBS=many is not a whole number from 1 to 64; the default is used"), r4.text)
   end)
 
+  it("a program that repeats itself compiles each distinct part once: right values JIT-compiled, by 1 or 2 processes, and loaded", function()
+    -- a 16-layer 64-wide MLP's value_and_grad and SGD step against the same step run eagerly
+    local script = HEADER .. [==[
+local depth = 16
+local P = {}
+for i = 1, depth do
+  P[i] = {w = (hl.sin(hl.arange(64 * 64) * (0.37 + i)) * 0.2):reshape({64, 64}), b = hl.cos(hl.arange(64) * i) * 0.1}
+end
+local x = (hl.sin(hl.arange(32 * 64)) * 2):reshape({32, 64})
+local function loss(q, xb)
+  local h = xb
+  for i = 1, depth do h = hl.tanh(hl.matmul(h, q[i].w) + q[i].b) end
+  return (h * h):mean()
+end
+local function step(q, xb)
+  local l, g = hl.value_and_grad(loss)(q, xb)
+  local r = {}
+  for i = 1, depth do r[i] = {w = q[i].w - 0.01 * g[i].w, b = q[i].b - 0.01 * g[i].b} end
+  return r, l
+end
+local f = hl.jit(step, {name = "deep"})
+local r, l = f(P, x)
+local er, el = step(P, x)
+local err = math.abs(l:item() - el:item())
+for i = 1, depth do
+  err = math.max(err, hl.max(hl.abs(r[i].w - er[i].w)):item(), hl.max(hl.abs(r[i].b - er[i].b)):item())
+end
+result.err = err
+result.loss = l:item()
+result.pipelines = tonumber(f:lower(P, x):stmt():match("# pipeline 1 of (%d+)"))
+finish()
+]==]
+    local dir = tmpdir()
+    local runs = {
+      run(script, {HALUA_CACHE_DIR = "off"}),                          -- JIT-compiled
+      run(script, {HALUA_CACHE_DIR = tmpdir(), HALUA_COMPILE_JOBS = 1}),   -- ahead of time, here
+      run(script, {HALUA_CACHE_DIR = dir, HALUA_COMPILE_JOBS = 2}),        -- by 2 processes
+      run(script, {HALUA_CACHE_DIR = dir}),                            -- loaded
+    }
+    for k, r in ipairs(runs) do
+      local res = succeeded(r)
+      assert(res.err < 1e-5, "run " .. k .. ": the step differs from the eager one by " .. res.err .. "\n" .. r.text)
+      assert(res.pipelines and res.pipelines >= 20, r.text)
+      if k < 4 then
+        local l = lines(r, "halua: compiled deep")
+        assert.are.equal(1, #l, r.text)
+        local distinct, parts = l[1]:match("; (%d+) distinct programs among its (%d+) pipelines, each compiled once;")
+        assert(distinct and tonumber(parts) == res.pipelines and tonumber(distinct) <= tonumber(parts) / 2, r.text)
+      else
+        assert.are.equal(1, #lines(r, "halua: loaded deep from the disk cache"), r.text)
+      end
+      assert.are.equal(succeeded(runs[1]).loss, res.loss)
+    end
+  end)
+
   -- entries rewritten by edit(bytes): each is reported, removed and written again, then hit cleanly
   local function damaged_then_clean(edit)
     local dir = tmpdir()
