@@ -493,10 +493,22 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, co
  * writes it and freed after the last that reads it. Stops at the first failure or interrupt. */
 static int run_parts(hl_kernel *k, halide_buffer_t *bufs, RunContext *ctx) {
   const hl_plan &plan = *k->plan;
-  int fixed = plan.nparams + plan.noutputs, nb = (int)plan.between.size();
-  std::vector<halide_buffer_t> between((size_t)nb);
+  int fixed = plan.nparams + plan.noutputs, nb = (int)plan.between.size(), nc = (int)plan.constants.size();
+  std::vector<halide_buffer_t> between((size_t)nb), constants((size_t)nc);
   std::vector<halide_dimension_t> dims((size_t)nb * HL_MAX_DIMS);
   std::vector<const void *> argv;
+  /* the constants its parts read from buffers (hl_plan::constants): scalars of their dtype */
+  std::vector<double> f64((size_t)nc);
+  std::vector<float> f32((size_t)nc);
+  for (int c = 0; c < nc; c++) {
+    const hl_plan::constant &v = plan.constants[c];
+    halide_buffer_t &b = constants[c];
+    b = halide_buffer_t();
+    b.type = hl_halide_type(v.dtype);
+    f64[c] = v.value;
+    f32[c] = (float)v.value;
+    b.host = v.dtype == HL_FLOAT64 ? (uint8_t *)&f64[c] : (uint8_t *)&f32[c];
+  }
   JITUserContext *pctx = ctx;
   int rc = 0;
   /* a polymorphic program's symbols, read where they come from: the call's arguments */
@@ -531,7 +543,8 @@ static int run_parts(hl_kernel *k, halide_buffer_t *bufs, RunContext *ctx) {
     if (rc) break;
     const hl_part &part = plan.parts[q];
     argv.assign(1, &pctx);
-    for (int slot : part.slots) argv.push_back(slot < fixed ? &bufs[slot] : &between[slot - fixed]);
+    for (int slot : part.slots)
+      argv.push_back(slot < fixed ? &bufs[slot] : slot < fixed + nb ? &between[slot - fixed] : &constants[slot - fixed - nb]);
     const hl_kernel_part &code = k->parts[q];
     rc = code.aot ? code.aot((void **)argv.data()) : code.entry(argv.data());
     if (rc == 0 && (!ctx->message.empty() || hl_interrupted())) rc = -1;

@@ -1,6 +1,7 @@
 /* Cutting a program into pipelines (hl_partition.h). */
 #include "hl_partition.h"
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -20,6 +21,7 @@ void hl_plan::clear() {
   born.clear();
   dies.clear();
   same_as.clear();
+  constants.clear();
 }
 
 namespace {
@@ -40,22 +42,53 @@ std::vector<char> free_nodes(const hl_graph *g) {
   return f;
 }
 
+/* Constants a repeated program may take from buffers instead of holding them (hl_plan::constants):
+ * finite float32 or float64 scalars that only sums, differences, products, maxima and minima use
+ * (through broadcasts and reshapes), the operations where a value from memory compiles as the
+ * constant does. An unrolled loop's rounds that differ only in such a constant are then one
+ * program. (Non-finite constants, divisors and exponents keep the folding hl_lower.cpp gives them.) */
+std::vector<char> liftable(const hl_graph *g) {
+  int n = g->nnodes;
+  std::vector<std::vector<int>> users(n);
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < g->nodes[i].nin; k++) users[hl_node_inputs(g, &g->nodes[i])[k]].push_back(i);
+  std::vector<char> output(n, 0), ok(n, 0);
+  for (int k = 0; k < g->noutputs; k++) output[g->outputs[k]] = 1;
+  /* (users come after their inputs: a view's answer is known before its source asks) */
+  for (int i = n - 1; i >= 0; i--) {
+    const hl_node &nd = g->nodes[i];
+    bool view = nd.prim == HL_P_BROADCAST || nd.prim == HL_P_RESHAPE;
+    /* (a polymorphic program's constant that is a size computes at each call: hl_lower.cpp) */
+    bool scalar = nd.prim == HL_P_CONST && nd.type.ndim == 0 && (nd.type.dtype == HL_FLOAT32 || nd.type.dtype == HL_FLOAT64) &&
+                  std::isfinite(nd.attrs.f) && !(g->sym && hl_sym_find(g->sym, i, HL_SYM_VALUE, 0));
+    if ((!view && !scalar) || output[i] || users[i].empty()) continue;
+    bool all = true;
+    for (int u : users[i]) {
+      int pu = g->nodes[u].prim;
+      all = all && (ok[u] || pu == HL_P_ADD || pu == HL_P_SUB || pu == HL_P_MUL || pu == HL_P_MAXIMUM || pu == HL_P_MINIMUM);
+    }
+    ok[i] = all;
+  }
+  for (int i = 0; i < n; i++) ok[i] = ok[i] && g->nodes[i].prim == HL_P_CONST;
+  return ok;
+}
+
 /* Builds one part's sub-graph: `local` maps the whole program's nodes to the part's. */
 struct PartBuilder {
   const hl_graph *g;
-  const std::vector<char> &is_free;
+  const std::vector<char> &is_free, *lift;
   const std::vector<int> &part_of, &slot_of;
   hl_part &part;
   int q;
   std::vector<int> local;
 
   /* node i as the part sees it: its own node, a copy of a free one, or a parameter for a value
-   * another part (or the caller) has put in a slot */
+   * another part (or the caller) has put in a slot, a lifted constant's among them */
   int get(int i) {
     if (local[i] >= 0) return local[i];
     const hl_node &n = g->nodes[i];
     int id;
-    if (n.prim == HL_P_PARAM || (!is_free[i] && part_of[i] != q)) {
+    if (n.prim == HL_P_PARAM || (!is_free[i] && part_of[i] != q) || (lift && (*lift)[i])) {
       int slot = n.prim == HL_P_PARAM ? (int)n.attrs.i[0] : slot_of[i];
       if (slot < 0) throw std::runtime_error("halua: internal: a value crosses pipelines without a buffer");
       id = hl_graph_add_param(&part.g, n.type.dtype, n.type.ndim, n.type.shape);
@@ -94,11 +127,13 @@ uint64_t node_content(const hl_graph *g, int i) {
   return h;
 }
 
-/* a free node (a parameter, constant, index, or a view of those) with what it is made of */
-uint64_t free_hash(const hl_graph *g, int i) {
+/* a free node (a parameter, constant, index, or a view of those) with what it is made of; a
+ * lifted constant by its type (it is a parameter of the part) */
+uint64_t free_hash(const hl_graph *g, int i, const std::vector<char> *lift) {
   const hl_node &n = g->nodes[i];
+  if (lift && (*lift)[i]) return mix(HL_P_PARAM, (uint64_t)n.type.dtype);
   uint64_t h = node_content(g, i);
-  for (int k = 0; k < n.nin; k++) h = mix(h, free_hash(g, hl_node_inputs(g, &n)[k]));
+  for (int k = 0; k < n.nin; k++) h = mix(h, free_hash(g, hl_node_inputs(g, &n)[k], lift));
   return h;
 }
 
@@ -111,7 +146,8 @@ uint64_t free_hash(const hl_graph *g, int i) {
  * A program that repeats itself (an unrolled loop's rounds, a deep network's layers and their
  * gradients) then repeats its cuts, and so its parts: identical parts are compiled once
  * (hl_plan::same_as). */
-int cut_points(const hl_graph *g, const std::vector<char> &is_free, std::vector<int> &part_of, int min_size) {
+int cut_points(const hl_graph *g, const std::vector<char> &is_free, const std::vector<char> *lift, std::vector<int> &part_of,
+               int min_size) {
   std::vector<int> seq, place(g->nnodes, -1);
   for (int i = 0; i < g->nnodes; i++)
     if (!is_free[i]) {
@@ -128,7 +164,7 @@ int cut_points(const hl_graph *g, const std::vector<char> &is_free, std::vector<
       /* (an input from afar by its type alone: the backward pass reads the forward one's values
        * from ever farther back, layer after layer) */
       int far = !is_free[u] && s - place[u] > kAnchorReach;
-      v = mix(v, is_free[u] ? free_hash(g, u) : far ? mix(~0ull, node_content(g, u)) : (uint64_t)(s - place[u]));
+      v = mix(v, is_free[u] ? free_hash(g, u, lift) : far ? mix(~0ull, node_content(g, u)) : (uint64_t)(s - place[u]));
     }
     own[s] = v;
     h[s] = mix(mix(v, s > 0 ? own[s - 1] : 0), s > 1 ? own[s - 2] : 0);
@@ -152,8 +188,8 @@ int cut_points(const hl_graph *g, const std::vector<char> &is_free, std::vector<
 
 /* The plan of g's parts (part_of: each node's that is not free, nparts of them): the buffers
  * between them, each part's program and slots, and which parts share one program. */
-void build_parts(const hl_graph *g, const std::vector<char> &is_free, const std::vector<int> &param_node,
-                 const std::vector<int> &part_of, int nparts, hl_plan &plan) {
+void build_parts(const hl_graph *g, const std::vector<char> &is_free, const std::vector<char> *lift,
+                 const std::vector<int> &param_node, const std::vector<int> &part_of, int nparts, hl_plan &plan) {
   /* where each value lives once made: the first output that is it, else a buffer between parts
    * when a later part reads it */
   plan.nparams = g->nparams;
@@ -194,6 +230,12 @@ void build_parts(const hl_graph *g, const std::vector<char> &is_free, const std:
       }
     plan.between_extents.push_back(ext);
   }
+  /* lifted constants: a slot each after the buffers between parts */
+  for (int i = 0; lift && i < g->nnodes; i++)
+    if ((*lift)[i]) {
+      slot_of[i] = g->nparams + g->noutputs + (int)plan.between.size() + (int)plan.constants.size();
+      plan.constants.push_back({g->nodes[i].type.dtype, g->nodes[i].attrs.f});
+    }
   if (g->sym) {
     plan.nsym = g->sym->nsym;
     for (int j = 0; j < plan.nsym; j++) {
@@ -207,7 +249,7 @@ void build_parts(const hl_graph *g, const std::vector<char> &is_free, const std:
   for (int q = 0; q < nparts; q++) {
     hl_part &p = plan.parts[q];
     p.g.device = g->device;
-    PartBuilder b{g, is_free, part_of, slot_of, p, q, std::vector<int>(g->nnodes, -1)};
+    PartBuilder b{g, is_free, lift, part_of, slot_of, p, q, std::vector<int>(g->nnodes, -1)};
     /* (a polymorphic program's part reads its symbols from the parameters they come from) */
     for (int j = 0; g->sym && j < g->sym->nsym; j++) b.get(param_node[g->sym->param[j]]);
     std::vector<int> outs, out_slots;
@@ -300,8 +342,9 @@ bool hl_plan_make(const hl_graph *g0, hl_plan &plan) {
    * deep network, an unrolled loop). Else parts of equal size, kPartNodes at most: small parts
    * would only cost buffers between them. Both in canonical order (each node after its inputs). */
   std::vector<int> part_of(g->nnodes, -1);
-  int nparts = cut_points(g, is_free, part_of, kRepeatMin);
-  build_parts(g, is_free, param_node, part_of, nparts, plan);
+  std::vector<char> lift = liftable(g);
+  int nparts = cut_points(g, is_free, &lift, part_of, kRepeatMin);
+  build_parts(g, is_free, &lift, param_node, part_of, nparts, plan);
   int compiled = 0;   /* the nodes of the distinct parts */
   for (size_t q = 0; q < plan.parts.size(); q++)
     if (plan.same_as[q] == (int)q) {
@@ -314,7 +357,7 @@ bool hl_plan_make(const hl_graph *g0, hl_plan &plan) {
     int size = (total + nparts - 1) / nparts;
     for (int i = 0, seen = 0; i < g->nnodes; i++)
       if (!is_free[i]) part_of[i] = seen++ / size;
-    build_parts(g, is_free, param_node, part_of, nparts, plan);
+    build_parts(g, is_free, nullptr, param_node, part_of, nparts, plan);
   }
   return true;
 }

@@ -19,7 +19,9 @@
  *
  * A program that repeats itself (a deep network's layers, their gradients and updates) is cut
  * where its content repeats, so that its parts repeat too: parts with one program share one
- * compiled function (hl_plan::same_as). A 16-layer MLP's training step is 33 parts of 9 programs. */
+ * compiled function (hl_plan::same_as). A 16-layer MLP's training step is 26 parts of 8 programs.
+ * There, scalar constants that sums and products use are read from buffers (hl_plan::constants):
+ * the rounds of an unrolled loop that differ in such a constant (i * 1e-6) are one program. */
 #ifndef HL_PARTITION_H
 #define HL_PARTITION_H
 #include <vector>
@@ -35,8 +37,9 @@ extern "C" {
 const int kPartNodes = 24;
 /* A program that repeats itself is cut where its content says (hl_partition.cpp, cut_points): a
  * part ends at an anchor once it has kRepeatMin nodes, else at kPartMax; an anchor's hash is the
- * least within kAnchorReach places either side. */
-const int kRepeatMin = 4, kPartMax = 40, kAnchorReach = 12;
+ * least within kAnchorReach places either side. Parts of 4 nodes made the 8-layer MLP step run
+ * 10% slower (more buffers between parts); at 8 its run time does not change. */
+const int kRepeatMin = 8, kPartMax = 40, kAnchorReach = 12;
 /* ... and kept when its distinct parts, each compiled once, hold at most this share of its nodes */
 const double kRepeatShare = 0.7;
 
@@ -64,6 +67,13 @@ struct hl_plan {
   std::vector<std::vector<hl_between_extent>> between_extents;
   std::vector<int> born, dies;    /* per such slot: the part that writes it, the last that reads it */
   std::vector<int> same_as;       /* per part: the first part with the same program (itself if none) */
+  /* constants a repeated program's parts read from buffers (hl_partition.cpp, liftable): slots
+   * after the buffers between parts, each a scalar of its dtype */
+  struct constant {
+    hl_dtype dtype;
+    double value;
+  };
+  std::vector<constant> constants;
   hl_plan() = default;
   void clear();   /* (no parts, no buffers between them) */
   hl_plan(const hl_plan &) = delete;

@@ -386,7 +386,36 @@ finish()
     assert.are.equal(1, #lines(r4, "halua: warning: HALUA_COMPILE_JOBS=many is not a whole number from 1 to 64; the default is used"), r4.text)
   end)
 
-  it("a program that repeats itself compiles each distinct part once: right values JIT-compiled, by 1 or 2 processes, and loaded", function()
+  -- a program that repeats itself, run JIT-compiled, compiled here, compiled by 2 processes and
+  -- loaded: each run's result.err (against the same function run eagerly) small, and the log's
+  -- count of distinct programs at most max_share of its pipelines; returns the runs' results
+  local function repeated_program(script, name, max_share)
+    local dir = tmpdir()
+    local runs = {
+      run(script, {HALUA_CACHE_DIR = "off"}),                              -- JIT-compiled
+      run(script, {HALUA_CACHE_DIR = tmpdir(), HALUA_COMPILE_JOBS = 1}),   -- ahead of time, here
+      run(script, {HALUA_CACHE_DIR = dir, HALUA_COMPILE_JOBS = 2}),        -- by 2 processes
+      run(script, {HALUA_CACHE_DIR = dir}),                                -- loaded
+    }
+    local results = {}
+    for k, r in ipairs(runs) do
+      local res = succeeded(r)
+      results[k] = res
+      assert(res.err < 1e-5, "run " .. k .. ": the result differs from the eager one by " .. res.err .. "\n" .. r.text)
+      assert(res.pipelines and res.pipelines >= 20, r.text)
+      if k < 4 then
+        local l = lines(r, "halua: compiled " .. name)
+        assert.are.equal(1, #l, r.text)
+        local distinct, parts = l[1]:match("; (%d+) distinct programs among its (%d+) pipelines, each compiled once;")
+        assert(distinct and tonumber(parts) == res.pipelines and tonumber(distinct) <= max_share * tonumber(parts), r.text)
+      else
+        assert.are.equal(1, #lines(r, "halua: loaded " .. name .. " from the disk cache"), r.text)
+      end
+    end
+    return results
+  end
+
+  it("a program that repeats itself compiles each distinct part once: a deep MLP's training step", function()
     -- a 16-layer 64-wide MLP's value_and_grad and SGD step against the same step run eagerly
     local script = HEADER .. [==[
 local depth = 16
@@ -418,27 +447,38 @@ result.loss = l:item()
 result.pipelines = tonumber(f:lower(P, x):stmt():match("# pipeline 1 of (%d+)"))
 finish()
 ]==]
-    local dir = tmpdir()
-    local runs = {
-      run(script, {HALUA_CACHE_DIR = "off"}),                          -- JIT-compiled
-      run(script, {HALUA_CACHE_DIR = tmpdir(), HALUA_COMPILE_JOBS = 1}),   -- ahead of time, here
-      run(script, {HALUA_CACHE_DIR = dir, HALUA_COMPILE_JOBS = 2}),        -- by 2 processes
-      run(script, {HALUA_CACHE_DIR = dir}),                            -- loaded
-    }
-    for k, r in ipairs(runs) do
-      local res = succeeded(r)
-      assert(res.err < 1e-5, "run " .. k .. ": the step differs from the eager one by " .. res.err .. "\n" .. r.text)
-      assert(res.pipelines and res.pipelines >= 20, r.text)
-      if k < 4 then
-        local l = lines(r, "halua: compiled deep")
-        assert.are.equal(1, #l, r.text)
-        local distinct, parts = l[1]:match("; (%d+) distinct programs among its (%d+) pipelines, each compiled once;")
-        assert(distinct and tonumber(parts) == res.pipelines and tonumber(distinct) <= tonumber(parts) / 2, r.text)
-      else
-        assert.are.equal(1, #lines(r, "halua: loaded deep from the disk cache"), r.text)
-      end
-      assert.are.equal(succeeded(runs[1]).loss, res.loss)
-    end
+    local res = repeated_program(script, "deep", 0.5)
+    for k = 2, 4 do assert.are.equal(res[1].loss, res[k].loss) end
+  end)
+
+  it("a program that repeats itself compiles each distinct part once: an unrolled loop whose rounds differ in constants", function()
+    -- 300 rounds of tanh(a * 1.0001 + i * 1e-6), and of maximum(b - i * 1e-3, -0.5) * 0.999:
+    -- the rounds' constants are read from buffers, so the rounds are one program
+    local script = HEADER .. [==[
+local function rounds(a, b)
+  for i = 1, 300 do
+    a = hl.tanh(a * 1.0001 + i * 1e-6)
+    b = hl.maximum(b - i * 1e-3, -0.5) * 0.999
+  end
+  return a, b
+end
+local f = hl.jit(rounds, {name = "unrolled"})
+local x = hl.linspace(-1, 1, 37)
+local a, b = f(x, x * 2)
+local xs, err = x:totable(), 0
+for k, v in ipairs(xs) do
+  local p, s = v, 2 * v
+  for i = 1, 300 do
+    p = math.tanh(p * 1.0001 + i * 1e-6)
+    s = math.max(s - i * 1e-3, -0.5) * 0.999
+  end
+  err = math.max(err, math.abs(a[k]:item() - p), math.abs(b[k]:item() - s))
+end
+result.err = err
+result.pipelines = tonumber(f:lower(x, x * 2):stmt():match("# pipeline 1 of (%d+)"))
+finish()
+]==]
+    repeated_program(script, "unrolled", 0.1)
   end)
 
   -- entries rewritten by edit(bytes): each is reported, removed and written again, then hit cleanly

@@ -696,7 +696,7 @@ describe("jit compile time", function()
     end
     -- linear growth is 4x; one pipeline for the whole step measured 10x (16 layers: 17.6 s of
     -- thread time), cut into pipelines of at most 24 nodes 4.3x (4.1 s), cut where the step
-    -- repeats itself and each distinct pipeline compiled once 1.5x (hl_partition.h)
+    -- repeats itself and each distinct pipeline compiled once 1.6x (hl_partition.h)
     assert.is_true(times[16] / times[4] < 5, string.format("depth 4: %.2f s, depth 16: %.2f s", times[4], times[16]))
   end)
 end)
