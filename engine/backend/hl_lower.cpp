@@ -472,7 +472,10 @@ struct Lowerer {
         if (c < 0) continue;
         double f = node(c).attrs.f;
         bool divisor = k == 1 && (n.prim == HL_P_DIV || n.prim == HL_P_MOD || n.prim == HL_P_FLOOR_DIVIDE);
-        if (!std::isfinite(f) || (divisor && f == 0)) {
+        /* (1e39 is inf as a float32; Halide divides by a constant through its reciprocal, which
+         * for a float32 divisor of 1e-39 is inf too) */
+        hl_dtype dt = node(c).type.dtype;
+        if (!hl_finite_in(dt, f) || (divisor && (f == 0 || !hl_finite_in(dt, 1 / f)))) {
           x[k] = opaque(x[k], x[1 - k]);
           strict = true;
         }

@@ -89,3 +89,10 @@ int64_t hl_shape_size(int ndim, const int64_t *shape) {
   for (int i = 0; i < ndim; i++) n *= shape[i];
   return n;
 }
+
+int hl_finite_in(hl_dtype t, double v) {
+  if (!isfinite(v)) return 0;
+  if (t == HL_FLOAT32) return isfinite((float)v);
+  if (hl_dtype_is_half(t)) return isfinite(hl_half_to_float(t, hl_half_from_double(t, v)));
+  return 1;
+}

@@ -751,6 +751,20 @@ group("jit: constants inf, NaN and 0 as operands; 64 arrays in and out", functio
       add {name = t[1] .. " " .. dt, f = t[2], inputs = {x}, expr = wrap(string.format(t[3], cast("a", dt, dt)), dt),
            opts = {dtype = dt}, jit = t[1] .. " alone"}
     end
+    -- constants finite as Lua numbers but not in the dtype: 1e39 is inf as a float32 (it gave
+    -- -285.6 and 4.6e-41 under jit), and a divisor whose reciprocal is (Halide divides through it)
+    local big = ({float32 = 1e39, bfloat16 = 1e39, float16 = 70000})[dt]
+    if big then
+      add {name = "x * " .. big .. " " .. dt, f = function(a) return a * big end, inputs = {x},
+           expr = wrap(string.format("np.multiply(%s, np.inf)", cast("a", dt, dt)), dt), opts = {dtype = dt}, jit = "x * big alone"}
+    end
+    local tiny = ({float32 = {1e-39, "np.float32(1e-39)"}, float16 = {1e-5, "np.float16(1e-5)"},
+                   float64 = {1e-310, "np.float64(1e-310)"}})[dt]
+    if tiny then
+      add {name = "x / " .. tiny[1] .. " " .. dt, f = function(a) return a / tiny[1] end, inputs = {x},
+           expr = wrap(string.format("np.true_divide(%s, %s)", cast("a", dt, dt), tiny[2]), dt), opts = {dtype = dt},
+           jit = "x / tiny alone"}
+    end
     local e = hl.zeros({3, 0}, dt)
     for _, op in ipairs {"mean", "var", "std"} do
       add {name = op .. " over an empty axis " .. dt, f = function(a) return hl[op](a, 2) end, inputs = {e},
