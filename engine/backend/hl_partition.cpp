@@ -46,7 +46,8 @@ std::vector<char> free_nodes(const hl_graph *g) {
  * finite float32 or float64 scalars that only sums, differences, products, maxima and minima use
  * (through broadcasts and reshapes), the operations where a value from memory compiles as the
  * constant does. An unrolled loop's rounds that differ only in such a constant are then one
- * program. (Non-finite constants, divisors and exponents keep the folding hl_lower.cpp gives them.) */
+ * program. (Constants not finite in their dtype, divisors and exponents keep the handling
+ * hl_lower.cpp gives them; a folded constant may also round differently in its last bit.) */
 std::vector<char> liftable(const hl_graph *g) {
   int n = g->nnodes;
   std::vector<std::vector<int>> users(n);
@@ -58,9 +59,12 @@ std::vector<char> liftable(const hl_graph *g) {
   for (int i = n - 1; i >= 0; i--) {
     const hl_node &nd = g->nodes[i];
     bool view = nd.prim == HL_P_BROADCAST || nd.prim == HL_P_RESHAPE;
-    /* (a polymorphic program's constant that is a size computes at each call: hl_lower.cpp) */
+    /* (a polymorphic program's constant that is a size computes at each call: hl_lower.cpp; 0
+     * and 1 stay, whose identities Halide's simplifier applies: x * 0 folded is 0 even for NaN) */
+    double f = nd.attrs.f;
     bool scalar = nd.prim == HL_P_CONST && nd.type.ndim == 0 && (nd.type.dtype == HL_FLOAT32 || nd.type.dtype == HL_FLOAT64) &&
-                  std::isfinite(nd.attrs.f) && !(g->sym && hl_sym_find(g->sym, i, HL_SYM_VALUE, 0));
+                  hl_finite_in(nd.type.dtype, f) && f != 0 && f != 1 && f != -1 &&
+                  !(g->sym && hl_sym_find(g->sym, i, HL_SYM_VALUE, 0));
     if ((!view && !scalar) || output[i] || users[i].empty()) continue;
     bool all = true;
     for (int u : users[i]) {

@@ -724,11 +724,13 @@ int hl_program_build(hl_trace *t, int nout, const hl_array *const *outputs, cons
 }
 
 /* Captures are compared by value: each trace makes its constants anew. A device constant is
- * compared on the host (a trace's constants are small, and compared once per traced size). */
+ * compared on the host (a trace's constants are small, and compared once per traced size); a
+ * copy that fails counts as a difference (the program is then compiled for the size, and its
+ * run reports the device's failure). */
 int hl_same_capture(const hl_array *a, const hl_array *b) {
   if (a->storage == b->storage && a->offset == b->offset && !memcmp(a->strides, b->strides, sizeof a->strides)) return 1;
   if (a->dtype != b->dtype || a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim)) return 0;
-  if (hl_is_abstract(a) || hl_is_abstract(b)) return 0;
+  if (hl_is_abstract(a) || hl_is_abstract(b) || hl_array_device(a) != hl_array_device(b)) return 0;
   hl_array ha, hb, ca, cb;
   int same = 0;
   if (hl_to_device(a, HL_DEVICE_CPU, &ha)) return 0;
