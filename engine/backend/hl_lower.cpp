@@ -473,9 +473,11 @@ struct Lowerer {
         double f = node(c).attrs.f;
         bool divisor = k == 1 && (n.prim == HL_P_DIV || n.prim == HL_P_MOD || n.prim == HL_P_FLOOR_DIVIDE);
         /* (1e39 is inf as a float32; Halide divides by a constant through its reciprocal, which
-         * for a float32 divisor of 1e-39 is inf too) */
+         * for a float32 divisor of 1e-39 is inf too. And its simplifier takes x * 0 for 0 and
+         * x + 0 for x, where IEEE gives NaN for x NaN or inf, and +0 for x = -0) */
         hl_dtype dt = node(c).type.dtype;
-        if (!hl_finite_in(dt, f) || (divisor && (f == 0 || !hl_finite_in(dt, 1 / f)))) {
+        bool zero_identity = f == 0 && (n.prim == HL_P_MUL || n.prim == HL_P_ADD || n.prim == HL_P_SUB);
+        if (!hl_finite_in(dt, f) || (divisor && (f == 0 || !hl_finite_in(dt, 1 / f))) || zero_identity) {
           x[k] = opaque(x[k], x[1 - k]);
           strict = true;
         }

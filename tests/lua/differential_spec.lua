@@ -747,6 +747,10 @@ group("jit: constants inf, NaN and 0 as operands; 64 arrays in and out", functio
       {"x * inf", function(a) return a * (1 / 0) end, "np.multiply(%s, np.inf)"},
       {"x + NaN", function(a) return a + (0 / 0) end, "np.add(%s, np.nan)"},
       {"maximum(x, -inf)", function(a) return hl.maximum(a, -1 / 0) end, "np.maximum(%s, -np.inf)"},
+      -- (Halide's simplifier took x * 0 for 0 and x + 0 for x: NaN, inf and -0 inputs)
+      {"x * 0", function(a) return a * 0 end, "np.multiply(%s, 0)"},
+      {"x + 0", function(a) return a + 0 end, "np.add(%s, 0)"},
+      {"0 - x", function(a) return 0 - a end, "np.subtract(0, %s)"},
     } do
       add {name = t[1] .. " " .. dt, f = t[2], inputs = {x}, expr = wrap(string.format(t[3], cast("a", dt, dt)), dt),
            opts = {dtype = dt}, jit = t[1] .. " alone"}
