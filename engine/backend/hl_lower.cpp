@@ -442,6 +442,30 @@ struct Lowerer {
       j = input(node(j), 0);
     return node(j).prim == HL_P_CONST ? j : -1;
   }
+  /* Whether the constants of a chain of products and quotients (or of sums and differences)
+   * that node `other` starts stay finite and nonzero when Halide's simplifier folds them into one
+   * with f, the constant operand k of an operation prim: (x * 1e20) * 1e20 became x * inf on
+   * float32, which fast-math made garbage */
+  bool chain_finite(int prim, int k, double f, int other, hl_dtype dt) const {
+    bool product = prim == HL_P_MUL || (prim == HL_P_DIV && k == 1), sum = prim == HL_P_ADD || prim == HL_P_SUB;
+    if (!product && !sum) return true;
+    double acc = prim == HL_P_DIV ? 1 / f : prim == HL_P_SUB && k == 1 ? -f : f;
+    for (int depth = 0; depth < 64; depth++) {
+      const hl_node &m = node(other);
+      bool link = product ? (m.prim == HL_P_MUL || m.prim == HL_P_DIV) : (m.prim == HL_P_ADD || m.prim == HL_P_SUB);
+      if (!link || m.nin != 2) return true;
+      int c0 = const_source(input(m, 0)), c1 = const_source(input(m, 1));
+      int kc = c1 >= 0 ? 1 : c0 >= 0 && m.prim != HL_P_DIV ? 0 : -1;   /* (c / x is no link) */
+      if (kc < 0) return true;
+      double g = node(kc ? c1 : c0).attrs.f;
+      double next = product ? (m.prim == HL_P_DIV ? acc / g : acc * g) : (m.prim == HL_P_SUB && kc == 1 ? acc - g : acc + g);
+      if (!hl_finite_in(dt, next) || (product && hl_round_in(dt, next) == 0 && acc != 0 && g != 0)) return false;
+      acc = next;
+      other = input(m, 1 - kc);
+    }
+    return true;
+  }
+
   /* v, with bits Halide cannot see through: xor-ed with a 0 that is 1 only for one NaN payload
    * of guard (the other operand, which makes the result NaN anyway) */
   static Expr opaque(Expr v, Expr guard) {
@@ -477,7 +501,8 @@ struct Lowerer {
          * x + 0 for x, where IEEE gives NaN for x NaN or inf, and +0 for x = -0) */
         hl_dtype dt = node(c).type.dtype;
         bool zero_identity = f == 0 && (n.prim == HL_P_MUL || n.prim == HL_P_ADD || n.prim == HL_P_SUB);
-        if (!hl_finite_in(dt, f) || (divisor && (f == 0 || !hl_finite_in(dt, 1 / f))) || zero_identity) {
+        if (!hl_finite_in(dt, f) || (divisor && (f == 0 || !hl_finite_in(dt, 1 / f))) || zero_identity ||
+            !chain_finite(n.prim, k, f, input(n, 1 - k), dt)) {
           x[k] = opaque(x[k], x[1 - k]);
           strict = true;
         }

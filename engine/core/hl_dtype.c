@@ -90,9 +90,10 @@ int64_t hl_shape_size(int ndim, const int64_t *shape) {
   return n;
 }
 
-int hl_finite_in(hl_dtype t, double v) {
-  if (!isfinite(v)) return 0;
-  if (t == HL_FLOAT32) return isfinite((float)v);
-  if (hl_dtype_is_half(t)) return isfinite(hl_half_to_float(t, hl_half_from_double(t, v)));
-  return 1;
+double hl_round_in(hl_dtype t, double v) {
+  if (t == HL_FLOAT32) return (float)v;
+  if (hl_dtype_is_half(t)) return hl_half_to_float(t, hl_half_from_double(t, v));
+  return v;
 }
+
+int hl_finite_in(hl_dtype t, double v) { return isfinite(hl_round_in(t, v)); }

@@ -29,7 +29,8 @@ static inline int hl_dtype_is_half(hl_dtype t) { return t == HL_FLOAT16 || t == 
 uint16_t hl_half_from_double(hl_dtype t, double v);   /* t: HL_FLOAT16 or HL_BFLOAT16 */
 float hl_half_to_float(hl_dtype t, uint16_t bits);
 static inline int hl_dtype_is_float(hl_dtype t) { return hl_dtype_kind(t) == 'f'; }
-/* whether v is finite once rounded to the float dtype t (1e39 is not, as a float32) */
+/* v rounded to the float dtype t (1e39 is inf as a float32, 1e-50 is 0); whether that is finite */
+double hl_round_in(hl_dtype t, double v);
 int hl_finite_in(hl_dtype t, double v);
 static inline int hl_dtype_is_int(hl_dtype t) { char k = hl_dtype_kind(t); return k == 'i' || k == 'u'; }
 static inline int hl_dtype_is_complex(hl_dtype t) { return hl_dtype_kind(t) == 'c'; }

@@ -762,6 +762,21 @@ group("jit: constants inf, NaN and 0 as operands; 64 arrays in and out", functio
       add {name = "x * " .. big .. " " .. dt, f = function(a) return a * big end, inputs = {x},
            expr = wrap(string.format("np.multiply(%s, np.inf)", cast("a", dt, dt)), dt), opts = {dtype = dt}, jit = "x * big alone"}
     end
+    -- chains of constants that Halide's simplifier folds into one: (x * 1e20) * 1e20 became
+    -- x * inf on float32, which fast-math made garbage; each step in the dtype, as NumPy takes it
+    local c = ({float32 = {1e20, 1e-30, 3e38, "np.float32"}, float64 = {1e200, 1e-200, 1.7e308, "np.float64"}})[dt]
+    if c then
+      local T = c[4]
+      for _, t in ipairs {
+        {"(x * big) * big", function(a) return (a * c[1]) * c[1] end, "np.multiply(np.multiply(%s, C1), C1)"},
+        {"(x / (1 / big)) * big", function(a) return (a / (1 / c[1])) * c[1] end, "np.multiply(np.true_divide(%s, 1 / C1), C1)"},
+        {"(x * small) * small", function(a) return (a * c[2]) * c[2] end, "np.multiply(np.multiply(%s, C2), C2)"},
+        {"(x + max) + max", function(a) return (a + c[3]) + c[3] end, "np.add(np.add(%s, C3), C3)"},
+      } do
+        local expr = string.format(t[3], cast("a", dt, dt)):gsub("C(%d)", function(i) return T .. "(" .. string.format("%.17g", c[tonumber(i)]) .. ")" end)
+        add {name = t[1] .. " " .. dt, f = t[2], inputs = {x}, expr = wrap(expr, dt), opts = {dtype = dt}, jit = t[1] .. " alone"}
+      end
+    end
     local tiny = ({float32 = {1e-39, "np.float32(1e-39)"}, float16 = {1e-5, "np.float16(1e-5)"},
                    float64 = {1e-310, "np.float64(1e-310)"}})[dt]
     if tiny then
