@@ -304,9 +304,7 @@ static void compile_parts(hl_kernel *k, const char *so_path, Lap &lap) {
   std::vector<Pipeline> pipes(n);
   std::vector<std::vector<Argument>> args(n);
   k->parts.assign(n, hl_kernel_part());
-  std::vector<int> distinct;   /* the parts compiled: the first of each program */
-  for (size_t q = 0; q < n; q++)
-    if (plan.same_as[q] == (int)q) distinct.push_back((int)q);
+  std::vector<int> distinct = plan.distinct();   /* the parts compiled: the first of each program */
   Target t = k->target.without_feature(Target::JIT).with_feature(Target::NoRuntime);   /* (ahead of time) */
   int jobs = so_path ? hl_compile_jobs(distinct.size()) : 1;
   bool serial_aot = so_path != nullptr;
@@ -497,17 +495,11 @@ static int run_parts(hl_kernel *k, halide_buffer_t *bufs, RunContext *ctx) {
   std::vector<halide_buffer_t> between((size_t)nb), constants((size_t)nc);
   std::vector<halide_dimension_t> dims((size_t)nb * HL_MAX_DIMS);
   std::vector<const void *> argv;
-  /* the constants its parts read from buffers (hl_plan::constants): scalars of their dtype */
-  std::vector<double> f64((size_t)nc);
-  std::vector<float> f32((size_t)nc);
+  /* the constants its parts read from buffers (hl_plan::constants): 0-d, on the plan's values,
+   * which the pipelines only read */
   for (int c = 0; c < nc; c++) {
-    const hl_plan::constant &v = plan.constants[c];
-    halide_buffer_t &b = constants[c];
-    b = halide_buffer_t();
-    b.type = hl_halide_type(v.dtype);
-    f64[c] = v.value;
-    f32[c] = (float)v.value;
-    b.host = v.dtype == HL_FLOAT64 ? (uint8_t *)&f64[c] : (uint8_t *)&f32[c];
+    constants[c].type = hl_halide_type(plan.constants[c].dtype);
+    constants[c].host = (uint8_t *)const_cast<void *>(static_cast<const void *>(&plan.constants[c].value));
   }
   JITUserContext *pctx = ctx;
   int rc = 0;
@@ -650,11 +642,8 @@ extern "C" double hl_kernel_compile_ms(const hl_kernel *k) { return k->compile_m
 
 extern "C" int hl_kernel_compile_parts(const hl_kernel *k, int *jobs, int *distinct) {
   *jobs = k->jobs;
-  *distinct = 1;
-  if (!k->plan) return 1;
-  *distinct = 0;
-  for (size_t q = 0; q < k->plan->parts.size(); q++) *distinct += k->plan->same_as[q] == (int)q;
-  return (int)k->plan->parts.size();
+  *distinct = k->plan ? (int)k->plan->distinct().size() : 1;
+  return k->plan ? (int)k->plan->parts.size() : 1;
 }
 
 extern "C" void hl_kernel_compile_phases(const hl_kernel *k, double ms[4]) {

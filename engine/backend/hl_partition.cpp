@@ -13,6 +13,13 @@ extern "C" {
 
 hl_plan::~hl_plan() { clear(); }
 
+std::vector<int> hl_plan::distinct() const {
+  std::vector<int> d;
+  for (size_t q = 0; q < same_as.size(); q++)
+    if (same_as[q] == (int)q) d.push_back((int)q);
+  return d;
+}
+
 void hl_plan::clear() {
   for (hl_part &p : parts) hl_graph_free(&p.g);
   parts.clear();
@@ -238,7 +245,10 @@ void build_parts(const hl_graph *g, const std::vector<char> &is_free, const std:
   for (int i = 0; lift && i < g->nnodes; i++)
     if ((*lift)[i]) {
       slot_of[i] = g->nparams + g->noutputs + (int)plan.between.size() + (int)plan.constants.size();
-      plan.constants.push_back({g->nodes[i].type.dtype, g->nodes[i].attrs.f});
+      hl_plan::constant c{g->nodes[i].type.dtype, {}};
+      if (c.dtype == HL_FLOAT64) c.value.f64 = g->nodes[i].attrs.f;
+      else c.value.f32 = (float)g->nodes[i].attrs.f;   /* (as the lowering rounds a constant) */
+      plan.constants.push_back(c);
     }
   if (g->sym) {
     plan.nsym = g->sym->nsym;
@@ -350,11 +360,10 @@ bool hl_plan_make(const hl_graph *g0, hl_plan &plan) {
   int nparts = cut_points(g, is_free, &lift, part_of, kRepeatMin);
   build_parts(g, is_free, &lift, param_node, part_of, nparts, plan);
   int compiled = 0;   /* the nodes of the distinct parts */
-  for (size_t q = 0; q < plan.parts.size(); q++)
-    if (plan.same_as[q] == (int)q) {
-      std::vector<char> f = free_nodes(&plan.parts[q].g);
-      compiled += (int)std::count(f.begin(), f.end(), 0);
-    }
+  for (int q : plan.distinct()) {
+    std::vector<char> f = free_nodes(&plan.parts[q].g);
+    compiled += (int)std::count(f.begin(), f.end(), 0);
+  }
   if (compiled > total * kRepeatShare) {
     plan.clear();
     nparts = (total + kPartNodes - 1) / kPartNodes;

@@ -71,9 +71,13 @@ struct hl_plan {
    * after the buffers between parts, each a scalar of its dtype */
   struct constant {
     hl_dtype dtype;
-    double value;
+    union {   /* the value as its buffer holds it */
+      float f32;
+      double f64;
+    } value;
   };
   std::vector<constant> constants;
+  std::vector<int> distinct() const;   /* the parts whose program is their own: those compiled */
   hl_plan() = default;
   void clear();   /* (no parts, no buffers between them) */
   hl_plan(const hl_plan &) = delete;
