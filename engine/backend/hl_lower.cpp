@@ -259,29 +259,41 @@ struct Lowerer {
     throw CompileError(std::string("halua: internal: no lowering for ") + hl_prims[prim].name);
   }
 
+  /* b == v. A constant b is compared here: Halide 14's simplifier folds c0 == c1 through
+   * c0 - c1, which overflows for INT_MAX == -1 ("Signed integer overflow occurred during
+   * constant-folding": x % 2147483647 and x // 2147483647 did not compile under jit) */
+  static Expr equals(Expr b, int64_t v) {
+    if (const int64_t *c = as_const_int(b)) return Internal::make_bool(*c == v);
+    if (const uint64_t *u = as_const_uint(b)) return Internal::make_bool(v >= 0 && *u == (uint64_t)v);
+    return b == Internal::make_const(b.type(), v);
+  }
   /* Python's conventions: the remainder takes the divisor's sign; division floors. */
   /* The hardware traps on x / 0 and INT_MIN / -1 (the round-to-zero intrinsics are raw
    * instructions): those divisors are replaced first and their results chosen after. */
   static Expr safe_divisor(Expr b) {
-    Expr one = make_one(b.type());
-    Expr risky = b == make_zero(b.type());
-    if (b.type().is_int()) risky = risky || b == cast(b.type(), -1);
-    return select(risky, one, b);
+    Expr risky = equals(b, 0);
+    if (b.type().is_int()) risky = risky || equals(b, -1);
+    return select(risky, make_one(b.type()), b);
   }
   static Expr int_floordiv(Expr a, Expr b) {
     Expr sb = safe_divisor(b);
-    Expr q = div_round_to_zero(a, sb), r = mod_round_to_zero(a, sb);
+    /* Halide's own division, which floors for a positive divisor and keeps the remainder
+     * non-negative for a negative one (one less than the floor then, unless exact). Not
+     * div_round_to_zero: Halide 14 lowers that, for a constant divisor from 2 to 255 of 8, 16
+     * and 32 bits, through a multiplier table whose quotients are wrong (4 // 3 was -1 under
+     * jit, where the divisor is a constant) */
+    Expr q = a / sb, r = a % sb;
     Expr zero = make_zero(a.type());
-    Expr fq = select(r != zero && ((r < zero) != (sb < zero)), q - make_one(a.type()), q);
-    if (a.type().is_int()) fq = select(b == cast(b.type(), -1), zero - a, fq);
-    return select(b == zero, zero, fq);
+    Expr fq = select(sb < zero && r != zero, q - make_one(a.type()), q);
+    if (a.type().is_int()) fq = select(equals(b, -1), zero - a, fq);
+    return select(equals(b, 0), zero, fq);
   }
   static Expr int_mod(Expr a, Expr b) {
     Expr sb = safe_divisor(b);
     Expr r = mod_round_to_zero(a, sb), zero = make_zero(a.type());
     Expr fr = select(r != zero && ((r < zero) != (sb < zero)), r + sb, r);
-    if (a.type().is_int()) fr = select(b == cast(b.type(), -1), zero, fr);
-    return select(b == zero, zero, fr);
+    if (a.type().is_int()) fr = select(equals(b, -1), zero, fr);
+    return select(equals(b, 0), zero, fr);
   }
   Expr float_mod(Expr a, Expr b) const {
     /* fmod in double keeps the remainder exact for float32; then move it to b's sign */

@@ -792,6 +792,49 @@ group("jit: constants inf, NaN and 0 as operands; 64 arrays in and out", functio
   end
 end)
 
+group("jit: integer floor_divide and mod by every constant divisor", function(add)
+  -- a divisor that is a Lua number is a constant of the jitted program. Halide 14 divides by a
+  -- constant from 2 to 255 (8, 16 and 32 bits) through multiplier tables, and its round-to-zero
+  -- table gave wrong quotients: 4 // 3 was -1, 100 // 3 was -17 (int8). Every int8 and uint8
+  -- numerator by every divisor of the dtype, and int32/int64 numerators near the ends of their
+  -- range by divisors around those tables' bounds; each case stacks one row per divisor
+  local all8 = {}
+  for v = -128, 127 do all8[#all8 + 1] = v end
+  local wide = {-2147483648, -2147483647, -65536, -1000, -255, -7, -4, -3, -1, 0, 1, 2, 3, 4, 5, 7, 100, 255, 256, 1000, 65535, 2147483646, 2147483647}
+  local near = {{-2147483647, -2147483647}, {-65537, -65536}, {-1000, -1000}, {-258, -250}, {-130, -122}, {-9, 9},
+                {122, 130}, {250, 258}, {1000, 1000}, {65536, 65537}, {2147483647, 2147483647}}
+  local specs = {
+    {"int8", all8, {{-128, 127}}},
+    {"uint8", nil, {{0, 255}}},
+    {"int32", wide, near},
+    {"int64", wide, near},
+  }
+  for _, sp in ipairs(specs) do
+    local dt, nums = sp[1], sp[2]
+    local x
+    if dt == "uint8" then x = (hl.array(all8, "int32") + 128):astype("uint8") else x = hl.array(nums, "int64"):astype(dt) end
+    local divs = {}
+    for _, r in ipairs(sp[3]) do
+      for d = r[1], r[2] do divs[#divs + 1] = d end
+    end
+    local T = "np." .. dt
+    local dlist = "[" .. table.concat(divs, ", ") .. "]"
+    for _, op in ipairs {{"floor_divide", hl.floor_divide, "np.floor_divide"}, {"mod", hl.mod, "np.mod"}} do
+      add {name = op[1] .. " of every " .. dt .. " numerator by " .. #divs .. " constant divisors", inputs = {x},
+           f = function(a)
+             local rows, blocks = {}, {}
+             for i, d in ipairs(divs) do
+               rows[#rows + 1] = op[2](a, d)
+               if #rows == 64 or i == #divs then blocks[#blocks + 1], rows = hl.stack(rows), {} end
+             end
+             return hl.concatenate(blocks, 1)
+           end,
+           expr = string.format("np.stack([%s(a, %s(d)) for d in %s])", op[3], T, dlist),
+           opts = {dtype = dt}, jit = op[1] .. " " .. dt .. " alone"}
+    end
+  end
+end)
+
 -- ---------------------------------------------------------------- index arrays
 
 -- x:at({..., idx, ...}):mode(v) on random shapes with one index array on a random axis (random
