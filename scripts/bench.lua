@@ -250,6 +250,9 @@ for _, c in ipairs {{256, 5, 50}, {2048, 3, 1}} do
 end
 local la, lw = hl.ones({256, 784}) + 0, hl.ones({784, 1024}) + 0
 res.mlp_layer_gflops = 2 * 256 * 784 * 1024 / best_of(function() return mm(la, lw) end, 5, 10) / 1e9
+-- a weight gradient as an eager user writes it: a transposed view times a matrix
+local lh, lg = hl.ones({256, 1024}) + 0, hl.ones({256, 1024}) + 0
+res.wgrad_gflops = 2 * 1024 * 256 * 1024 / best_of(function() return hl.matmul(lh.T, lg) end, 5, 10) / 1e9
 -- 4096x4096 float32: a full sum, row softmax and row logsumexp, a transpose that moves data
 local big = hl.random.uniform(hl.random.key(1), {4096, 4096})
 local total = hl.jit(function(u) return hl.sum(u) end)
@@ -441,6 +444,7 @@ print_table({
   {"matmul256_gflops", "matmul 256^3 float32 (GFLOP/s)", "higher"},
   {"matmul2048_gflops", "matmul 2048^3 float32 (GFLOP/s)", "higher"},
   {"mlp_layer_gflops", "MLP layer 256x784 @ 784x1024 float32 (GFLOP/s)", "higher"},
+  {"wgrad_gflops", "weight gradient h.T @ g, h and g 256x1024 float32, eager (GFLOP/s)", "higher"},
   {"sum4096_ms", "sum of 4096x4096 float32, jit (ms)", "lower"},
   {"softmax4096_ms", "row softmax of 4096x4096 float32, jit (ms)", "lower"},
   {"logsumexp4096_ms", "row logsumexp of 4096x4096 float32, jit (ms)", "lower"},

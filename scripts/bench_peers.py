@@ -108,6 +108,8 @@ def section_numpy():
             put("matmul%d_gflops" % k, "numpy", 2 * k ** 3 / best_of(lambda: mk @ mk, reps, inner) / 1e9)
         la, lw = np.ones((256, 784), np.float32), np.ones((784, 1024), np.float32)
         put("mlp_layer_gflops", "numpy", 2 * 256 * 784 * 1024 / best_of(lambda: la @ lw, 5, 10) / 1e9)
+        lh, lg = np.ones((256, 1024), np.float32), np.ones((256, 1024), np.float32)
+        put("wgrad_gflops", "numpy", 2 * 1024 * 256 * 1024 / best_of(lambda: lh.T @ lg, 5, 10) / 1e9)
     def reductions():
         # 4096x4096 float32: a full sum, row softmax and row logsumexp, a transpose that moves data
         big = np.random.default_rng(1).random((4096, 4096), dtype=np.float32)
@@ -179,6 +181,8 @@ def section_torch():
             put("matmul%d_gflops" % k, "torch", 2 * k ** 3 / best_of(lambda: mk @ mk, reps, inner) / 1e9)
         la, lw = torch.ones(256, 784), torch.ones(784, 1024)
         put("mlp_layer_gflops", "torch", 2 * 256 * 784 * 1024 / best_of(lambda: la @ lw, 5, 10) / 1e9)
+        lh, lg = torch.ones(256, 1024), torch.ones(256, 1024)
+        put("wgrad_gflops", "torch", 2 * 1024 * 256 * 1024 / best_of(lambda: lh.t() @ lg, 5, 10) / 1e9)
     def reductions():
         big = torch.rand(4096, 4096)
         put("sum4096_ms", "torch", best_of(lambda: big.sum(), 3, 3) * 1e3)
@@ -330,6 +334,8 @@ def section_jax():
             put("matmul%d_gflops" % k, "jax", 2 * k ** 3 / best_of(lambda: mm(mk, mk).block_until_ready(), reps, inner) / 1e9)
         la, lw = jnp.ones((256, 784), jnp.float32), jnp.ones((784, 1024), jnp.float32)
         put("mlp_layer_gflops", "jax", 2 * 256 * 784 * 1024 / best_of(lambda: mm(la, lw).block_until_ready(), 5, 10) / 1e9)
+        lh, lg = jnp.ones((256, 1024), jnp.float32), jnp.ones((256, 1024), jnp.float32)
+        put("wgrad_gflops", "jax", 2 * 1024 * 256 * 1024 / best_of(lambda: mm(lh.T, lg).block_until_ready(), 5, 10) / 1e9)
     def reductions():
         big = jnp.asarray(np.random.default_rng(1).random((4096, 4096), dtype=np.float32))
         total = jax.jit(jnp.sum)

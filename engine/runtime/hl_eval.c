@@ -449,25 +449,34 @@ static int blas_ready(const hl_array *a, hl_array *tmp, const hl_array **use) {
   return 1;
 }
 
-int hl_matmul_into(const hl_array *a, const hl_array *b, hl_array *out) {
-  const hl_array *in[2] = {a, b};
-  if (hl_shape_size(out->ndim, out->shape) == 0) return 0;
-  return run_single(HL_P_MATMUL, 2, in, NULL, out);
-}
-
-static int eager_matmul(const hl_array *const *in, const hl_type *ty, hl_array *out) {
-  int dev = hl_array_device(in[0]);
-  if (hl_array_alloc_on(out, dev, ty->dtype, ty->ndim, ty->shape)) return -1;
-  if (hl_shape_size(ty->ndim, ty->shape) == 0) return 0;
+/* The product of a and b into the allocated out through the cached kernel, each operand first
+ * made readable by it. On the CPU both operands' rows are made unit-stride: the kernel packs a
+ * panel of B, but reads A in place, one element of each of a tile's six rows per step of k, and
+ * a transposed A (a step of k a whole row apart, 1 KiB to 4 KiB) missed the cache at every step:
+ * h.T @ g with h 256x1024 took twice as long as copying h.T and multiplying the copy. */
+static int matmul_run(const hl_array *a, const hl_array *b, hl_array *out) {
+  int cuda = hl_array_device(a) == HL_DEVICE_CUDA;
   hl_array ta, tb;
   const hl_array *ops[2];
-  int own_a = dev == HL_DEVICE_CUDA ? blas_ready(in[0], &ta, &ops[0]) : (ops[0] = in[0], 0);
-  int own_b = own_a < 0 ? -1 : dev == HL_DEVICE_CUDA ? blas_ready(in[1], &tb, &ops[1]) : unit_rows(in[1], &tb, &ops[1]);
+  int own_a = cuda ? blas_ready(a, &ta, &ops[0]) : unit_rows(a, &ta, &ops[0]);
+  int own_b = own_a < 0 ? -1 : cuda ? blas_ready(b, &tb, &ops[1]) : unit_rows(b, &tb, &ops[1]);
   int rc = own_a < 0 || own_b < 0 ? -1 : run_single(HL_P_MATMUL, 2, ops, NULL, out);
   if (own_a > 0) hl_array_release(&ta);
   if (own_b > 0) hl_array_release(&tb);
-  if (rc) hl_array_release(out);
   return rc;
+}
+
+int hl_matmul_into(const hl_array *a, const hl_array *b, hl_array *out) {
+  if (hl_shape_size(out->ndim, out->shape) == 0) return 0;
+  return matmul_run(a, b, out);
+}
+
+static int eager_matmul(const hl_array *const *in, const hl_type *ty, hl_array *out) {
+  if (hl_array_alloc_on(out, hl_array_device(in[0]), ty->dtype, ty->ndim, ty->shape)) return -1;
+  if (hl_shape_size(ty->ndim, ty->shape) == 0) return 0;
+  if (!matmul_run(in[0], in[1], out)) return 0;
+  hl_array_release(out);
+  return -1;
 }
 
 static int eager_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *at, hl_array *out);

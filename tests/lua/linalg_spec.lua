@@ -22,6 +22,21 @@ suite("matmul", function(case)
   local a, b = np.rand({6, 7}, -1, 1), np.rand({5, 7}, -1, 1)
   case("a @ b.T (a transposed view)", function() return hl.matmul(a, b.T) end, "a @ b.T", {a, b}, {rtol = 1e-5, atol = 1e-6})
   case("a.T @ a", function() return hl.matmul(a.T, a) end, "a.T @ a", {a}, {rtol = 1e-5, atol = 1e-6})
+  -- operands whose rows are not unit-stride, at sizes that take the kernel's whole tiles: the
+  -- engine copies them first (a transposed A read in place missed the cache at every step)
+  local t, u = np.rand({130, 70}, -1, 1), np.rand({130, 90}, -1, 1)
+  case("t.T @ u, whole tiles (A a transposed view)", function() return hl.matmul(t.T, u) end, "a.T @ b", {t, u}, {rtol = 1e-5, atol = 1e-5})
+  case("t.T @ u under jit (A a transposed argument)", function() return hl.jit(function(p, q) return hl.matmul(p, q) end)(t.T, u) end,
+       "a.T @ b", {t, u}, {rtol = 1e-5, atol = 1e-5})
+  case("t.T @ u.T.T, float64", function() return hl.matmul(t:astype("float64").T, u:astype("float64").T.T) end,
+       "a.T.astype(np.float64) @ b.astype(np.float64)",
+       {t, u}, {dtype = "float64", rtol = 1e-12, atol = 1e-12})
+  local c, d = np.rand({2, 40, 9}, -1, 1), np.rand({2, 40, 70}, -1, 1)
+  case("batched, A transposed in its last two axes", function() return hl.matmul(hl.transpose(c, {1, 3, 2}), d) end,
+       "np.matmul(np.transpose(a, (0, 2, 1)), b)", {c, d}, {rtol = 1e-5, atol = 1e-5})
+  local row = np.rand({1, 130}, -1, 1)
+  case("A a broadcast row (stride 0)", function() return hl.matmul(hl.broadcast_to(row, {8, 130}), u) end,
+       "np.broadcast_to(a, (8, 130)) @ b", {row, u}, {rtol = 1e-5, atol = 1e-5})
   case("int32 @ float32 promotes", function() return hl.matmul(hl.array({{1, 2}}, "int32"), hl.array({{0.5}, {0.25}})) end,
        "np.array([[1.0]])", {}, {dtype = "float32"})
   case("bool @ bool is bool, as NumPy's (an or of ands)", function() return hl.matmul(hl.array({{true, true}, {false, false}}), hl.array({{true}, {true}})) end,
