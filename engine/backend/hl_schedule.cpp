@@ -170,7 +170,10 @@ void schedule_matmul(hl_lowered &L, int i, int vec, Func sized, Func out) {
      * sums are still computed in vectors (prod, below); the tile only copies them out */
     if (tail == TailStrategy::ShiftInwards) {
       s.unroll(mi);
-      if (vec > 1) s.vectorize(ni, vec, tail);
+      /* the vectors of a row unrolled too: a loop over them indexed the tile's sums, so LLVM kept
+       * the tile in a stack array, cleared it with memset and copied it out after k (5% of the
+       * MLP's value_and_grad); unrolled, the sums go from registers to the output */
+      if (vec > 1) s.vectorize(ni, vec, tail).unroll(ni);
     }
     /* n-tiles outer, m-tiles inner: the k x tn panel of B stays in cache while m sweeps */
     s.reorder(ni, mi, mo, no);
