@@ -202,7 +202,10 @@ void schedule_matmul(hl_lowered &L, int i, int vec, Func sized, Func out) {
     s.reorder(ni, mi, mo, no).parallel(mo);
   }
   tile(out, TailStrategy::GuardWithIf);
-  prod.compute_at(out, mo).unroll(v[1]);
+  /* (the tile's rows unrolled in copies guarded by the rows it has: where the product is read in
+   * another order than it is computed, a flip of it, Halide cannot bound a tile's rows by a
+   * constant, and a plain unroll refused to compile) */
+  prod.compute_at(out, mo).unroll(v[1], tm, TailStrategy::GuardWithIf);
   /* pack the k x tn panel of B contiguously once per n-tile: rows of a power-of-two-wide B
    * otherwise alias in the cache. Where B's columns are clamped (L.panels: the CPU's products),
    * the tile's sums are whole vectors past the last column, read from the panel's copies of it:
@@ -212,7 +215,7 @@ void schedule_matmul(hl_lowered &L, int i, int vec, Func sized, Func out) {
   TailStrategy lanes = padded ? TailStrategy::RoundUp : TailStrategy::GuardWithIf;
   panel.compute_at(out, par);
   RVar k = L.rdoms[i][0];
-  prod.update().reorder(v[0], v[1], k).unroll(v[1]);
+  prod.update().reorder(v[0], v[1], k).unroll(v[1], tm, TailStrategy::GuardWithIf);
   if (vec > 1) {
     prod.vectorize(v[0], vec, lanes);
     panel.vectorize(v[0], vec, lanes);
