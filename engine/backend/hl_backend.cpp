@@ -235,6 +235,23 @@ extern "C" char *hl_kernel_disk_signature(const hl_graph *g) {
   }
 }
 
+/* IEEE semantics for jitted CPU pipelines. Under fast-math, Halide's simplifier cancels float
+ * terms (x - x is 0, x / x is 1, (x + 2) - x is 2) and LLVM folds comparisons as if no value were
+ * inf or NaN, so programs whose values become inf or NaN gave other results than eagerly and than
+ * NumPy (x - x was 0 for an inf, sign(1 / (x - 2)) inf for x = 2). StrictFloat costs these
+ * pipelines nothing measurable (paired runs of fused chains, softmax, reductions, the MLP step and
+ * the heat loop: docs/halide.md), as their products are the engine's matmul kernel, an extern
+ * stage compiled on its own, with fast-math for its fused multiply-adds. Eager kernels (one
+ * operation each: nothing to cancel), pipelines whose products Halide computes itself (the
+ * autoscheduler's, 2-byte floats') and CUDA pipelines keep fast-math. */
+static Target pipeline_target(const hl_graph *g) {
+  Target t = hl_device_target(g->device);
+  if (g->device != HL_DEVICE_CPU || g->dynamic || g->schedule || getenv("HALUA_FUSED_MATMUL")) return t;
+  for (int i = 0; i < g->nnodes; i++)
+    if (g->nodes[i].prim == HL_P_MATMUL && hl_dtype_is_half(g->nodes[i].type.dtype)) return t;
+  return t.with_feature(Target::StrictFloat);
+}
+
 /* g's Halide pipeline, lowered and scheduled for its device, with its arguments */
 static Pipeline build_pipeline(const hl_graph *g, const Target &t, std::vector<Argument> &args) {
   hl_lowered L;
@@ -388,7 +405,7 @@ static hl_kernel *hl_kernel_load_real(const hl_graph *g, const char *name, const
   std::lock_guard<std::mutex> guard(compiler_lock);
   size_t heap0 = heap_in_use();
   hl_kernel *k = new hl_kernel;
-  k->target = hl_device_target(HL_DEVICE_CPU);
+  k->target = pipeline_target(g);
   k->symbol = kAotSymbol;
   try {
     std::unique_ptr<hl_plan> plan(new hl_plan);
@@ -433,7 +450,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, co
   try {
     RealGraph rg(g0);
     g = rg.g;
-    k->target = hl_device_target(g->device);
+    k->target = pipeline_target(g);
     std::unique_ptr<hl_plan> plan(new hl_plan);
     if (hl_plan_make(g, *plan)) {
       k->plan = std::move(plan);

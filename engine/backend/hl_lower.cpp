@@ -215,7 +215,9 @@ struct Lowerer {
     Type ty = x.type();
     bool f32 = ty == Float(32), fl = hl_dtype_is_float(t);
     switch (prim) {
-    case HL_P_NEG: return t == HL_UINT8 ? cast(ty, 0 - cast(Int(32), x)) : -x;
+    /* (a float as a product by -1: Halide's -x is 0 - x, which in IEEE arithmetic, as jitted
+     * programs compile, gives +0 for x = +0 where NumPy gives -0) */
+    case HL_P_NEG: return t == HL_UINT8 ? cast(ty, 0 - cast(Int(32), x)) : fl ? x * Internal::make_const(ty, -1) : -x;
     case HL_P_ABS: return fl ? abs(x) : cast(ty, abs(x));
     case HL_P_SIGN:
       return select(x > make_zero(ty), make_one(ty), x < make_zero(ty), cast(ty, -1), fl ? x * make_zero(ty) + x : x);

@@ -122,8 +122,9 @@ Target hl_device_target(int device) {
                  .with_feature(Target::JIT)
                  .with_feature(Target::UserContext)
                  .with_feature(Target::LargeBuffers);
-  /* No StrictFloat: it forbids fused multiply-adds (half the matmul speed). NaN and Inf
-   * semantics do not rest on float rules: hl_lower.cpp tests them on bit patterns. */
+  /* No StrictFloat here: it forbids fused multiply-adds (half the matmul kernel's speed). NaN and
+   * Inf tests do not rest on float rules (hl_lower.cpp tests bit patterns); jitted CPU programs,
+   * whose products are that kernel's, add StrictFloat (hl_backend.cpp, pipeline_target). */
   /* Compile time: the engine has checked every shape, dtype and device before a pipeline runs
    * and allocates its outputs itself, so Halide's own buffer checks and top-level bounds
    * queries are dead weight (about a third of a small pipeline's compile); LLVM's loop passes

@@ -792,6 +792,29 @@ group("jit: constants inf, NaN and 0 as operands; 64 arrays in and out", functio
   end
 end)
 
+group("jit: float terms that cancel, with inf, NaN and -0 inputs (IEEE, not algebra)", function(add)
+  -- under fast-math Halide's simplifier cancelled terms (x - x was 0 and x / x was 1 for inf and
+  -- NaN, (x + 2) - x was 2) and LLVM folded comparisons as if no value were inf (sign(1 / (x - x))
+  -- was inf): jitted CPU pipelines compile with IEEE semantics (hl_backend.cpp, pipeline_target)
+  for _, dt in ipairs {"float32", "float64", "float16", "bfloat16"} do
+    local x = hl.array({1, -1, 0, -0.0, 0 / 0, 1 / 0, -2.5, 3, -1 / 0, 0.5, 7, -4, 1e-3, 2, -0.0, 0 / 0, 9, -8, 1 / 0, 6, 0}, dt)
+    for _, t in ipairs {
+      {"x - x", function(a) return a - a end, "np.subtract(A, A)"},
+      {"x / x", function(a) return a / a end, "np.true_divide(A, A)"},
+      {"x + (-x)", function(a) return a + (-a) end, "np.add(A, np.negative(A))"},
+      {"(x + 2) - x", function(a) return (a + 2) - a end, "np.subtract(np.add(A, 2), A)"},
+      {"x * x - x * x", function(a) return a * a - a * a end, "np.subtract(np.multiply(A, A), np.multiply(A, A))"},
+      {"sign(1 / (x - x))", function(a) return hl.sign(1 / (a - a)) end, "np.sign(np.true_divide(1, np.subtract(A, A)))"},
+      {"any(x / (x - x)) by rows", function(a) return hl.any(hl.reshape(a / (a - a), {3, 7}), 2) end,
+       "np.any(np.true_divide(A, np.subtract(A, A)).reshape(3, 7), axis=1)", "bool"},
+    } do
+      local expr = t[3]:gsub("A", cast("a", dt, dt))
+      add {name = t[1] .. " " .. dt, f = t[2], inputs = {x}, expr = t[4] and expr or wrap(expr, dt),
+           opts = {dtype = t[4] or dt}, jit = t[1] .. " alone"}
+    end
+  end
+end)
+
 group("jit: integer floor_divide and mod by every constant divisor", function(add)
   -- a divisor that is a Lua number is a constant of the jitted program. Halide 14 divides by a
   -- constant from 2 to 255 (8, 16 and 32 bits) through multiplier tables, and its round-to-zero
