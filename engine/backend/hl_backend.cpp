@@ -246,9 +246,9 @@ extern "C" char *hl_kernel_disk_signature(const hl_graph *g) {
  * autoscheduler's, 2-byte floats') and CUDA pipelines keep fast-math. */
 static Target pipeline_target(const hl_graph *g) {
   Target t = hl_device_target(g->device);
-  if (g->device != HL_DEVICE_CPU || g->dynamic || g->schedule || getenv("HALUA_FUSED_MATMUL")) return t;
+  if (g->device != HL_DEVICE_CPU || g->dynamic || g->schedule) return t;
   for (int i = 0; i < g->nnodes; i++)
-    if (g->nodes[i].prim == HL_P_MATMUL && hl_dtype_is_half(g->nodes[i].type.dtype)) return t;
+    if (g->nodes[i].prim == HL_P_MATMUL && !hl_matmul_is_kernel(g, g->nodes[i].type.dtype, false)) return t;
   return t.with_feature(Target::StrictFloat);
 }
 

@@ -789,7 +789,7 @@ struct Lowerer {
       L.funcs[i](v) = select(K > 0, ext(v), make_zero(ty));
       return;
     }
-    if (!half && g->device == HL_DEVICE_CPU && !g->dynamic && !g->schedule && !L.exporting && !getenv("HALUA_FUSED_MATMUL")) {
+    if (hl_matmul_is_kernel(g, n.type.dtype, L.exporting)) {
       /* in a jit pipeline, the engine's cached matmul kernel as an extern stage: compiled once per
        * process rather than once per pipeline (most of a training step's compile time); the
        * autoscheduler gets the product as a Halide definition to schedule itself */
@@ -1009,6 +1009,11 @@ struct Lowerer {
 };
 
 }  // namespace
+
+bool hl_matmul_is_kernel(const hl_graph *g, hl_dtype dt, bool exporting) {
+  return !hl_dtype_is_half(dt) && g->device == HL_DEVICE_CPU && !g->dynamic && !g->schedule && !exporting &&
+         !getenv("HALUA_FUSED_MATMUL");
+}
 
 bool hl_empty_on_cuda(const hl_graph *g, int i) {
   const hl_node &n = g->nodes[i];

@@ -46,6 +46,11 @@ Halide::Expr hl_is_finite(Halide::Expr x);
  * extern stage needs its buffer) on the host. */
 bool hl_empty_on_cuda(const hl_graph *g, int i);
 
+/* A CPU product of dtype dt in g is the engine's cached matmul kernel, called as an extern stage,
+ * rather than Halide's own definition (2-byte floats, eager kernels, the autoscheduler's and
+ * exported programs, HALUA_FUSED_MATMUL). */
+bool hl_matmul_is_kernel(const hl_graph *g, hl_dtype dt, bool exporting);
+
 /* Build the algorithm (no schedule). Throws Halide::Error on failure. */
 void hl_lower_graph(const hl_graph *g, hl_lowered &L);
 /* Give every Func a CPU schedule for target t. */
