@@ -682,8 +682,16 @@ static char *kernel_text(hl_kernel *k, const hl_graph *g, bool assembly) {
     std::lock_guard<std::mutex> guard(compiler_lock);
     Target t = k->target.without_feature(Target::JIT);
     if (k->plan) {
-      /* each part's, in turn */
+      /* each part's, in turn; a part with an earlier part's program (its constants read from
+       * buffers) runs that part's code, so it names it instead of lowering it again: a long
+       * unrolled program would otherwise be lowered once per round */
       for (size_t q = 0; q < k->plan->parts.size(); q++) {
+        std::string head = "# pipeline " + std::to_string(q + 1) + " of " + std::to_string(k->plan->parts.size()) + "\n";
+        int same = k->plan->same_as[q];
+        if (same != (int)q) {
+          text += head + "(the program of pipeline " + std::to_string(same + 1) + ", compiled once)\n";
+          continue;
+        }
         std::vector<Argument> args;
         Pipeline p = build_pipeline(&k->plan->parts[q].g, k->target, args);
         if (assembly) p.compile_to_assembly(path, args, part_symbol((int)q), t);
@@ -691,7 +699,7 @@ static char *kernel_text(hl_kernel *k, const hl_graph *g, bool assembly) {
         std::ifstream f(path);
         std::stringstream ss;
         ss << f.rdbuf();
-        text += "# pipeline " + std::to_string(q + 1) + " of " + std::to_string(k->plan->parts.size()) + "\n" + ss.str();
+        text += head + ss.str();
       }
     }
     if (!k->plan && !k->pipeline.defined()) {

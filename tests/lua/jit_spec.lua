@@ -732,6 +732,15 @@ describe("jit: a big program as several pipelines", function()
     local n = tonumber(text:match("# pipeline 1 of (%d+)\n"))
     assert.is_true(n ~= nil and n >= 5, "the loop nests of several pipelines:\n" .. text:sub(1, 300))
     assert.truthy(text:find("# pipeline " .. n .. " of " .. n .. "\n", 1, true))
+    -- the rounds' parts are one program (their constants read from buffers): lowered once, the
+    -- others name the pipeline whose loop nest they run
+    local named = 0
+    for k, p in text:gmatch("# pipeline (%d+) of %d+\n%(the program of pipeline (%d+), compiled once%)\n") do
+      assert.is_true(tonumber(p) < tonumber(k), text:sub(1, 300))
+      assert.truthy(text:match("# pipeline " .. p .. " of %d+\nmodule name="), "pipeline " .. p .. "'s loop nest")
+      named = named + 1
+    end
+    assert.is_true(named >= n - 4, named .. " of " .. n .. " parts named another's program")
     local xs, sum = x:totable(), 0
     for i, v in ipairs(xs) do
       local p, q = lua_rounds(v, 60)
