@@ -19,15 +19,17 @@ describe("soak", function()
     assert.is_true(tonumber(last) < tonumber(first) / 4, out:sub(-500))   -- it did train
   end)
 
-  it("2,000 distinct pipelines under HALUA_CACHE_MEM_MB=32 keep the RSS flat (within 24 MB after warm-up)", function()
-    -- JIT-compiled (the disk cache off): about 0.75 MB a kernel, 1.5 GB unbounded. On the host
-    -- also under scripts/test-gpu: the cache's bound is the same code there, and 2,000 CUDA
-    -- compiles (PTX besides the host code) outlast a GPU run's time
-    local growth, out = soak("HALUA_DEVICE=cpu HALUA_CACHE_DIR=off HALUA_CACHE_MEM_MB=32", "pipelines", 2000)
-    assert.is_true(growth < 24, out:sub(-1500))
-    local entries, mb, evictions = out:match("cache: (%d+) entries, ([%d.]+) MB of 32 MB, (%d+) evictions")
+  it("1,000 distinct pipelines under HALUA_CACHE_MEM_MB=16 keep the RSS flat (within 12 MB after warm-up)", function()
+    -- JIT-compiled (the disk cache off): about 0.75 MB a kernel, 750 MB unbounded; the bound holds
+    -- about 21, so nearly every compile evicts one. The bound on growth is 12 KB a kernel, as for
+    -- scripts/soak.lua's default run (2,000 under 32 MB, docs/reliability.md) in half the time. On
+    -- the host also under scripts/test-gpu: the cache's bound is the same code there, and as many
+    -- CUDA compiles (PTX besides the host code) outlast a GPU run's time
+    local growth, out = soak("HALUA_DEVICE=cpu HALUA_CACHE_DIR=off HALUA_CACHE_MEM_MB=16", "pipelines", 1000)
+    assert.is_true(growth < 12, out:sub(-1500))
+    local entries, mb, evictions = out:match("cache: (%d+) entries, ([%d.]+) MB of 16 MB, (%d+) evictions")
     assert(entries, out:sub(-1500))
-    assert.is_true(tonumber(mb) <= 32, out:sub(-500))
-    assert.is_true(tonumber(evictions) > 1500, out:sub(-500))
+    assert.is_true(tonumber(mb) <= 16, out:sub(-500))
+    assert.is_true(tonumber(evictions) > 900, out:sub(-500))
   end)
 end)
