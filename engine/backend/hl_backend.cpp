@@ -235,22 +235,15 @@ extern "C" char *hl_kernel_disk_signature(const hl_graph *g) {
   }
 }
 
-/* IEEE semantics for jitted CPU pipelines. Under fast-math, Halide's simplifier cancels float
- * terms (x - x is 0, x / x is 1, (x + 2) - x is 2) and LLVM folds comparisons as if no value were
- * inf or NaN, so programs whose values become inf or NaN gave other results than eagerly and than
- * NumPy (x - x was 0 for an inf, sign(1 / (x - 2)) inf for x = 2). StrictFloat costs these
- * pipelines nothing measurable (paired runs of fused chains, softmax, reductions, the MLP step and
- * the heat loop: docs/halide.md), as their products are the engine's matmul kernel, an extern
- * stage compiled on its own, with fast-math for its fused multiply-adds. Eager kernels (one
- * operation each: nothing to cancel), pipelines whose products Halide computes itself (the
- * autoscheduler's, 2-byte floats') and CUDA pipelines keep fast-math. */
-static Target pipeline_target(const hl_graph *g) {
-  Target t = hl_device_target(g->device);
-  if (g->device != HL_DEVICE_CPU || g->dynamic || g->schedule) return t;
-  for (int i = 0; i < g->nnodes; i++)
-    if (g->nodes[i].prim == HL_P_MATMUL && !hl_matmul_is_kernel(g, g->nodes[i].type.dtype, false)) return t;
-  return t.with_feature(Target::StrictFloat);
-}
+/* IEEE semantics for jitted CPU pipelines (hl_graph_is_ieee, hl_lower_ieee). Under fast-math,
+ * Halide's simplifier cancels float terms (x - x is 0, x / x is 1, (x + 2) - x is 2) and LLVM folds
+ * comparisons as if no value were inf or NaN, so programs whose values become inf or NaN gave
+ * other results than eagerly and than NumPy (x - x was 0 for an inf, sign(1 / (x - 2)) inf for
+ * x = 2). It costs their run time nothing measurable (paired runs of fused chains, softmax,
+ * reductions, the MLP step and the heat loop: docs/halide.md), as their products are the engine's
+ * matmul kernel, an extern stage compiled on its own, with fast-math for its fused multiply-adds.
+ * Eager kernels (one operation each: nothing to cancel), pipelines whose products Halide computes
+ * itself (the autoscheduler's, 2-byte floats') and CUDA pipelines keep fast-math. */
 
 /* g's Halide pipeline, lowered and scheduled for its device, with its arguments */
 static Pipeline build_pipeline(const hl_graph *g, const Target &t, std::vector<Argument> &args) {
@@ -261,6 +254,7 @@ static Pipeline build_pipeline(const hl_graph *g, const Target &t, std::vector<A
   if (g->device == HL_DEVICE_CUDA) hl_schedule_cuda(L, t);
   else if (g->schedule) hl_schedule_auto(L, t);
   else hl_schedule_cpu(L, t);
+  if (hl_graph_is_ieee(g)) hl_lower_ieee(L);   /* (after the schedule: rfactor must see the plain updates) */
   for (const ImageParam &p : L.params) args.push_back(p);
   Pipeline p(L.outputs);
   if (g->device == HL_DEVICE_CUDA) hl_copy_host_reads(p, L.params);
@@ -405,7 +399,7 @@ static hl_kernel *hl_kernel_load_real(const hl_graph *g, const char *name, const
   std::lock_guard<std::mutex> guard(compiler_lock);
   size_t heap0 = heap_in_use();
   hl_kernel *k = new hl_kernel;
-  k->target = pipeline_target(g);
+  k->target = hl_device_target(g->device);
   k->symbol = kAotSymbol;
   try {
     std::unique_ptr<hl_plan> plan(new hl_plan);
@@ -450,7 +444,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, co
   try {
     RealGraph rg(g0);
     g = rg.g;
-    k->target = pipeline_target(g);
+    k->target = hl_device_target(g->device);
     std::unique_ptr<hl_plan> plan(new hl_plan);
     if (hl_plan_make(g, *plan)) {
       k->plan = std::move(plan);
@@ -708,6 +702,7 @@ static char *kernel_text(hl_kernel *k, const hl_graph *g, bool assembly) {
       hl_lower_graph(rg.g, L);
       if (g->schedule) hl_schedule_auto(L, k->target);
       else hl_schedule_cpu(L, k->target);
+      if (hl_graph_is_ieee(rg.g)) hl_lower_ieee(L);
       for (const ImageParam &p : L.params) k->args.push_back(p);
       k->pipeline = Pipeline(L.outputs);
     }

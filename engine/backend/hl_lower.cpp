@@ -1,6 +1,8 @@
 /* Lowering: one Halide Func per IR node, one case per primitive. Schedules live in
  * hl_schedule.cpp; this file says only what is computed. Bools are stored as uint8 0/1. */
 #include <cmath>
+#include <map>
+#include <set>
 #include "hl_lower.h"
 #include "hl_vmath.h"
 #include "hl_extern_cublas.h"
@@ -1013,6 +1015,53 @@ struct Lowerer {
 bool hl_matmul_is_kernel(const hl_graph *g, hl_dtype dt, bool exporting) {
   return !hl_dtype_is_half(dt) && g->device == HL_DEVICE_CPU && !g->dynamic && !g->schedule && !exporting &&
          !getenv("HALUA_FUSED_MATMUL");
+}
+
+bool hl_graph_is_ieee(const hl_graph *g) {
+  if (g->device != HL_DEVICE_CPU || g->dynamic || g->schedule) return false;
+  for (int i = 0; i < g->nnodes; i++)
+    if (g->nodes[i].prim == HL_P_MATMUL && !hl_matmul_is_kernel(g, g->nodes[i].type.dtype, false)) return false;
+  return true;
+}
+
+namespace {
+
+/* the primitives lowered through hl_vmath.cpp's fast-math polynomials (float32 and the 2-byte
+ * floats; float64 calls libm, where leaving the call fast changes nothing) */
+bool vmath_prim(int prim) {
+  switch (prim) {
+  case HL_P_EXP: case HL_P_EXPM1: case HL_P_LOG: case HL_P_LOG1P: case HL_P_SIN: case HL_P_COS:
+  case HL_P_TAN: case HL_P_ASIN: case HL_P_ACOS: case HL_P_ATAN: case HL_P_SINH: case HL_P_COSH:
+  case HL_P_TANH: case HL_P_ERF: case HL_P_POW: case HL_P_ATAN2:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* a definition's float values, each as one strict_float call (Halide's StrictifyFloat then makes
+ * every float subexpression within it strict, at the start of lowering) */
+class StrictValues : public Internal::IRMutator {
+public:
+  using Internal::IRMutator::mutate;
+  Expr mutate(const Expr &e) override { return e.defined() && e.type().is_float() ? strict_float(e) : e; }
+};
+
+}  // namespace
+
+void hl_lower_ieee(hl_lowered &L) {
+  const hl_graph *g = L.g;
+  std::set<std::string> fast;
+  for (int i = 0; i < g->nnodes; i++)
+    if (vmath_prim(g->nodes[i].prim)) fast.insert(L.funcs[i].name());
+  std::map<std::string, Internal::Function> env;
+  for (const Func &out : L.outputs) {
+    std::map<std::string, Internal::Function> calls = Internal::find_transitive_calls(out.function());
+    env.insert(calls.begin(), calls.end());
+  }
+  StrictValues strict;
+  for (auto &kv : env)
+    if (!fast.count(kv.first) && !kv.second.has_extern_definition()) kv.second.mutate(&strict);
 }
 
 bool hl_empty_on_cuda(const hl_graph *g, int i) {

@@ -124,7 +124,7 @@ Target hl_device_target(int device) {
                  .with_feature(Target::LargeBuffers);
   /* No StrictFloat here: it forbids fused multiply-adds (half the matmul kernel's speed). NaN and
    * Inf tests do not rest on float rules (hl_lower.cpp tests bit patterns); jitted CPU programs,
-   * whose products are that kernel's, add StrictFloat (hl_backend.cpp, pipeline_target). */
+   * whose products are that kernel's, make their own values strict (hl_lower_ieee). */
   /* Compile time: the engine has checked every shape, dtype and device before a pipeline runs
    * and allocates its outputs itself, so Halide's own buffer checks and top-level bounds
    * queries are dead weight (about a third of a small pipeline's compile); LLVM's loop passes
