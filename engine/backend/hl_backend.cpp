@@ -235,15 +235,15 @@ extern "C" char *hl_kernel_disk_signature(const hl_graph *g) {
   }
 }
 
-/* IEEE semantics for jitted CPU pipelines (hl_graph_is_ieee, hl_lower_ieee). Under fast-math,
- * Halide's simplifier cancels float terms (x - x is 0, x / x is 1, (x + 2) - x is 2) and LLVM folds
+/* IEEE semantics for CPU programs (hl_graph_is_ieee, hl_lower_ieee). Under fast-math, Halide's
+ * simplifier cancels float terms (x - x is 0, x / x is 1, (x + 2) - x is 2) and LLVM folds
  * comparisons as if no value were inf or NaN, so programs whose values become inf or NaN gave
  * other results than eagerly and than NumPy (x - x was 0 for an inf, sign(1 / (x - 2)) inf for
  * x = 2). It costs their run time nothing measurable (paired runs of fused chains, softmax,
- * reductions, the MLP step and the heat loop: docs/halide.md), as their products are the engine's
- * matmul kernel, an extern stage compiled on its own, with fast-math for its fused multiply-adds.
- * Eager kernels (one operation each: nothing to cancel), pipelines whose products Halide computes
- * itself (the autoscheduler's, 2-byte floats') and CUDA pipelines keep fast-math. */
+ * reductions, the MLP step and the heat loop: docs/halide.md): products keep fast-math for their
+ * fused multiply-adds, the engine's matmul kernel (an extern stage compiled on its own) and
+ * Halide's own alike. Eager kernels (one operation each: nothing to cancel) and CUDA pipelines
+ * keep fast-math. */
 
 /* g's Halide pipeline, lowered and scheduled for its device, with its arguments */
 static Pipeline build_pipeline(const hl_graph *g, const Target &t, std::vector<Argument> &args) {

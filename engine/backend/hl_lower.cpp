@@ -1017,12 +1017,7 @@ bool hl_matmul_is_kernel(const hl_graph *g, hl_dtype dt, bool exporting) {
          !getenv("HALUA_FUSED_MATMUL");
 }
 
-bool hl_graph_is_ieee(const hl_graph *g) {
-  if (g->device != HL_DEVICE_CPU || g->dynamic || g->schedule) return false;
-  for (int i = 0; i < g->nnodes; i++)
-    if (g->nodes[i].prim == HL_P_MATMUL && !hl_matmul_is_kernel(g, g->nodes[i].type.dtype, false)) return false;
-  return true;
-}
+bool hl_graph_is_ieee(const hl_graph *g) { return g->device == HL_DEVICE_CPU && !g->dynamic; }
 
 namespace {
 
@@ -1052,8 +1047,13 @@ public:
 void hl_lower_ieee(hl_lowered &L) {
   const hl_graph *g = L.g;
   std::set<std::string> fast;
-  for (int i = 0; i < g->nnodes; i++)
+  for (int i = 0; i < g->nnodes; i++) {
     if (vmath_prim(g->nodes[i].prim)) fast.insert(L.funcs[i].name());
+    /* a product Halide computes itself (2-byte floats, the autoscheduler's, an exported
+     * library's): its sums need LLVM's contraction into fused multiply-adds, as the engine's own
+     * matmul kernel has them; the node's value reads it strictly */
+    if (g->nodes[i].prim == HL_P_MATMUL && L.helpers[i].defined()) fast.insert(L.helpers[i].name());
+  }
   std::map<std::string, Internal::Function> env;
   for (const Func &out : L.outputs) {
     std::map<std::string, Internal::Function> calls = Internal::find_transitive_calls(out.function());

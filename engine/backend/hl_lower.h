@@ -51,16 +51,16 @@ bool hl_empty_on_cuda(const hl_graph *g, int i);
  * exported programs, HALUA_FUSED_MATMUL). */
 bool hl_matmul_is_kernel(const hl_graph *g, hl_dtype dt, bool exporting);
 
-/* g computes in IEEE arithmetic: a jitted CPU program (not eager, autoscheduled or exported, nor
- * CUDA for now) whose products, if any, are the engine's matmul kernel; a product Halide computes
- * itself needs LLVM's fast-math contraction into fused multiply-adds. */
+/* g computes in IEEE arithmetic: a CPU program of several operations (jitted, autoscheduled or
+ * exported; not an eager kernel, one operation with nothing to cancel; CUDA not yet). */
 bool hl_graph_is_ieee(const hl_graph *g);
 /* After the schedule, for such a g: every float value of every definition in the pipeline becomes
  * strict (Halide's strict_float: the simplifier does no algebra on it, LLVM gets no fast-math
- * flags), except the definitions of the transcendental functions whose polynomials
- * hl_vmath.cpp writes for fast-math, which consumers then read strictly. Halide 14's own
- * StrictFloat target wraps every subexpression of every definition, vmath's polynomials too:
- * twice the IR for its passes, 1.4x the compile of a chain of tanh. */
+ * flags), except two kinds, which consumers then read strictly: the transcendental functions,
+ * whose polynomials hl_vmath.cpp writes for fast-math, and the sums of a product Halide computes
+ * itself, which need fused multiply-adds. Halide 14's own StrictFloat target wraps every
+ * subexpression of every definition, with no exceptions: twice the IR for its passes (1.4x the
+ * compile of a chain of tanh), and no fused multiply-adds in products. */
 void hl_lower_ieee(hl_lowered &L);
 /* Build the algorithm (no schedule). Throws Halide::Error on failure. */
 void hl_lower_graph(const hl_graph *g, hl_lowered &L);

@@ -795,7 +795,7 @@ end)
 group("jit: float terms that cancel, with inf, NaN and -0 inputs (IEEE, not algebra)", function(add)
   -- under fast-math Halide's simplifier cancelled terms (x - x was 0 and x / x was 1 for inf and
   -- NaN, (x + 2) - x was 2) and LLVM folded comparisons as if no value were inf (sign(1 / (x - x))
-  -- was inf): jitted CPU pipelines compile with IEEE semantics (hl_backend.cpp, pipeline_target)
+  -- was inf): CPU programs compute in IEEE arithmetic (hl_lower.cpp, hl_lower_ieee)
   for _, dt in ipairs {"float32", "float64", "float16", "bfloat16"} do
     local x = hl.array({1, -1, 0, -0.0, 0 / 0, 1 / 0, -2.5, 3, -1 / 0, 0.5, 7, -4, 1e-3, 2, -0.0, 0 / 0, 9, -8, 1 / 0, 6, 0}, dt)
     for _, t in ipairs {

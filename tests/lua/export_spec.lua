@@ -244,6 +244,24 @@ describe("hl.export", function()
     assert_same(got, expected)
   end)
 
+  it("computes in IEEE arithmetic, as under jit: float terms that cancel are NaN for inf and NaN", function()
+    -- (with a float16 product, which Halide computes itself with fused multiply-adds)
+    local x = hl.array({1, 1 / 0, -1 / 0, 0 / 0, 0, 2})
+    local h = (hl.arange(6):reshape({2, 3}) * 0.25 - 0.5):astype("float16")
+    local w = (hl.arange(6):reshape({3, 2}) * 0.5 + 1):astype("float16")
+    local function f(a, p, q) return a - a, (a + 2) - a, a / a, hl.sign(1 / (a - 2)), hl.matmul(p, q) end
+    local got = run_exported(f, {x, h, w})
+    local nan = 0 / 0
+    local want = {{0, nan, nan, nan, 0, 0}, {2, nan, nan, nan, 2, 2}, {1, nan, nan, nan, nan, 1}, {-1, 0, 0, nan, -1, 1}}
+    for k, wk in ipairs(want) do
+      local g = got[k]:totable()
+      for i, v in ipairs(wk) do
+        assert((v ~= v and g[i] ~= g[i]) or g[i] == v, string.format("term %d at x = %s: %s, NumPy %s", k, tostring(x[i]:item()), tostring(g[i]), tostring(v)))
+      end
+    end
+    assert.are.same(hl.matmul(h, w):totable(), got[5]:totable())
+  end)
+
   it("bakes numbers and static arguments in; takes a jitted function and its static_argnums", function()
     local jf = hl.jit(function(x, k, opts) return x * k + opts.shift end, {static_argnums = 3})
     local got, expected = run_exported(jf, {hl.array({1, 2}, "float32"), 3, {shift = 10}})

@@ -846,3 +846,46 @@ describe("jit: many arrays in and out", function()
     assert.are.equal(1, f({one, one}):item())
   end)
 end)
+
+-- Every CPU program of several operations computes in IEEE arithmetic (hl_lower_ieee): float terms
+-- do not cancel by algebra, and no comparison assumes its operands finite. The products Halide
+-- computes itself (2-byte floats, the autoscheduler's) keep their fused multiply-adds, and until
+-- 2026-11-27 made the whole program fast-math: x - x was 0 for an inf beside a float16 product
+describe("IEEE arithmetic in jitted programs", function()
+  local x = hl.array({1, 1 / 0, -1 / 0, 0 / 0, 0, 2})
+  -- NumPy: x - x, (x + 2) - x, x / x and sign(1 / (x - 2)) of x
+  local want = {
+    {0, 0 / 0, 0 / 0, 0 / 0, 0, 0},
+    {2, 0 / 0, 0 / 0, 0 / 0, 2, 2},
+    {1, 0 / 0, 0 / 0, 0 / 0, 0 / 0, 1},
+    {-1, 0, 0, 0 / 0, -1, 1},
+  }
+  local function terms(a) return a - a, (a + 2) - a, a / a, hl.sign(1 / (a - 2)) end
+  local function check(results, what)
+    for k, w in ipairs(want) do
+      local got = results[k]:totable()
+      for i, v in ipairs(w) do
+        local ok = (v ~= v and got[i] ~= got[i]) or got[i] == v
+        assert(ok, string.format("%s: term %d at x = %s gave %s, NumPy %s", what, k, tostring(x[i]:item()), tostring(got[i]), tostring(v)))
+      end
+    end
+  end
+  local h = (hl.arange(6):reshape({2, 3}) * 0.25 - 0.5):astype("float16")
+  local w = (hl.arange(6):reshape({3, 2}) * 0.5 + 1):astype("float16")
+
+  it("beside a product Halide computes itself (float16), which keeps its value", function()
+    local f = hl.jit(function(a, p, q) local r = {terms(a)}; r[5] = hl.matmul(p, q); return r end)
+    local r = f(x, h, w)
+    check(r, "jit with a float16 product")
+    assert.is_true(hl.all(hl.eq(r[5], hl.matmul(h, w))):item())
+  end)
+
+  it("under schedule = \"auto\"", function()
+    local f = hl.jit(function(a, p, q) local r = {terms(a)}; r[5] = hl.matmul(p:astype("float32"), q:astype("float32")); return r end,
+                     {schedule = "auto"})
+    local r = f(x, h, w)
+    check(r, "schedule auto")
+    local e = hl.matmul(h:astype("float32"), w:astype("float32"))
+    assert.is_true(hl.max(hl.abs(r[5] - e)):item() < 1e-6)
+  end)
+end)
