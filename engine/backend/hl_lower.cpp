@@ -111,6 +111,10 @@ static Expr exponent_all_ones(const Expr &x) {
 static uint64_t magnitude_mask(const Expr &x) { return x.type().bits() == 64 ? 0x7fffffffffffffffull : 0x7fffffffull; }
 
 Expr hl_is_nan(Expr x) { return float_bits(x, magnitude_mask(x)) > exponent_all_ones(x); }
+/* |x| with the sign bit cleared, as C's fabs and NumPy: Halide 14 compiles abs of a float as
+ * select(x >= 0, x, -x), which keeps -0.0 (and flips a NaN's sign); only LLVM's no-signed-zeros
+ * flag had made it fabs, and IEEE arithmetic has no such flag (abs(-0.0) was -0.0 under jit) */
+Expr hl_fabs(Expr x) { return reinterpret(x.type(), float_bits(x, magnitude_mask(x))); }
 Expr hl_is_inf(Expr x) { return float_bits(x, magnitude_mask(x)) == exponent_all_ones(x); }
 Expr hl_is_finite(Expr x) {
   uint64_t e = x.type().bits() == 64 ? 0x7ff0000000000000ull : 0x7f800000ull;
@@ -220,7 +224,7 @@ struct Lowerer {
     /* (a float as a product by -1: Halide's -x is 0 - x, which in IEEE arithmetic, as jitted
      * programs compile, gives +0 for x = +0 where NumPy gives -0) */
     case HL_P_NEG: return t == HL_UINT8 ? cast(ty, 0 - cast(Int(32), x)) : fl ? x * Internal::make_const(ty, -1) : -x;
-    case HL_P_ABS: return fl ? abs(x) : cast(ty, abs(x));
+    case HL_P_ABS: return fl ? hl_fabs(x) : cast(ty, abs(x));
     case HL_P_SIGN:
       return select(x > make_zero(ty), make_one(ty), x < make_zero(ty), cast(ty, -1), fl ? x * make_zero(ty) + x : x);
     case HL_P_SQUARE: return x * x;
@@ -1034,12 +1038,20 @@ bool vmath_prim(int prim) {
   }
 }
 
-/* a definition's float values, each as one strict_float call (Halide's StrictifyFloat then makes
- * every float subexpression within it strict, at the start of lowering) */
+/* every float expression of a definition that is not part of a larger float expression, as one
+ * strict_float call: the values, and the float operands of comparisons, casts and selects of
+ * other types (Halide's StrictifyFloat then makes every float subexpression within each call
+ * strict, at the start of lowering). Operands too: argmin's two reductions both compute their
+ * input, inlined, and compare the results for equality; a float operand of that comparison
+ * left fast-math came out in other bits than the strict one, and no index matched */
 class StrictValues : public Internal::IRMutator {
 public:
   using Internal::IRMutator::mutate;
-  Expr mutate(const Expr &e) override { return e.defined() && e.type().is_float() ? strict_float(e) : e; }
+  Expr mutate(const Expr &e) override {
+    if (!e.defined()) return e;
+    if (e.type().is_float()) return strict_float(e);
+    return Internal::IRMutator::mutate(e);
+  }
 };
 
 }  // namespace

@@ -37,6 +37,8 @@ Halide::Expr hl_half_decode(Halide::Expr bits, hl_dtype t);
 Halide::Expr hl_half_round(Halide::Expr x, hl_dtype t);
 const std::vector<Halide::Var> &hl_vars(int rank);   /* x0 .. x{rank-1} */
 
+/* |x| of a float by its bits (Halide's abs keeps -0.0 without fast-math) */
+Halide::Expr hl_fabs(Halide::Expr x);
 /* NaN/Inf tests that survive LLVM's float optimisations (bit-pattern tests). */
 Halide::Expr hl_is_nan(Halide::Expr x);
 Halide::Expr hl_is_inf(Halide::Expr x);

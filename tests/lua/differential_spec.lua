@@ -807,6 +807,11 @@ group("jit: float terms that cancel, with inf, NaN and -0 inputs (IEEE, not alge
       {"sign(1 / (x - x))", function(a) return hl.sign(1 / (a - a)) end, "np.sign(np.true_divide(1, np.subtract(A, A)))"},
       {"any(x / (x - x)) by rows", function(a) return hl.any(hl.reshape(a / (a - a), {3, 7}), 2) end,
        "np.any(np.true_divide(A, np.subtract(A, A)).reshape(3, 7), axis=1)", "bool"},
+      -- |x| clears the sign bit: |-0.0| is +0.0 (Halide's abs is select(x >= 0, x, -x), which only
+      -- fast-math had turned into fabs), seen through atan2 and a division
+      {"atan2(abs(x), abs(x))", function(a) return hl.atan2(hl.abs(a), hl.abs(a)) end,
+       "np.arctan2(np.absolute(A), np.absolute(A))"},
+      {"1 / abs(x)", function(a) return 1 / hl.abs(a) end, "np.true_divide(1, np.absolute(A))"},
     } do
       local expr = t[3]:gsub("A", cast("a", dt, dt))
       add {name = t[1] .. " " .. dt, f = t[2], inputs = {x}, expr = t[4] and expr or wrap(expr, dt),
