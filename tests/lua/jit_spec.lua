@@ -889,3 +889,23 @@ describe("IEEE arithmetic in jitted programs", function()
     assert.is_true(hl.max(hl.abs(r[5] - e)):item() < 1e-6)
   end)
 end)
+
+describe("a transposed output whose inner axis has one element", function()
+  -- [1, n] to [n, 1] of a materialised value (exp(a) used twice): the transposing tiles' loop
+  -- nest was dropped by Halide 14's loop partitioning, and the output held uninitialised memory
+  -- (found by fuzz/programs.lua); such a transpose keeps the elements' order and is not tiled
+  for _, sh in ipairs {{1, 5}, {1, 1}, {1, 40}, {5, 1}} do
+    it(string.format("[%d,%d]", sh[1], sh[2]), function()
+      local a = hl.linspace(-1, 1, sh[1] * sh[2]):reshape(sh)
+      for _, g in ipairs {
+        function(x) local v = hl.exp(x) return (v * v).T end,
+        function(x) local v = hl.log(x * 3 + 4) return hl.ge(v, v):astype("int32").T end,
+        function(x) local v = hl.exp(x):astype("float64") return hl.transpose(v + v) end,
+      } do
+        local got, want = hl.jit(g)(a), g(a)
+        assert.are.same(want.shape, got.shape)
+        assert.is_true(hl.all(hl.eq(got, want)):item(), tostring(got) .. "\nexpected\n" .. tostring(want))
+      end
+    end)
+  end
+end)
