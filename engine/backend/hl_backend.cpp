@@ -235,16 +235,6 @@ extern "C" char *hl_kernel_disk_signature(const hl_graph *g) {
   }
 }
 
-/* IEEE semantics for CPU programs (hl_graph_is_ieee, hl_lower_ieee). Under fast-math, Halide's
- * simplifier cancels float terms (x - x is 0, x / x is 1, (x + 2) - x is 2) and LLVM folds
- * comparisons as if no value were inf or NaN, so programs whose values become inf or NaN gave
- * other results than eagerly and than NumPy (x - x was 0 for an inf, sign(1 / (x - 2)) inf for
- * x = 2). It costs their run time nothing measurable (paired runs of fused chains, softmax,
- * reductions, the MLP step and the heat loop: docs/halide.md): products keep fast-math for their
- * fused multiply-adds, the engine's matmul kernel (an extern stage compiled on its own) and
- * Halide's own alike. Eager kernels (one operation each: nothing to cancel) and CUDA pipelines
- * keep fast-math. */
-
 /* g's Halide pipeline, lowered and scheduled for its device, with its arguments */
 static Pipeline build_pipeline(const hl_graph *g, const Target &t, std::vector<Argument> &args) {
   hl_lowered L;
@@ -254,7 +244,7 @@ static Pipeline build_pipeline(const hl_graph *g, const Target &t, std::vector<A
   if (g->device == HL_DEVICE_CUDA) hl_schedule_cuda(L, t);
   else if (g->schedule) hl_schedule_auto(L, t);
   else hl_schedule_cpu(L, t);
-  if (hl_graph_is_ieee(g)) hl_lower_ieee(L);   /* (after the schedule: rfactor must see the plain updates) */
+  hl_lower_ieee(L);   /* (after the schedule: rfactor must see the plain updates) */
   for (const ImageParam &p : L.params) args.push_back(p);
   Pipeline p(L.outputs);
   if (g->device == HL_DEVICE_CUDA) hl_copy_host_reads(p, L.params);
@@ -698,13 +688,7 @@ static char *kernel_text(hl_kernel *k, const hl_graph *g, bool assembly) {
     }
     if (!k->plan && !k->pipeline.defined()) {
       RealGraph rg(g);
-      hl_lowered L;
-      hl_lower_graph(rg.g, L);
-      if (g->schedule) hl_schedule_auto(L, k->target);
-      else hl_schedule_cpu(L, k->target);
-      if (hl_graph_is_ieee(rg.g)) hl_lower_ieee(L);
-      for (const ImageParam &p : L.params) k->args.push_back(p);
-      k->pipeline = Pipeline(L.outputs);
+      k->pipeline = build_pipeline(rg.g, k->target, k->args);
     }
     if (!k->plan) {
       if (assembly) k->pipeline.compile_to_assembly(path, k->args, k->symbol, t);

@@ -1021,8 +1021,6 @@ bool hl_matmul_is_kernel(const hl_graph *g, hl_dtype dt, bool exporting) {
          !getenv("HALUA_FUSED_MATMUL");
 }
 
-bool hl_graph_is_ieee(const hl_graph *g) { return g->device == HL_DEVICE_CPU && !g->dynamic; }
-
 namespace {
 
 /* the primitives lowered through hl_vmath.cpp's fast-math polynomials (float32 and the 2-byte
@@ -1058,6 +1056,7 @@ public:
 
 void hl_lower_ieee(hl_lowered &L) {
   const hl_graph *g = L.g;
+  if (g->device != HL_DEVICE_CPU || g->dynamic) return;
   std::set<std::string> fast;
   for (int i = 0; i < g->nnodes; i++) {
     if (vmath_prim(g->nodes[i].prim)) fast.insert(L.funcs[i].name());

@@ -53,16 +53,19 @@ bool hl_empty_on_cuda(const hl_graph *g, int i);
  * exported programs, HALUA_FUSED_MATMUL). */
 bool hl_matmul_is_kernel(const hl_graph *g, hl_dtype dt, bool exporting);
 
-/* g computes in IEEE arithmetic: a CPU program of several operations (jitted, autoscheduled or
- * exported; not an eager kernel, one operation with nothing to cancel; CUDA not yet). */
-bool hl_graph_is_ieee(const hl_graph *g);
-/* After the schedule, for such a g: every float value of every definition in the pipeline becomes
- * strict (Halide's strict_float: the simplifier does no algebra on it, LLVM gets no fast-math
- * flags), except two kinds, which consumers then read strictly: the transcendental functions,
- * whose polynomials hl_vmath.cpp writes for fast-math, and the sums of a product Halide computes
- * itself, which need fused multiply-adds. Halide 14's own StrictFloat target wraps every
- * subexpression of every definition, with no exceptions: twice the IR for its passes (1.4x the
- * compile of a chain of tanh), and no fused multiply-adds in products. */
+/* IEEE arithmetic for a CPU program of several operations (jitted, autoscheduled or exported; not
+ * an eager kernel, one operation with nothing to cancel; CUDA not yet), after its schedule
+ * (rfactor must see the plain updates); nothing for other programs. Under fast-math Halide's
+ * simplifier cancels float terms (x - x is 0, x / x is 1, (x + 2) - x is 2) and LLVM folds
+ * comparisons as if no value were inf or NaN, so such programs gave other results than eagerly
+ * and than NumPy. Every float value of every definition in the pipeline becomes strict (Halide's
+ * strict_float: no algebra in the simplifier, no fast-math flags in LLVM), except two kinds,
+ * which consumers then read strictly: the transcendental functions, whose polynomials
+ * hl_vmath.cpp writes for fast-math, and the sums of a product Halide computes itself, which
+ * need fused multiply-adds (the engine's matmul kernel, an extern stage, keeps them too). Run
+ * time: nothing measurable in paired runs (docs/halide.md). Halide 14's own StrictFloat target
+ * wraps every subexpression of every definition, with no exceptions: twice the IR for its passes
+ * (1.4x the compile of a chain of tanh), and no fused multiply-adds in products. */
 void hl_lower_ieee(hl_lowered &L);
 /* Build the algorithm (no schedule). Throws Halide::Error on failure. */
 void hl_lower_graph(const hl_graph *g, hl_lowered &L);

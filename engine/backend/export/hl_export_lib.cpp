@@ -334,7 +334,7 @@ void compile_function(const hl_graph *g, const std::string &fn, const Target &t,
   L.exporting = true;
   hl_lower_graph(g, L);
   hl_schedule_cpu(L, t);
-  if (hl_graph_is_ieee(g)) hl_lower_ieee(L);   /* IEEE arithmetic, as under jit */
+  hl_lower_ieee(L);   /* IEEE arithmetic, as under jit */
   std::vector<Argument> args;
   for (const ImageParam &p : L.params) args.push_back(p);
   Pipeline(L.outputs).compile_to_module(args, fn, t).compile({{OutputFileType::object, obj}});
