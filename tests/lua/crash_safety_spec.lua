@@ -135,7 +135,9 @@ local function mib(t)
 end
 
 -- Kills `n` children, each saving gens[next] over path, after delays uniform in 0..1.2 x the
--- measured save time. save(path, value), load(path) -> value, same_as(value, candidates) -> i.
+-- measured save time. At least a quarter of the kills must land mid-write; how many do depends on
+-- the machine's load of the moment (the part of a save spent before its temporary file varies),
+-- so while fewer have, it kills more, up to 4n, rather than fail on a draw. save(path, value), load(path) -> value, same_as(value, candidates) -> i.
 local function kill_test(label, dir, path, gens, n, seed, save, load, same_as)
   local base = path:match("[^/]*$")
   -- the save's duration: the median of five children's, from the fork to the save's return (the
@@ -163,7 +165,9 @@ local function kill_test(label, dir, path, gens, n, seed, save, load, same_as)
   math.randomseed(seed)
   local count = {before = 0, mid = 0, after = 0}
   local t_start = now()
-  for i = 1, n do
+  local need, i = math.ceil(n / 4), 0
+  while i < n or (count.mid < need and i < 4 * n) do
+    i = i + 1
     local want = 3 - have
     local delay = math.random() * 1.2 * d
     local pid = spawn(function() save(path, gens[want]) end)
@@ -194,10 +198,10 @@ local function kill_test(label, dir, path, gens, n, seed, save, load, same_as)
   local stale = names(dir, base .. ".tmp-")
   print(string.format("\n%s: %.1f MiB saved in %.3f s (a child's, median of 5; %.3f to %.3f); %d kills after 0..%.3f s: " ..
                       "%d before the temporary file, %d mid-write, %d after the rename; %.1f s",
-                      label, mib(gens[1]), d, times[1], times[5], n, 1.2 * d, count.before, count.mid, count.after, elapsed))
+                      label, mib(gens[1]), d, times[1], times[5], i, 1.2 * d, count.before, count.mid, count.after, elapsed))
   assert.are.same({}, stale, label .. ": temporary files left after a successful save")
-  assert.truthy(count.mid >= math.ceil(n / 4),
-                string.format("%s: only %d of %d kills landed mid-write (save %.3f s)", label, count.mid, n, d))
+  assert.truthy(count.mid >= need,
+                string.format("%s: only %d of %d kills landed mid-write (save %.3f s)", label, count.mid, i, d))
   return count
 end
 
