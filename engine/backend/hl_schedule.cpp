@@ -28,11 +28,9 @@ Expr total_elems(Func f, int r) {
 /* `whole`: s is the pure definition of a Func computed over exactly its whole shape, of size
  * static_inner (innermost) and static_total (a pipeline output, or a stored value bounded so:
  * bound_whole). The last vector or block then shifts inwards to end at the edge, computing some
- * elements twice, rather than being guarded: Halide 14 miscompiles a guarded tail of a fully
- * known loop whose body loads from another buffer into a let (after vectorising, its pass that
- * rewrites vector interleavings dropped the tail's branch: the loop stored its first vector over
- * and over and left the last elements unwritten, so jit(sort(exp(x) * x + exp(x))) of 5 elements
- * had returned garbage; so had a sum over such a value). Not for a Func of which consumers may
+ * elements twice, rather than being guarded: no predicated tail, one branch fewer (a guarded
+ * tail of a fully known loop was also where Halide 14's simplifier dropped code: see
+ * bind_whole). Not for a Func of which consumers may
  * need less than the whole: a shifted vector would start before the region, reading its inputs
  * before their first element. */
 void pointwise(Stage s, int r, int vec, bool parallel, int static_inner, int64_t static_total = 0, bool whole = false) {
@@ -115,10 +113,9 @@ void schedule_root(Func f, const hl_node &n, sizes_known sizes, int vec, bool up
   auto apply = [&](bool par) {
     pointwise(f, r, vec, par && total >= kParallelMinElems, inner, unsized ? 0 : total, whole);
     for (int u = 0; u < f.num_update_definitions(); u++) {
-      /* the update splits as the pure definition does: a block of 16K elements over a smaller
-       * Func left its guarded tail to Halide 14's miscompile (see pointwise), and the update of
-       * a 1024-element sum, computed whole for an extern consumer, ran over 16K elements, past
-       * its buffer */
+      /* the update splits as the pure definition does: split in blocks of 16K elements of its
+       * own, the update of a 1024-element sum computed whole for an extern consumer ran over
+       * 16K elements, past its buffer */
       if (update_too) pointwise(f.update(u), r, vec, par && total >= kParallelMinElems, inner, unsized ? 0 : total);
       else if (r == 1 && par && !unsized) {
         /* the reduction runs along the innermost axis: parallel over the results, in about 16
@@ -319,9 +316,7 @@ bool reads_across(const hl_lowered &L, const std::vector<char> &root, int i, std
   int r = n.type.ndim;
   bool across = n.prim == HL_P_TRANSPOSE && r >= 2 && n.attrs.i[r - 1] != r - 1;
   /* not where either innermost axis has one element ([1, n] to [n, 1]): the elements keep their
-   * order, nothing is gained by tiles, and Halide 14's loop partitioning dropped a tiled [n, 1]
-   * output's whole loop nest when it read a materialised value (exp(a) * exp(a) transposed gave
-   * uninitialised memory, found by fuzz/programs.lua) */
+   * order, and tiles one element wide would only add guarded tails */
   if (across && !g->dynamic && !g->sym) {
     const hl_node &src = g->nodes[hl_node_inputs(g, &n)[0]];
     if (n.type.shape[r - 1] == 1 || src.type.shape[src.type.ndim - 1] == 1) across = false;
@@ -362,6 +357,27 @@ bool expensive(int prim) {
 
 }  // namespace
 
+/* Halide 14's simplifier takes a load whose first lane lies past the end of an allocation of
+ * known size as proof that the code around it never runs, whatever the load's predicate. A
+ * guarded vector tail with one live lane makes such a load once the pass that rewrites vector
+ * interleavings has split a vector let into its odd and even lanes (the odd lanes start one past
+ * the live one): the simplifier then dropped the tail's branch, and the loop ran its first block
+ * for every block (jit(sum(var(x, 1))) of a 5x5 summed columns 0 to 3 twice and column 4 never).
+ * So a Func computed over its whole shape gets spare elements past its end, at least a vector of
+ * the widest lanes: its outermost dimension's storage is rounded up past its extent
+ * (align_storage, which leaves the strides as they are, so extern stages see the same buffers).
+ * Only for a whole shape: the storage rounds up the region computed, so a region of one row of a
+ * huge shape would have taken the shape's size. */
+static void bind_whole(Func f, const hl_node &n) {
+  int r = n.type.ndim;
+  const std::vector<Var> &v = hl_vars(r);
+  for (int d = 0; d < r; d++) f.bound(v[d], 0, (int)n.type.shape[r - 1 - d]);
+  if (r == 0) return;
+  const int64_t kSpare = 64;   /* the widest vector: 64 one-byte lanes of AVX-512 */
+  int64_t outer = n.type.shape[0], inner = hl_shape_size(r, n.type.shape) / outer;
+  f.align_storage(v[r - 1], Expr((int)(outer + (kSpare + inner - 1) / inner)));
+}
+
 /* An extern stage (the engine's matmul kernel, cuBLAS, a compiled loop) reads whole operands,
  * but Halide learns that only from its bounds query at run time, so the regions of everything
  * computed for an operand stay symbolic; deep index maps (an im2col of a padded, pooled
@@ -374,8 +390,7 @@ bool expensive(int prim) {
 static bool bound_whole(hl_lowered &L, int i) {
   const hl_node &n = L.g->nodes[i];
   if (!node_sized(L, i) || hl_shape_size(n.type.ndim, n.type.shape) == 0) return false;
-  const std::vector<Var> &v = hl_vars(n.type.ndim);
-  for (int d = 0; d < n.type.ndim; d++) L.funcs[i].bound(v[d], 0, (int)n.type.shape[n.type.ndim - 1 - d]);
+  bind_whole(L.funcs[i], n);
   return true;
 }
 
@@ -481,6 +496,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
       L.funcs[i].compute_root();
       continue;
     }
+    bool whole = false;
     switch (hl_prims[n.prim].kind) {
     case HL_K_INDEXED:
       if (hl_is_scatter(n.prim)) schedule_scatter(L, i, vec, L.outputs[0]);
@@ -491,11 +507,16 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
       else schedule_matmul(L, i, vec, L.outputs[0], L.funcs[i]);
       break;
     case HL_K_REDUCE:
+      /* the accumulators computed whole, their storage with spare elements (bind_whole), as
+       * bound_whole does for the Funcs of other nodes */
+      whole = node_sized(L, i) && hl_shape_size(n.type.ndim, n.type.shape) > 0;
       if (n.prim == HL_P_ARGMAX || n.prim == HL_P_ARGMIN) {
         /* the extreme value, then the index search: both along the reduced axis */
         int src = hl_node_inputs(g, &n)[0];
         sizes_known sz = reduce_sizes(L, i, src);
         Expr work = sz == SYMBOLIC ? L.totals[src] : Expr();
+        if (whole)
+          for (Func f : {L.helpers[i], L.funcs[i]}) bind_whole(f, n);
         schedule_root(L.helpers[i], n, sz, 1, false, L.outputs[0], 0, false, work);
         schedule_root(L.funcs[i], n, sz, 1, false, L.outputs[0], 0, false, work);
       } else {
@@ -506,6 +527,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
         /* a float32 sum reduces in its float64 accumulator, a float max or min in integer
          * keys: the node is the conversion back, inlined */
         Func red = L.helpers[i].defined() ? L.helpers[i] : L.funcs[i];
+        if (whole) bind_whole(red, n);
         int rvec = L.helpers[i].defined() ? t.natural_vector_size(red.output_types()[0]) : vec;
         int64_t reads = hl_shape_size(src.type.ndim, src.type.shape);
         int src_id = hl_node_inputs(g, &n)[0];
