@@ -113,9 +113,9 @@ void schedule_root(Func f, const hl_node &n, sizes_known sizes, int vec, bool up
   auto apply = [&](bool par) {
     pointwise(f, r, vec, par && total >= kParallelMinElems, inner, unsized ? 0 : total, whole);
     for (int u = 0; u < f.num_update_definitions(); u++) {
-      /* the update splits as the pure definition does: split in blocks of 16K elements of its
-       * own, the update of a 1024-element sum computed whole for an extern consumer ran over
-       * 16K elements, past its buffer */
+      /* the update splits as the pure definition does: when it split into blocks of 16K
+       * elements of its own, the update of a 1024-element sum computed whole for an extern
+       * consumer ran over 16K elements, past its buffer */
       if (update_too) pointwise(f.update(u), r, vec, par && total >= kParallelMinElems, inner, unsized ? 0 : total);
       else if (r == 1 && par && !unsized) {
         /* the reduction runs along the innermost axis: parallel over the results, in about 16
