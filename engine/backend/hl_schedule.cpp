@@ -387,12 +387,13 @@ static void bind_whole(Func f, const hl_node &n) {
  * consumer never reads outside an operand's shape (the lowering clamps every read in bounds, as
  * an operand may be a parameter's buffer), so this only computes what a consumer reading part of
  * it leaves out. Not for an empty value: bound to extent 0, it loses its buffer. */
-static bool bound_whole(hl_lowered &L, int i) {
+static bool bound_whole(hl_lowered &L, int i, Func f) {
   const hl_node &n = L.g->nodes[i];
   if (!node_sized(L, i) || hl_shape_size(n.type.ndim, n.type.shape) == 0) return false;
-  bind_whole(L.funcs[i], n);
+  bind_whole(f, n);
   return true;
 }
+static bool bound_whole(hl_lowered &L, int i) { return bound_whole(L, i, L.funcs[i]); }
 
 /* the nodes an extern stage reads (as a buffer: Halide cannot inline into an extern stage) */
 static std::vector<char> extern_inputs(const hl_lowered &L) {
@@ -496,7 +497,6 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
       L.funcs[i].compute_root();
       continue;
     }
-    bool whole = false;
     switch (hl_prims[n.prim].kind) {
     case HL_K_INDEXED:
       if (hl_is_scatter(n.prim)) schedule_scatter(L, i, vec, L.outputs[0]);
@@ -507,16 +507,14 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
       else schedule_matmul(L, i, vec, L.outputs[0], L.funcs[i]);
       break;
     case HL_K_REDUCE:
-      /* the accumulators computed whole, their storage with spare elements (bind_whole), as
-       * bound_whole does for the Funcs of other nodes */
-      whole = node_sized(L, i) && hl_shape_size(n.type.ndim, n.type.shape) > 0;
+      /* the accumulators are computed whole, their storage with spare elements (bind_whole),
+       * as the Funcs of other nodes are */
       if (n.prim == HL_P_ARGMAX || n.prim == HL_P_ARGMIN) {
         /* the extreme value, then the index search: both along the reduced axis */
         int src = hl_node_inputs(g, &n)[0];
         sizes_known sz = reduce_sizes(L, i, src);
         Expr work = sz == SYMBOLIC ? L.totals[src] : Expr();
-        if (whole)
-          for (Func f : {L.helpers[i], L.funcs[i]}) bind_whole(f, n);
+        for (Func f : {L.helpers[i], L.funcs[i]}) bound_whole(L, i, f);
         schedule_root(L.helpers[i], n, sz, 1, false, L.outputs[0], 0, false, work);
         schedule_root(L.funcs[i], n, sz, 1, false, L.outputs[0], 0, false, work);
       } else {
@@ -527,7 +525,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
         /* a float32 sum reduces in its float64 accumulator, a float max or min in integer
          * keys: the node is the conversion back, inlined */
         Func red = L.helpers[i].defined() ? L.helpers[i] : L.funcs[i];
-        if (whole) bind_whole(red, n);
+        if (!bounded[i] || red.name() != L.funcs[i].name()) bound_whole(L, i, red);   /* (an operand's is bound already) */
         int rvec = L.helpers[i].defined() ? t.natural_vector_size(red.output_types()[0]) : vec;
         int64_t reads = hl_shape_size(src.type.ndim, src.type.shape);
         int src_id = hl_node_inputs(g, &n)[0];
