@@ -921,6 +921,29 @@ describe("a guarded vector tail of one element reading a buffer the pipeline all
   end)
 end)
 
+describe("a strided read at a constant start: the imaginary parts of a buffer the pipeline allocates", function()
+  -- With declared bounds the last vector of a stage shifts inwards to a constant start; Halide 14
+  -- turned a stride-2 read there (the imaginary parts after the real ones) into an aligned load
+  -- 16 bytes into the buffer, and the process crashed (imag(sum(u, 1)) of a complex [3, 5]).
+  -- Mended in hl_codegen_mends.cpp; widths of 4k + 1 and 8k + 1, and 6 for contrast.
+  for _, n in ipairs {5, 9, 13, 6} do
+    it(string.format("[3,%d]", n), function()
+      for _, dt in ipairs {"float32", "float64"} do
+        local re = hl.sin(hl.arange(3 * n) * 0.7):reshape({3, n}):astype(dt)
+        local im = hl.cos(hl.arange(3 * n) * 0.3):reshape({3, n}):astype(dt)
+        local z = hl.complex(re, im)
+        for name, g in pairs {
+          ["imag(sum(u, 1))"] = function(u) return hl.imag(hl.sum(u, {1})) end,
+          ["imag(sum(u * u, 1)) * 2"] = function(u) return hl.imag(hl.sum(u * u, {1})) * 2 end,
+          ["real(s) + imag(s), s = sum(u, 1)"] = function(u) local s = hl.sum(u, {1}) return hl.real(s) + hl.imag(s) end,
+        } do
+          assert_jit_matches_eager(name .. " of " .. dt, g, z)
+        end
+      end
+    end)
+  end
+end)
+
 describe("a transposed output whose inner axis has one element", function()
   -- [1, n] to [n, 1] of a materialised value (exp(a) used twice): the transposing tiles' loop
   -- nest was dropped by Halide 14's loop partitioning, and the output held uninitialised memory

@@ -5,6 +5,7 @@
  * compiler and binutils (cc, ld, objcopy, ar), run in a private directory beside the output. */
 #include "hl_export_lib.h"
 #include "hl_device.h"
+#include "hl_codegen_mends.h"
 #include "hl_export_loop.h"
 #include "hl_lower.h"
 #include <dirent.h>
@@ -337,7 +338,9 @@ void compile_function(const hl_graph *g, const std::string &fn, const Target &t,
   hl_lower_ieee(L);   /* IEEE arithmetic, as under jit */
   std::vector<Argument> args;
   for (const ImageParam &p : L.params) args.push_back(p);
-  Pipeline(L.outputs).compile_to_module(args, fn, t).compile({{OutputFileType::object, obj}});
+  Pipeline p(L.outputs);
+  hl_add_codegen_mends(p);
+  p.compile_to_module(args, fn, t).compile({{OutputFileType::object, obj}});
 }
 
 void export_library(const hl_graph *g, int ncaptures, const hl_array *captures, const std::string &dir,
