@@ -121,6 +121,15 @@ Expr hl_is_finite(Expr x) {
   return float_bits(x, e) != exponent_all_ones(x);
 }
 
+/* A CPU jit pipeline's shapes are part of its key and every buffer starts at 0 (to_buffer), so
+ * its parameters and outputs declare their bounds: Halide's indexing and loop extents become
+ * constants, and a cold compile takes 70-95% of the time (docs/benchmarks.md, "Declared bounds").
+ * Two faults of Halide 14 came with constant extents, both mended at their cause: a guarded
+ * vector tail dropped by its simplifier (bind_whole, hl_schedule.cpp) and a wrong alignment of a
+ * strided load at a constant start (hl_codegen_mends.cpp). Not for shape-generic eager kernels
+ * or polymorphic programs, and not on CUDA, where it has not run yet. */
+static bool static_bounds(const hl_graph *g) { return hl_graph_sized(g) && g->device == HL_DEVICE_CPU; }
+
 namespace {
 
 struct Lowerer {
@@ -989,6 +998,8 @@ struct Lowerer {
         if (stride_class == 1) p.dim(0).set_stride(0);
         else if (stride_class == 2) p.dim(0).set_stride(Expr());
       }
+      if (static_bounds(g))
+        for (int d = 0; d < r; d++) p.dim(d).set_bounds(0, (int)n.type.shape[r - 1 - d]);
       L.funcs[i](v) = p(v);
       break;
     }
@@ -1148,6 +1159,8 @@ void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
     hl_dtype t = g->nodes[i].type.dtype;
     if (hl_dtype_is_half(t) && e.type() != UInt(16)) e = hl_half_encode(e, t);
     out(hl_vars(r)) = e;
+    if (static_bounds(g))   /* (as the parameters': every output is allocated with its node's shape) */
+      for (int d = 0; d < r; d++) out.output_buffer().dim(d).set_bounds(0, (int)g->nodes[i].type.shape[r - 1 - d]);
     L.outputs.push_back(out);
   }
 }
