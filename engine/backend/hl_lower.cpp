@@ -121,14 +121,22 @@ Expr hl_is_finite(Expr x) {
   return float_bits(x, e) != exponent_all_ones(x);
 }
 
-/* A CPU jit pipeline's shapes are part of its key and every buffer starts at 0 (to_buffer), so
- * its parameters and outputs declare their bounds: Halide's indexing and loop extents become
- * constants, and a cold compile takes 70-95% of the time (docs/benchmarks.md, "Declared bounds").
- * Two faults of Halide 14 came with constant extents, both mended at their cause: a guarded
- * vector tail dropped by its simplifier (bind_whole, hl_schedule.cpp) and a wrong alignment of a
- * strided load at a constant start (hl_codegen_mends.cpp). Not for shape-generic eager kernels
- * or polymorphic programs, and not on CUDA, where it has not run yet. */
-static bool static_bounds(const hl_graph *g) { return hl_graph_sized(g) && g->device == HL_DEVICE_CPU; }
+/* A CPU jit pipeline's shapes are part of its key, and every buffer it is run with starts at 0
+ * and has its node's shape (to_buffer and the buffers between parts, hl_backend.cpp; an exported
+ * library's, hl_export_support.cpp), so its parameters and outputs declare their bounds: Halide's
+ * indexing and loop extents become constants, and a cold compile takes 70-95% of the time
+ * (docs/benchmarks.md, "Declared bounds"). Three faults of Halide 14 came with constant extents,
+ * each mended at its cause: a guarded vector tail dropped by its simplifier (bind_whole,
+ * hl_schedule.cpp), a wrong alignment of a strided load at a constant start, and an assert on a
+ * guarded vector that starts before its buffer (hl_codegen_mends.cpp). Not for shape-generic
+ * eager kernels or polymorphic programs, not on CUDA, where it has not run yet, and not for an
+ * axis past Halide's 32-bit extents (an empty array may have one; the call rejects it). */
+static bool static_bounds(const hl_graph *g, int r, const int64_t *shape) {
+  if (!hl_graph_sized(g) || g->device != HL_DEVICE_CPU) return false;
+  for (int d = 0; d < r; d++)
+    if (shape[d] > INT32_MAX) return false;
+  return true;
+}
 
 namespace {
 
@@ -998,7 +1006,7 @@ struct Lowerer {
         if (stride_class == 1) p.dim(0).set_stride(0);
         else if (stride_class == 2) p.dim(0).set_stride(Expr());
       }
-      if (static_bounds(g))
+      if (static_bounds(g, r, n.type.shape))
         for (int d = 0; d < r; d++) p.dim(d).set_bounds(0, (int)n.type.shape[r - 1 - d]);
       L.funcs[i](v) = p(v);
       break;
@@ -1159,7 +1167,7 @@ void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
     hl_dtype t = g->nodes[i].type.dtype;
     if (hl_dtype_is_half(t) && e.type() != UInt(16)) e = hl_half_encode(e, t);
     out(hl_vars(r)) = e;
-    if (static_bounds(g))   /* (as the parameters': every output is allocated with its node's shape) */
+    if (static_bounds(g, r, g->nodes[i].type.shape))   /* (as the parameters') */
       for (int d = 0; d < r; d++) out.output_buffer().dim(d).set_bounds(0, (int)g->nodes[i].type.shape[r - 1 - d]);
     L.outputs.push_back(out);
   }

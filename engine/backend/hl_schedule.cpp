@@ -378,15 +378,11 @@ static void bind_whole(Func f, const hl_node &n) {
   f.align_storage(v[r - 1], Expr((int)(outer + (kSpare + inner - 1) / inner)));
 }
 
-/* An extern stage (the engine's matmul kernel, cuBLAS, a compiled loop) reads whole operands,
- * but Halide learns that only from its bounds query at run time, so the regions of everything
- * computed for an operand stay symbolic; deep index maps (an im2col of a padded, pooled
- * activation) then overflow Halide's constant folding. Declaring each operand's full extent
- * makes them constants. */
-/* Func i computed over exactly its whole shape, for a tail that shifts inwards (pointwise): a
- * consumer never reads outside an operand's shape (the lowering clamps every read in bounds, as
- * an operand may be a parameter's buffer), so this only computes what a consumer reading part of
- * it leaves out. Not for an empty value: bound to extent 0, it loses its buffer. */
+/* f (node i's Func, or its accumulator or helper) computed over exactly i's whole shape, for a
+ * tail that shifts inwards (pointwise): a consumer never reads outside an operand's shape (the
+ * lowering clamps every read in bounds, as an operand may be a parameter's buffer), so this only
+ * computes what a consumer reading part of it leaves out. Not for an empty value: bound to
+ * extent 0, it loses its buffer. */
 static bool bound_whole(hl_lowered &L, int i, Func f) {
   const hl_node &n = L.g->nodes[i];
   if (!node_sized(L, i) || hl_shape_size(n.type.ndim, n.type.shape) == 0) return false;
@@ -406,6 +402,11 @@ static std::vector<char> extern_inputs(const hl_lowered &L) {
   return read;
 }
 
+/* An extern stage (the engine's matmul kernel, cuBLAS, a compiled loop) reads whole operands,
+ * but Halide learns that only from its bounds query at run time, so the regions of everything
+ * computed for an operand stay symbolic; deep index maps (an im2col of a padded, pooled
+ * activation) then overflow Halide's constant folding. Declaring each operand's full extent
+ * makes them constants. */
 static std::vector<char> bound_extern_operands(hl_lowered &L) {
   const hl_graph *g = L.g;
   std::vector<char> bounded(g->nnodes, 0);
@@ -514,7 +515,8 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
         int src = hl_node_inputs(g, &n)[0];
         sizes_known sz = reduce_sizes(L, i, src);
         Expr work = sz == SYMBOLIC ? L.totals[src] : Expr();
-        for (Func f : {L.helpers[i], L.funcs[i]}) bound_whole(L, i, f);
+        for (Func f : {L.helpers[i], L.funcs[i]})
+          if (!bounded[i] || f.name() != L.funcs[i].name()) bound_whole(L, i, f);   /* (an operand's is bound already) */
         schedule_root(L.helpers[i], n, sz, 1, false, L.outputs[0], 0, false, work);
         schedule_root(L.funcs[i], n, sz, 1, false, L.outputs[0], 0, false, work);
       } else {

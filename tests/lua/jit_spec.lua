@@ -944,6 +944,28 @@ describe("a strided read at a constant start: the imaginary parts of a buffer th
   end
 end)
 
+describe("a guarded vector of a flipped read, starting before the buffer", function()
+  -- A reduction over the last axis of a [1, n] guards its last vector; reading a flipped input,
+  -- that vector's masked-off lanes lie before the buffer's first element, and with declared
+  -- bounds its start was a negative constant, on which Halide 14's code generator asserted
+  -- ("compiling the pipeline failed: Internal Error ... base >= 0", found by fuzz/programs.lua).
+  -- Mended in hl_codegen_mends.cpp; 4 of n = 3 to 9 are shorter than a vector.
+  for _, n in ipairs {3, 4, 5, 7, 9} do
+    it(string.format("[1,%d]", n), function()
+      for _, dt in ipairs {"float32", "float64", "int32"} do
+        local x = (hl.arange(n):reshape({1, n}) * 3 % 7 + 1):astype(dt)
+        for name, g in pairs {
+          ["sum(flip(x) * 2, 2)"] = function(u) return hl.sum(hl.flip(u, {-1}) * 2, 2) end,
+          ["max(flip(x) / x, 2)"] = function(u) return hl.max(hl.flip(u, {-1}) / u, 2) end,
+          ["logsumexp(flip(x) * 2, 2)"] = function(u) return hl.logsumexp(hl.flip(u, {-1}) * 2, 2, true) end,
+        } do
+          assert_jit_matches_eager(name .. " of " .. dt, g, x)
+        end
+      end
+    end)
+  end
+end)
+
 describe("a transposed output whose inner axis has one element", function()
   -- [1, n] to [n, 1] of a materialised value (exp(a) used twice): the transposing tiles' loop
   -- nest was dropped by Halide 14's loop partitioning, and the output held uninitialised memory
