@@ -15,7 +15,6 @@
 #include "hl_extern_view.h"
 #include "hl_export_lib.h"
 #include "hl_compile_jobs.h"
-#include "hl_codegen_mends.h"
 #include "hl_host_reads.h"
 #include "hl_partition.h"
 #include "hl_symbolic.h"
@@ -245,10 +244,7 @@ static Pipeline build_pipeline(const hl_graph *g, const Target &t, std::vector<A
   if (g->device == HL_DEVICE_CUDA) hl_schedule_cuda(L, t);
   else if (g->schedule) hl_schedule_auto(L, t);
   else hl_schedule_cpu(L, t);
-  hl_lower_ieee(L);   /* (after the schedule: rfactor must see the plain updates) */
-  for (const ImageParam &p : L.params) args.push_back(p);
-  Pipeline p(L.outputs);
-  hl_add_codegen_mends(p);
+  Pipeline p = hl_pipeline(L, args);
   if (g->device == HL_DEVICE_CUDA) hl_copy_host_reads(p, L.params);
   return p;
 }

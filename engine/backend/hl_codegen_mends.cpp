@@ -1,5 +1,5 @@
 /* Mends for Halide 14's code generator (hl_codegen_mends.h). Both faults came with constant
- * extents (declared bounds: static_bounds, hl_lower.cpp), where a vector's start is a constant.
+ * extents (declared bounds: declare_bounds, hl_lower.cpp), where a vector's start is a constant.
  *
  * 1. A load's alignment. Halide annotates every load with what it knows of its index, modulo a
  * modulus; a modulus of 0 means the index is a known constant (the remainder). The code
@@ -35,10 +35,12 @@ namespace {
 /* more than any vector's lanes: the modulus stands for "exactly", for every width */
 const int64_t EXACT_MODULUS = (int64_t)1 << 20;
 
-/* a vector index of constant start and stride with a lane before the buffer's first element */
-bool starts_before(const Expr &index) {
-  const Ramp *ramp = index.as<Ramp>();
-  if (!ramp) return false;
+/* a load whose predicate masks lanes off and whose index, of constant start and stride, has a
+ * lane before the buffer's first element. Only masked loads: an unmasked lane before the buffer
+ * would be a fault of the schedule, which the code generator's assert should still report. */
+bool masked_before(const Load *l) {
+  const Ramp *ramp = l->index.as<Ramp>();
+  if (!ramp || is_const_one(l->predicate)) return false;
   const int64_t *base = as_const_int(ramp->base), *stride = as_const_int(ramp->stride);
   return base && stride && *base + std::min<int64_t>(0, *stride * (ramp->lanes - 1)) < 0;
 }
@@ -49,21 +51,18 @@ struct Mends : IRMutator {
     Expr e = IRMutator::visit(op);
     const Load *l = e.as<Load>();
     if (!l) return e;
-    ModulusRemainder align = l->alignment;
+    ModulusRemainder align = l->alignment;   /* (1) */
     if (align.modulus == 0) {
       int64_t r = align.remainder % EXACT_MODULUS;
       align = ModulusRemainder(EXACT_MODULUS, r < 0 ? r + EXACT_MODULUS : r);
     }
-    if (masked_before(l->index, l->predicate)) {   /* (2) */
+    if (masked_before(l)) {   /* (2) */
       Expr whole = Load::make(l->type, l->name, l->index, l->image, l->param, const_true(l->type.lanes()), align);
       return Call::make(l->type, Call::if_then_else, {l->predicate, whole}, Call::PureIntrinsic);
     }
     if (align == l->alignment) return e;
     return Load::make(l->type, l->name, l->index, l->image, l->param, l->predicate, align);
   }
-  /* only where a predicate masks lanes off: an unmasked lane before the buffer would be a fault
-   * of the schedule, which the code generator's assert should still report */
-  static bool masked_before(const Expr &index, const Expr &predicate) { return !is_const_one(predicate) && starts_before(index); }
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include "hl_lower.h"
+#include "hl_codegen_mends.h"
 #include "hl_vmath.h"
 #include "hl_extern_cublas.h"
 #include "hl_extern_cufft.h"
@@ -131,11 +132,11 @@ Expr hl_is_finite(Expr x) {
  * guarded vector that starts before its buffer (hl_codegen_mends.cpp). Not for shape-generic
  * eager kernels or polymorphic programs, not on CUDA, where it has not run yet, and not for an
  * axis past Halide's 32-bit extents (an empty array may have one; the call rejects it). */
-static bool static_bounds(const hl_graph *g, int r, const int64_t *shape) {
-  if (!hl_graph_sized(g) || g->device != HL_DEVICE_CPU) return false;
-  for (int d = 0; d < r; d++)
-    if (shape[d] > INT32_MAX) return false;
-  return true;
+static void declare_bounds(const hl_graph *g, OutputImageParam b, const hl_type &t) {
+  if (!hl_graph_sized(g) || g->device != HL_DEVICE_CPU) return;
+  for (int d = 0; d < t.ndim; d++)
+    if (t.shape[d] > INT32_MAX) return;
+  for (int d = 0; d < t.ndim; d++) b.dim(d).set_bounds(0, (int)t.shape[t.ndim - 1 - d]);
 }
 
 namespace {
@@ -1006,8 +1007,7 @@ struct Lowerer {
         if (stride_class == 1) p.dim(0).set_stride(0);
         else if (stride_class == 2) p.dim(0).set_stride(Expr());
       }
-      if (static_bounds(g, r, n.type.shape))
-        for (int d = 0; d < r; d++) p.dim(d).set_bounds(0, (int)n.type.shape[r - 1 - d]);
+      declare_bounds(g, p, n.type);
       L.funcs[i](v) = p(v);
       break;
     }
@@ -1107,6 +1107,14 @@ static bool transposed_parameter(const hl_graph *g, int i) {
   return n.attrs.i[0] == 1 && n.attrs.i[1] == 0 && g->nodes[hl_node_inputs(g, &n)[0]].prim == HL_P_PARAM;
 }
 
+Pipeline hl_pipeline(hl_lowered &L, std::vector<Argument> &args) {
+  hl_lower_ieee(L);
+  for (const ImageParam &p : L.params) args.push_back(p);
+  Pipeline p(L.outputs);
+  hl_add_codegen_mends(p);
+  return p;
+}
+
 void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
   L.g = g;
   L.funcs.clear();
@@ -1167,8 +1175,7 @@ void hl_lower_graph(const hl_graph *g, hl_lowered &L) {
     hl_dtype t = g->nodes[i].type.dtype;
     if (hl_dtype_is_half(t) && e.type() != UInt(16)) e = hl_half_encode(e, t);
     out(hl_vars(r)) = e;
-    if (static_bounds(g, r, g->nodes[i].type.shape))   /* (as the parameters') */
-      for (int d = 0; d < r; d++) out.output_buffer().dim(d).set_bounds(0, (int)g->nodes[i].type.shape[r - 1 - d]);
+    declare_bounds(g, out.output_buffer(), g->nodes[i].type);   /* (as the parameters') */
     L.outputs.push_back(out);
   }
 }

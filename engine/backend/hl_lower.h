@@ -73,6 +73,11 @@ void hl_lower_graph(const hl_graph *g, hl_lowered &L);
 void hl_schedule_cpu(hl_lowered &L, const Halide::Target &t);
 /* ... or a CUDA schedule: every materialised Func becomes GPU kernels. */
 void hl_schedule_cuda(hl_lowered &L, const Halide::Target &t);
+/* The pipeline of a lowered and scheduled graph, with its arguments appended to args: IEEE
+ * arithmetic (hl_lower_ieee, after the schedule: rfactor must see the plain updates) and the
+ * mends of Halide's code generator (hl_codegen_mends.h). Every pipeline halua compiles is made
+ * here. */
+Halide::Pipeline hl_pipeline(hl_lowered &L, std::vector<Halide::Argument> &args);
 /* hl.jit(f, {schedule = "auto"}): Halide's Mullapudi2016 autoscheduler on the whole CPU pipeline,
  * with the traced shapes as its estimates, for comparison with halua's own schedules */
 void hl_schedule_auto(hl_lowered &L, const Halide::Target &t);

@@ -507,16 +507,18 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
       if (L.funcs[i].is_extern()) L.funcs[i].compute_root();   /* the engine's matmul kernel */
       else schedule_matmul(L, i, vec, L.outputs[0], L.funcs[i]);
       break;
-    case HL_K_REDUCE:
+    case HL_K_REDUCE: {
       /* the accumulators are computed whole, their storage with spare elements (bind_whole),
-       * as the Funcs of other nodes are */
+       * as the Funcs of other nodes are (an extern operand's own Func is bound already) */
+      auto bind = [&](Func f) {
+        if (!bounded[i] || f.name() != L.funcs[i].name()) bound_whole(L, i, f);
+      };
       if (n.prim == HL_P_ARGMAX || n.prim == HL_P_ARGMIN) {
         /* the extreme value, then the index search: both along the reduced axis */
         int src = hl_node_inputs(g, &n)[0];
         sizes_known sz = reduce_sizes(L, i, src);
         Expr work = sz == SYMBOLIC ? L.totals[src] : Expr();
-        for (Func f : {L.helpers[i], L.funcs[i]})
-          if (!bounded[i] || f.name() != L.funcs[i].name()) bound_whole(L, i, f);   /* (an operand's is bound already) */
+        for (Func f : {L.helpers[i], L.funcs[i]}) bind(f);
         schedule_root(L.helpers[i], n, sz, 1, false, L.outputs[0], 0, false, work);
         schedule_root(L.funcs[i], n, sz, 1, false, L.outputs[0], 0, false, work);
       } else {
@@ -527,7 +529,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
         /* a float32 sum reduces in its float64 accumulator, a float max or min in integer
          * keys: the node is the conversion back, inlined */
         Func red = L.helpers[i].defined() ? L.helpers[i] : L.funcs[i];
-        if (!bounded[i] || red.name() != L.funcs[i].name()) bound_whole(L, i, red);   /* (an operand's is bound already) */
+        bind(red);
         int rvec = L.helpers[i].defined() ? t.natural_vector_size(red.output_types()[0]) : vec;
         int64_t reads = hl_shape_size(src.type.ndim, src.type.shape);
         int src_id = hl_node_inputs(g, &n)[0];
@@ -547,6 +549,7 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
           schedule_root(L.funcs[i], n, sizes_of(L, i), vec, false, L.outputs[0], 0, bounded[i] || bound_whole(L, i), run_total(L, i));
       }
       break;
+    }
     default:
       /* (tiles serve any extents: a polymorphic program's transposes are tiled too, parallel where
        * the traced sizes were large) */

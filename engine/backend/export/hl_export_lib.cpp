@@ -5,7 +5,6 @@
  * compiler and binutils (cc, ld, objcopy, ar), run in a private directory beside the output. */
 #include "hl_export_lib.h"
 #include "hl_device.h"
-#include "hl_codegen_mends.h"
 #include "hl_export_loop.h"
 #include "hl_lower.h"
 #include <dirent.h>
@@ -335,11 +334,8 @@ void compile_function(const hl_graph *g, const std::string &fn, const Target &t,
   L.exporting = true;
   hl_lower_graph(g, L);
   hl_schedule_cpu(L, t);
-  hl_lower_ieee(L);   /* IEEE arithmetic, as under jit */
   std::vector<Argument> args;
-  for (const ImageParam &p : L.params) args.push_back(p);
-  Pipeline p(L.outputs);
-  hl_add_codegen_mends(p);
+  Pipeline p = hl_pipeline(L, args);   /* (IEEE arithmetic, as under jit) */
   p.compile_to_module(args, fn, t).compile({{OutputFileType::object, obj}});
 }
 
