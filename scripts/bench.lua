@@ -253,10 +253,12 @@ res.mlp_layer_gflops = 2 * 256 * 784 * 1024 / best_of(function() return mm(la, l
 -- a weight gradient as an eager user writes it: a transposed view times a matrix
 local lh, lg = hl.ones({256, 1024}) + 0, hl.ones({256, 1024}) + 0
 res.wgrad_gflops = 2 * 1024 * 256 * 1024 / best_of(function() return hl.matmul(lh.T, lg) end, 5, 10) / 1e9
--- 4096x4096 float32: a full sum, row softmax and row logsumexp, a transpose that moves data
+-- 4096x4096 float32: a full sum, column sums, row softmax and row logsumexp, a transpose that moves data
 local big = hl.random.uniform(hl.random.key(1), {4096, 4096})
 local total = hl.jit(function(u) return hl.sum(u) end)
 res.sum4096_ms = best_of(function() return total(big) end, 3, 3) * 1e3
+local colsum = hl.jit(function(u) return hl.sum(u, 1) end)
+res.colsum4096_ms = best_of(function() return colsum(big) end, 3, 3) * 1e3
 local softmax = hl.jit(function(u) return hl.nn.softmax(u, 2) end)
 res.softmax4096_ms = best_of(function() return softmax(big) end, 3, 1) * 1e3
 local lse = hl.jit(function(u) return hl.logsumexp(u, 2) end)
@@ -446,6 +448,7 @@ print_table({
   {"mlp_layer_gflops", "MLP layer 256x784 @ 784x1024 float32 (GFLOP/s)", "higher"},
   {"wgrad_gflops", "weight gradient h.T @ g, h and g 256x1024 float32, eager (GFLOP/s)", "higher"},
   {"sum4096_ms", "sum of 4096x4096 float32, jit (ms)", "lower"},
+  {"colsum4096_ms", "column sums of 4096x4096 float32, jit (ms)", "lower"},
   {"softmax4096_ms", "row softmax of 4096x4096 float32, jit (ms)", "lower"},
   {"logsumexp4096_ms", "row logsumexp of 4096x4096 float32, jit (ms)", "lower"},
   {"transpose4096_GBs", "transpose 4096x4096 float32 (GB/s, read+write)", "higher"},

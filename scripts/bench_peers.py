@@ -111,9 +111,10 @@ def section_numpy():
         lh, lg = np.ones((256, 1024), np.float32), np.ones((256, 1024), np.float32)
         put("wgrad_gflops", "numpy", 2 * 1024 * 256 * 1024 / best_of(lambda: lh.T @ lg, 5, 10) / 1e9)
     def reductions():
-        # 4096x4096 float32: a full sum, row softmax and row logsumexp, a transpose that moves data
+        # 4096x4096 float32: a full sum, column sums, row softmax and row logsumexp, a transpose that moves data
         big = np.random.default_rng(1).random((4096, 4096), dtype=np.float32)
         put("sum4096_ms", "numpy", best_of(lambda: big.sum(), 3, 3) * 1e3)
+        put("colsum4096_ms", "numpy", best_of(lambda: big.sum(0), 3, 3) * 1e3)
         def softmax(v):
             e = np.exp(v - v.max(1, keepdims=True))
             return e / e.sum(1, keepdims=True)
@@ -186,6 +187,7 @@ def section_torch():
     def reductions():
         big = torch.rand(4096, 4096)
         put("sum4096_ms", "torch", best_of(lambda: big.sum(), 3, 3) * 1e3)
+        put("colsum4096_ms", "torch", best_of(lambda: big.sum(0), 3, 3) * 1e3)
         put("softmax4096_ms", "torch", best_of(lambda: torch.softmax(big, 1), 3, 1) * 1e3)
         put("logsumexp4096_ms", "torch", best_of(lambda: torch.logsumexp(big, 1), 3, 1) * 1e3)
         put("transpose4096_GBs", "torch", 2 * 4 * 4096 ** 2 / best_of(lambda: big.t().contiguous(), 3, 2) / 1e9)
@@ -340,6 +342,8 @@ def section_jax():
         big = jnp.asarray(np.random.default_rng(1).random((4096, 4096), dtype=np.float32))
         total = jax.jit(jnp.sum)
         put("sum4096_ms", "jax", best_of(lambda: total(big).block_until_ready(), 3, 3) * 1e3)
+        colsum = jax.jit(lambda u: jnp.sum(u, axis=0))
+        put("colsum4096_ms", "jax", best_of(lambda: colsum(big).block_until_ready(), 3, 3) * 1e3)
         softmax = jax.jit(lambda u: jax.nn.softmax(u, axis=1))
         put("softmax4096_ms", "jax", best_of(lambda: softmax(big).block_until_ready(), 3, 1) * 1e3)
         lse = jax.jit(lambda u: jax.nn.logsumexp(u, axis=1))

@@ -256,3 +256,61 @@ describe("a reduction read whole by an extern stage under jit", function()
     end)
   end
 end)
+
+-- Reductions that keep the innermost axis (columns) run in blocks of results (a quarter of a row,
+-- 256 to 2048), each block's rows streamed through it, the blocks in parallel: blocks with a tail,
+-- a middle axis with the outer axis fused into the parallel loop, several axes, and short rows
+-- that are not blocked.
+-- Each eagerly and under jit (constant extents there), against NumPy.
+suite("column reductions, in blocks", function(case)
+  local shapes = {
+    {shape = {3, 1000}, axes = {1}},
+    {shape = {700, 300}, axes = {1}},
+    {shape = {5, 257}, axes = {1}},
+    {shape = {9, 256}, axes = {1}},
+    {shape = {6, 40, 520}, axes = {2}},
+    {shape = {4, 5, 520}, axes = {1, 2}},
+    {shape = {300, 2, 3}, axes = {1}},
+    {shape = {3, 4100}, axes = {1}},
+  }
+  for _, s in ipairs(shapes) do
+    local x = np.rand(s.shape, -2, 2)
+    local ax = #s.axes == 1 and s.axes[1] or s.axes
+    for _, op in ipairs {"sum", "max", "min", "mean", "prod", "var", "any", "all"} do
+      for _, dtype in ipairs {"float32", "float64", "int32"} do
+        local a = dtype == "int32" and np.rand(s.shape, -3, 4, "int32") or x:astype(dtype)
+        if op == "prod" then a = dtype == "int32" and np.rand(s.shape, 1, 3, "int32") or (x / 200 + 1):astype(dtype) end
+        local want_dtype = ((op == "mean" or op == "var") and dtype == "int32") and "float32"
+                           or ((op == "any" or op == "all") and "bool") or dtype
+        local expr = string.format("np.%s(a, axis=%s)", op, np_axis(ax))
+        local tol = {dtype = want_dtype, rtol = 1e-4, atol = 1e-4}
+        local name = string.format("%s %s of %s over axis %s", op, dtype, table.concat(s.shape, "x"), axes_name(ax))
+        case(name .. ", eager", function() return hl[op](a, ax) end, expr, {a}, tol)
+        case(name .. ", under jit", function() return hl.jit(function(v) return hl[op](v, ax) end)(a) end, expr, {a}, tol)
+      end
+    end
+  end
+end)
+
+-- The per-lane partial results of a reduction along rows are one vector, kept per row: rfactor
+-- had given them the reduction's storage (the lanes a row's length apart, and the rows rounded
+-- up past the whole shape), an 80 KB heap block per row of a [256, 1024] max.
+describe("a row reduction's partial results", function()
+  for _, op in ipairs {"max", "sum", "logsumexp"} do
+    for _, n in ipairs {10, 1024} do
+      it(op .. " over rows of 256x" .. n .. " keeps one vector of lanes per row", function()
+        local x = hl.random.normal(hl.random.key(n), {256, n})
+        local stmt = hl.jit(function(v) return hl[op](v, 2) end):lower(x):stmt()
+        local seen = 0
+        for dims in stmt:gmatch("allocate [%w_$.]*_intm[%w_$.]*%[%w+ %* ([^%]]*)%]") do
+          seen = seen + 1
+          local elems = 1
+          for d in dims:gmatch("[^*]+") do elems = elems * assert(tonumber(d), dims) end
+          assert.is_true(elems <= 64, dims)
+        end
+        assert.is_true(seen >= 1)
+        assert.is_nil(stmt:find("_intm[%w_$.]*%[ramp%(%(int64%)0, %(int64%)%d%d+"))   -- (no lanes a row apart)
+      end)
+    end
+  end
+end)
