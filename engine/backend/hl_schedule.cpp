@@ -17,6 +17,9 @@ namespace {
 
 const int kParallelMinElems = 1 << 15;   /* below this a thread hand-off costs more than it saves */
 const int64_t kMaxInlined = 64;          /* nodes inlined into one expression, at most (materialised) */
+/* the elements past its end that a Func computed whole keeps spare (bind_whole): the widest
+ * vector, 64 one-byte lanes of AVX-512 */
+const int kSpare = 64;
 
 Expr total_elems(Func f, int r) {
   Expr n = 1;
@@ -79,15 +82,20 @@ void pointwise(Stage s, int r, int vec, bool parallel, int static_inner, int64_t
 /* The results in one block of a column reduction, 0 for one block. Rows read in runs of 4 KB
  * stream best (column sums of 4096x4096 float32: 4.7 ms in blocks of 1024, 7.8 ms in blocks of
  * 256), so blocks are wide: about a quarter of a row (an even number of them, for both cores),
- * from 256 results to about 2048 (16 KB of float64 sums, within the L1 cache), and as wide as
- * each other: the last block's guarded vectors run to the block's end past the last column. A
- * row of 512 or fewer is one block, as is one not known (an eager kernel's: a block of 1024 ran
- * a 4x3 column sum's three columns as 128 guarded vectors, 1.8x the time of the whole op). */
+ * from 256 results to about 2048 (16 KB of float64 sums, within the L1 cache). A row of 512 or
+ * fewer is one block, as is one not known (an eager kernel's: a block of 1024 ran a 4x3 column
+ * sum's three columns as 128 guarded vectors, 1.8x the time of the whole op). The last block's
+ * guarded vectors run to the block's end, past the last column: no further than the spare
+ * elements the reduction keeps there (bind_whole; a guarded vector past an allocation's end is
+ * where Halide 14's simplifier dropped code), so at most kSpare blocks, and whole vectors per
+ * block only where they end within the spare elements. */
 int column_block(int static_inner, int vec) {
   if (static_inner <= 512) return 0;
-  int blocks = std::min(std::max(4, (static_inner + 2047) / 2048), static_inner / 256);
+  int blocks = std::min({std::max(4, (static_inner + 2047) / 2048), static_inner / 256, kSpare});
   blocks -= blocks % 2;   /* (an even count: 3 blocks on 2 cores left one idle a third of the time) */
-  return ((static_inner + blocks - 1) / blocks + vec - 1) / vec * vec;
+  int block = (static_inner + blocks - 1) / blocks;   /* (past the end: fewer than `blocks`) */
+  int whole_vectors = (block + vec - 1) / vec * vec;
+  return blocks * whole_vectors - static_inner <= kSpare ? whole_vectors : block;
 }
 
 /* The update of a reduction that keeps the innermost axis (a column sum, a batch norm's means):
@@ -171,9 +179,9 @@ void schedule_root(Func f, const hl_node &n, sizes_known sizes, int vec, const R
   auto apply = [&](bool par) {
     pointwise(f, r, vec, par && total >= kParallelMinElems, inner, unsized ? 0 : total, whole);
     for (int u = 0; u < f.num_update_definitions(); u++) {
-      /* the update splits as the pure definition does: when it split into blocks of 16K
-       * elements of its own, the update of a 1024-element sum computed whole for an extern
-       * consumer ran over 16K elements, past its buffer */
+      /* an update never splits in blocks larger than its Func (when it split into blocks of 16K
+       * elements, the update of a 1024-element sum computed whole for an extern consumer ran
+       * over 16K elements, past its buffer): column_update's blocks are within the row */
       if (columns.defined()) column_update(f.update(u), columns, r, vec, par, inner);
       else if (r == 1 && par && !unsized) {
         /* the reduction runs along the innermost axis: parallel over the results, in about 16
@@ -443,7 +451,6 @@ static void bind_whole(Func f, const hl_node &n) {
   const std::vector<Var> &v = hl_vars(r);
   for (int d = 0; d < r; d++) f.bound(v[d], 0, (int)n.type.shape[r - 1 - d]);
   if (r == 0) return;
-  const int64_t kSpare = 64;   /* the widest vector: 64 one-byte lanes of AVX-512 */
   int64_t outer = n.type.shape[0], inner = hl_shape_size(r, n.type.shape) / outer;
   f.align_storage(v[r - 1], Expr((int)(outer + (kSpare + inner - 1) / inner)));
 }
