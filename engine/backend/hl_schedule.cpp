@@ -4,8 +4,12 @@
  *  - materialised Funcs vectorise the innermost dimension by the target's natural width and run
  *    their outer loop in parallel when the work is large enough (decided at run time in eager
  *    kernels, whose extents are not known when they compile);
- *  - matmul is register-blocked: a 2-vector x 8-row accumulator tile, k innermost per tile. */
+ *  - a materialised value that one stage reads row by row, and no other, is computed per row
+ *    inside that stage's loop over rows (hl_row_groups.cpp: a softmax's maxima, exponentials and
+ *    sums);
+ *  - matmul is register-blocked: a 4-vector x 6-row accumulator tile, k innermost per tile. */
 #include "hl_lower.h"
+#include "hl_row_groups.h"
 #include "hl_symbolic.h"
 #include <dlfcn.h>
 #include <mutex>
@@ -71,7 +75,7 @@ void pointwise(Stage s, int r, int vec, bool parallel, int static_inner, int64_t
   if (parallel) {
     Var outer = v[r - 1];
     for (int d = r - 2; d >= 1; d--) {
-      Var fused("f" + std::to_string(d));
+      Var fused("f" + std::to_string(d));   /* (the last, f1, is row_loop's) */
       s.fuse(outer, v[d], fused);
       outer = fused;
     }
@@ -433,6 +437,18 @@ bool expensive(int prim) {
   return hl_prims[prim].in == HL_IN_FLOAT && prim != HL_P_DIV && prim != HL_P_RECIPROCAL && prim != HL_P_SQRT;
 }
 
+/* The loop of a stage scheduled by pointwise() (rank >= 2) in which one row of its innermost axis
+ * is computed: the rows' loop, or the outer loops fused into one when they run in parallel. */
+Var row_loop(int r, bool parallel) { return parallel && r >= 3 ? Var("f1") : hl_vars(r)[1]; }
+
+/* A reduction of the innermost axis only, which a stage can compute row by row (hl_row_groups) */
+bool row_reduction(const hl_graph *g, int i) {
+  const hl_node &n = g->nodes[i];
+  if (n.prim != HL_P_SUM && n.prim != HL_P_PROD && n.prim != HL_P_MAX && n.prim != HL_P_MIN) return false;
+  const hl_node &src = g->nodes[hl_node_inputs(g, &n)[0]];
+  return src.type.ndim > 0 && n.attrs.i[0] == (int64_t)1 << (src.type.ndim - 1);
+}
+
 }  // namespace
 
 /* Halide 14's simplifier takes a load whose first lane lies past the end of an allocation of
@@ -547,6 +563,68 @@ static std::vector<char> materialised(const hl_lowered &L) {
   return root;
 }
 
+/* The stored values that a stage computes row by row (hl_row_groups): per node, the node that
+ * owns it, or -1. Owners are the stages pointwise() schedules (elementwise values, reshapes and
+ * broadcasts, stored or inlined into one output; rank 2 at least, not transposing tiles); members
+ * are elementwise values and reductions of the innermost axis that need no buffer of their own
+ * (not an output, nor an extern stage's operand, nor bound whole for one). Programs of known
+ * sizes only: an eager kernel's rows are not known to be worth it. */
+static std::vector<int> rows_computed_in(hl_lowered &L, const std::vector<char> &root, const std::vector<char> &bounded,
+                                         const std::vector<char> &extern_input, std::vector<signed char> &across) {
+  const hl_graph *g = L.g;
+  std::vector<char> may_own(g->nnodes, 0), may_join(g->nnodes, 0);
+  if (!hl_graph_sized(g)) return std::vector<int>(g->nnodes, -1);
+  std::vector<int> output_uses(g->nnodes, 0), output_of(g->nnodes, -1);
+  for (int k = 0; k < g->noutputs; k++) {
+    output_uses[g->outputs[k]]++;
+    if (output_of[g->outputs[k]] < 0) output_of[g->outputs[k]] = k;
+  }
+  for (int i = 0; i < g->nnodes; i++) {
+    const hl_node &n = g->nodes[i];
+    if (n.prim == HL_P_PARAM) continue;
+    hl_prim_kind kind = hl_prims[n.prim].kind;
+    bool pointwise_stage = kind == HL_K_ELEMWISE || n.prim == HL_P_RESHAPE || n.prim == HL_P_BROADCAST;
+    bool tiled = n.type.ndim >= 2 && reads_across(L, root, i, across);
+    if (root[i]) {
+      bool plain = !L.funcs[i].is_extern() && !tiled;
+      may_own[i] = pointwise_stage && plain;
+      may_join[i] = plain && (kind == HL_K_ELEMWISE || row_reduction(g, i)) && !output_uses[i] && !extern_input[i] && !bounded[i];
+    } else if (output_uses[i] == 1 && pointwise_stage && !tiled) {
+      may_own[i] = !L.outputs[output_of[i]].is_extern();
+    }
+  }
+  return hl_row_groups(g, root, may_own, may_join);
+}
+
+/* Node i computed row by row in the loop over the rows of `owner` (rows_computed_in): its rows in
+ * vectors, a reduction's partial results per lane as when stored, in no loop of its own. Not bound
+ * to its whole shape (bind_whole), which would compute every row for each; its storage, one row,
+ * rounded up to kSpare elements so that a guarded vector's lanes stay within it (bind_whole's
+ * reason). */
+static void schedule_in_rows(hl_lowered &L, int i, const Target &t, int vec, int owner, const std::vector<char> &root) {
+  const hl_graph *g = L.g;
+  const hl_node &o = g->nodes[owner];
+  Func at = L.funcs[owner];
+  if (!root[owner])
+    for (int k = 0; k < g->noutputs; k++)
+      if (g->outputs[k] == owner) at = L.outputs[k];
+  Var row = row_loop(o.type.ndim, hl_shape_size(o.type.ndim, o.type.shape) >= kParallelMinElems);
+  const hl_node &n = g->nodes[i];
+  if (hl_prims[n.prim].kind == HL_K_REDUCE) {
+    Func red = L.helpers[i].defined() ? L.helpers[i] : L.funcs[i];
+    const hl_node &src = g->nodes[hl_node_inputs(g, &n)[0]];
+    if (hl_dtype_is_float(src.type.dtype))
+      schedule_inner_reduction(L, i, red, n.type.ndim, L.helpers[i].defined() ? t.natural_vector_size(red.output_types()[0]) : vec, false);
+    red.compute_at(at, row);
+    return;
+  }
+  int r = n.type.ndim;
+  int w = lanes_along(vec, (int)n.type.shape[r - 1]);
+  Func f = L.funcs[i];
+  f.compute_at(at, row).align_storage(hl_vars(r)[0], kSpare);
+  if (w > 1) f.vectorize(hl_vars(r)[0], w, TailStrategy::GuardWithIf);
+}
+
 void hl_schedule_cpu(hl_lowered &L, const Target &t) {
   const hl_graph *g = L.g;
   std::vector<char> root = materialised(L);
@@ -561,11 +639,16 @@ void hl_schedule_cpu(hl_lowered &L, const Target &t) {
   std::vector<signed char> across(g->nnodes, -1);   /* reads_across, remembered */
   std::vector<char> bounded = bound_extern_operands(L);
   std::vector<char> extern_input = extern_inputs(L);
+  std::vector<int> row_of = rows_computed_in(L, root, bounded, extern_input, across);
   for (int i = 0; i < g->nnodes; i++) {
     const hl_node &n = g->nodes[i];
     if (!root[i] || n.prim == HL_P_PARAM) continue;
     /* lanes of the type the Func computes in (float32 for the 2-byte floats) */
     int vec = t.natural_vector_size(hl_compute_type(n.type.dtype));
+    if (row_of[i] >= 0) {
+      schedule_in_rows(L, i, t, vec, row_of[i], root);
+      continue;
+    }
     if (output_of[i] >= 0) {
       schedule_matmul(L, i, vec, L.outputs[0], L.outputs[output_of[i]]);
       output_done[output_of[i]] = 1;

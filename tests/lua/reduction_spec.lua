@@ -315,3 +315,112 @@ describe("a row reduction's partial results", function()
     end
   end
 end)
+
+-- Values a stage reads one row at a time (a softmax's maxima, exponentials and sums) are computed
+-- per row of that stage, not stored whole (hl_row_groups.cpp): the same values as NumPy's, for
+-- rows of every width against the vectors' (1, tails, several vectors), through reshapes, and where
+-- a value cannot be computed per row (an output of its own, read transposed, read by two stages).
+suite("values computed per row of their reader", function(case)
+  local sm = "np.exp(a - a.max(-1, keepdims=True)) / np.exp(a - a.max(-1, keepdims=True)).sum(-1, keepdims=True)"
+  local function softmax(v)
+    local e = hl.exp(v - hl.max(v, -1, true))
+    return e / hl.sum(e, -1, true)
+  end
+  local patterns = {
+    {"softmax", softmax, sm},
+    {"nn.softmax", function(v) return hl.nn.softmax(v, -1) end, sm},
+    {"nn.log_softmax", function(v) return hl.nn.log_softmax(v, -1) end,
+     "(a - a.max(-1, keepdims=True)) - np.log(np.exp(a - a.max(-1, keepdims=True)).sum(-1, keepdims=True))"},
+    {"a normalised row", function(v)
+       local c = v - hl.mean(v, -1, true)
+       return c / hl.sqrt(hl.mean(c * c, -1, true) + 1e-5) end,
+     "(a - a.mean(-1, keepdims=True)) / np.sqrt(((a - a.mean(-1, keepdims=True)) ** 2).mean(-1, keepdims=True) + 1e-5)"},
+    {"a row's exponentials scaled by their sum and max", function(v)
+       local e = hl.exp(v)
+       return e * hl.sum(e, -1, true) + hl.max(e, -1, true) end,
+     "np.exp(a) * np.exp(a).sum(-1, keepdims=True) + np.exp(a).max(-1, keepdims=True)"},
+    {"softmax through a reshape", function(v)
+       local s = v.shape
+       return hl.reshape(softmax(hl.reshape(v, {-1, s[#s]})), s) * 2 end, "2 * (" .. sm .. ")"},
+    {"a row's minimum and product", function(v)
+       return (v - hl.min(v, -1, true)) * hl.prod(hl.cos(v) * 0.1 + 1, -1, true) end,
+     "(a - a.min(-1, keepdims=True)) * (np.cos(a) * 0.1 + 1).prod(-1, keepdims=True)", {rtol = 2e-3, atol = 1e-5}},
+    {"the exponentials as a second output", function(v)
+       local e = hl.exp(v - hl.max(v, -1, true))
+       return e / hl.sum(e, -1, true), e end, nil},
+  }
+  -- (40x1000 and 4x64x130: rows in parallel, one loop or three fused)
+  for _, shape in ipairs {{5, 1}, {5, 3}, {7, 10}, {4, 17}, {3, 64}, {3, 65}, {6, 1000}, {2, 4097}, {3, 4, 10}, {2, 3, 130},
+                          {40, 1000}, {4, 64, 130}} do
+    local x = np.rand(shape, -3, 3)
+    for _, p in ipairs(patterns) do
+      for _, dtype in ipairs {"float32", "float64"} do
+        local a = x:astype(dtype)
+        local name = string.format("%s, %s %s", p[1], dtype, table.concat(shape, "x"))
+        local tol = {dtype = dtype, rtol = p[4] and p[4].rtol or 1e-5, atol = p[4] and p[4].atol or 1e-6}
+        if p[3] then
+          case(name .. ", under jit", function() return hl.jit(p[2])(a) end, p[3], {a}, tol)
+          case(name .. ", eager", function() return p[2](a) end, p[3], {a}, tol)
+        else
+          local e = "np.exp(a - a.max(-1, keepdims=True))"
+          case(name .. ", under jit", function() return select(1, hl.jit(p[2])(a)) end, sm, {a}, tol)
+          case(name .. ", under jit (the second)", function() return select(2, hl.jit(p[2])(a)) end, e, {a}, tol)
+        end
+      end
+    end
+  end
+  -- integer rows: the sums and maxima of int32 rows, exactly
+  for _, shape in ipairs {{5, 3}, {6, 1000}, {40, 1000}} do
+    local a = np.rand(shape, -9, 9, "int32")
+    case("int32 rows' sums and maxima, " .. table.concat(shape, "x"), function()
+      return hl.jit(function(v) return v * hl.sum(v, -1, true) - hl.max(v, -1, true) end)(a)
+    end, "a * a.sum(-1, keepdims=True) - a.max(-1, keepdims=True)", {a}, {dtype = "int32"})
+  end
+  -- read across rows: a square's exponentials and their transpose
+  for _, n in ipairs {3, 17, 64} do
+    local a = np.rand({n, n}, -3, 3)
+    case("exponentials read transposed and per row, " .. n .. "x" .. n, function()
+      return hl.jit(function(v) local e = hl.exp(v); return e / hl.sum(e, -1, true) + hl.transpose(e) end)(a)
+    end, "np.exp(a) / np.exp(a).sum(-1, keepdims=True) + np.exp(a).T", {a}, {rtol = 1e-5, atol = 1e-6})
+    case("row sums read by two stages, " .. n .. "x" .. n, function()
+      local r1, r2 = hl.jit(function(v) local s = hl.sum(hl.exp(v), -1, true); return v * s, hl.exp(v) - s end)(a)
+      return r1 + r2
+    end, "a * np.exp(a).sum(-1, keepdims=True) + np.exp(a) - np.exp(a).sum(-1, keepdims=True)", {a}, {rtol = 1e-5, atol = 1e-5})
+  end
+end)
+
+-- 2-byte floats per row: each value rounded to the dtype as eager ops round it, so a softmax
+-- under jit equals the eager one (which stores every value whole) bit for bit
+describe("a softmax of 2-byte floats, per row", function()
+  for _, dtype in ipairs {"float16", "bfloat16"} do
+    it(dtype .. " equals the eager ops'", function()
+      local x = hl.random.normal(hl.random.key(11), {40, 1000}):astype(dtype)
+      local got = hl.jit(function(v) return hl.nn.softmax(v, -1) end)(x)
+      local want = hl.nn.softmax(x, -1)
+      assert.are.equal(dtype, got.dtype)
+      assert.are.equal(0, hl.sum(hl.ne(got, want)):item())
+      assert.are.equal(40, math.floor(hl.sum(got:astype("float32")):item() + 0.5))   -- (each row sums to 1)
+    end)
+  end
+end)
+
+-- A softmax under jit stores no whole array of its exponentials: each row is computed into a
+-- buffer of one row (rounded up to 64 elements), where a stored array of 64 MB had been written
+-- and read again for a 4096x4096 softmax.
+describe("a softmax's exponentials", function()
+  for _, shape in ipairs {{64, 1000}, {4, 16, 100}} do
+    it("are computed a row at a time, " .. table.concat(shape, "x"), function()
+      local x = hl.random.normal(hl.random.key(7), shape)
+      local stmt = hl.jit(function(v) return hl.nn.softmax(v, -1) end):lower(x):stmt()
+      local biggest, seen = 0, 0
+      for dims in stmt:gmatch("allocate [%w_$.]*%[%w+ %* ([^%]]*)%]") do
+        seen = seen + 1
+        local elems = 1
+        for d in dims:gmatch("[^*]+") do elems = elems * assert(tonumber(d), dims) end
+        biggest = math.max(biggest, elems)
+      end
+      assert.is_true(seen >= 2)
+      assert.is_true(biggest <= 1024, "an allocation of " .. biggest .. " elements")
+    end)
+  end
+end)
