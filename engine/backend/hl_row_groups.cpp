@@ -18,7 +18,7 @@ namespace {
 struct walk {
   const hl_graph *g;
   const std::vector<char> &root, &may_join;
-  int64_t rows;                       /* the owner's rows */
+  int64_t rows, inner;                /* the owner's rows, and their elements */
   std::set<std::pair<int, int64_t>> seen;
   std::vector<int64_t> width;         /* per member: its elements per row (0: not reached) */
   bool lost = false;                  /* a member is read where the rows are unknown */
@@ -53,8 +53,14 @@ struct walk {
     for (int k = 0; k < nd.nin; k++) {
       int s = hl_node_inputs(g, &nd)[k];
       const hl_node &sn = g->nodes[s];
-      if (hl_prims[sn.prim].kind == HL_K_SOURCE) continue;   /* parameters, constants, iotas */
       int64_t ws = input_width(nd, sn, w);
+      /* a reduction of rows longer than the owner's (a row sum kept as [n, 1]) stays stored:
+       * the owner's loop, parallel by its own size, would run that work in one thread */
+      if (ws > inner) {
+        lost = true;
+        return;
+      }
+      if (hl_prims[sn.prim].kind == HL_K_SOURCE) continue;   /* parameters, constants, iotas */
       if (root[s]) {
         if (!may_join[s]) continue;   /* a buffer computed before: read anywhere */
         if (ws < 0 || total(sn) != rows * ws || (width[s] && width[s] != ws)) {
@@ -111,7 +117,7 @@ std::vector<int> hl_row_groups(const hl_graph *g, const std::vector<char> &root,
     int64_t inner = on.type.shape[on.type.ndim - 1];
     int64_t rows = inner > 0 ? hl_shape_size(on.type.ndim, on.type.shape) / inner : 0;
     if (rows < 2) continue;
-    walk wk{g, root, may_join, rows, {}, std::vector<int64_t>(nn, 0)};
+    walk wk{g, root, may_join, rows, inner, {}, std::vector<int64_t>(nn, 0)};
     wk.visit(o, inner);
     if (wk.lost) continue;
     std::vector<char> in(nn, 0);
