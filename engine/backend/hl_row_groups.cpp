@@ -5,7 +5,7 @@
  * the division), and its maxima and sums are reductions, each stored whole: at 4096x4096 the
  * exponentials alone are 64 MB written and read again, and the input is read twice more. Each
  * row of the result needs only its own row of each: computed per row, they stay in the L1 cache
- * (XLA and PyTorch fuse the same way). */
+ * (PyTorch's CPU softmax kernel works row by row the same way). */
 #include "hl_row_groups.h"
 #include <set>
 #include <utility>
