@@ -349,18 +349,18 @@ suite("values computed per row of their reader", function(case)
        local e = hl.exp(v - hl.max(v, -1, true))
        return e / hl.sum(e, -1, true), e end, nil},
   }
-  -- (40x1000 and 4x64x130: rows in parallel, one loop or three fused)
-  for _, shape in ipairs {{5, 1}, {5, 3}, {7, 10}, {4, 17}, {3, 64}, {3, 65}, {6, 1000}, {2, 4097}, {3, 4, 10}, {2, 3, 130},
-                          {40, 1000}, {4, 64, 130}} do
+  -- (40x1000 and 4x64x130: rows in parallel, one loop or three fused; the eager ops, which store
+  -- every value, once per pattern as a check of the NumPy expression)
+  for si, shape in ipairs {{5, 1}, {4, 17}, {3, 65}, {6, 1000}, {2, 4097}, {3, 4, 10}, {40, 1000}, {4, 64, 130}} do
     local x = np.rand(shape, -3, 3)
     for _, p in ipairs(patterns) do
-      for _, dtype in ipairs {"float32", "float64"} do
+      for _, dtype in ipairs(shape[2] == 1000 and {"float32", "float64"} or {"float32"}) do   -- (float64: rows of 1000)
         local a = x:astype(dtype)
         local name = string.format("%s, %s %s", p[1], dtype, table.concat(shape, "x"))
         local tol = {dtype = dtype, rtol = p[4] and p[4].rtol or 1e-5, atol = p[4] and p[4].atol or 1e-6}
         if p[3] then
           case(name .. ", under jit", function() return hl.jit(p[2])(a) end, p[3], {a}, tol)
-          case(name .. ", eager", function() return p[2](a) end, p[3], {a}, tol)
+          if si == 2 then case(name .. ", eager", function() return p[2](a) end, p[3], {a}, tol) end
         else
           local e = "np.exp(a - a.max(-1, keepdims=True))"
           case(name .. ", under jit", function() return select(1, hl.jit(p[2])(a)) end, sm, {a}, tol)
