@@ -25,9 +25,10 @@ struct walk {
 
   static int64_t total(const hl_node &n) { return hl_shape_size(n.type.ndim, n.type.shape); }
 
-  /* what one row of n reads of its input s, given n's width per row */
-  int64_t input_width(const hl_node &n, const hl_node &s, int64_t w) const {
+  /* what one row of node ni reads of its input si, given ni's width per row */
+  int64_t input_width(int ni, int si, int64_t w) const {
     if (w < 0) return -1;
+    const hl_node &n = g->nodes[ni], &s = g->nodes[si];
     hl_prim_kind kind = hl_prims[n.prim].kind;
     if (n.prim == HL_P_RESHAPE) return w;   /* (row-major order kept, and n's total is rows * w) */
     bool same = s.type.ndim == n.type.ndim;
@@ -41,7 +42,7 @@ struct walk {
       for (int d = 0; column && d < r - 1; d++) column = s.type.shape[d] == n.type.shape[d];
       return column ? 1 : -1;
     }
-    if (kind == HL_K_REDUCE && w == 1 && s.type.ndim > 0 && n.attrs.i[0] == (int64_t)1 << (s.type.ndim - 1))
+    if (kind == HL_K_REDUCE && w == 1 && hl_reduces_rows(g, ni))
       return s.type.shape[s.type.ndim - 1];   /* a result per row: the row's elements */
     return -1;
   }
@@ -53,7 +54,7 @@ struct walk {
     for (int k = 0; k < nd.nin; k++) {
       int s = hl_node_inputs(g, &nd)[k];
       const hl_node &sn = g->nodes[s];
-      int64_t ws = input_width(nd, sn, w);
+      int64_t ws = input_width(n, s, w);
       /* a reduction of rows longer than the owner's (a row sum kept as [n, 1]) stays stored:
        * the owner's loop, parallel by its own size, would run that work in one thread */
       if (ws > inner) {
@@ -88,6 +89,13 @@ void reads_of(const hl_graph *g, const std::vector<char> &root, int p, std::vect
 }
 
 }  // namespace
+
+bool hl_reduces_rows(const hl_graph *g, int i) {
+  const hl_node &n = g->nodes[i];
+  if (n.prim != HL_P_SUM && n.prim != HL_P_PROD && n.prim != HL_P_MAX && n.prim != HL_P_MIN) return false;
+  const hl_node &src = g->nodes[hl_node_inputs(g, &n)[0]];
+  return src.type.ndim > 0 && n.attrs.i[0] == (int64_t)1 << (src.type.ndim - 1);
+}
 
 std::vector<int> hl_row_groups(const hl_graph *g, const std::vector<char> &root, const std::vector<char> &may_own,
                                const std::vector<char> &may_join) {

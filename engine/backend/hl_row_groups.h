@@ -6,6 +6,10 @@ extern "C" {
 #include "hl_ir.h"
 }
 
+/* Whether node i is a sum, product, max or min of its input's innermost axis alone: one result
+ * per row, which a stage can compute row by row (an argmax's index search is a stage of its own). */
+bool hl_reduces_rows(const hl_graph *g, int i);
+
 /* For each node of g, the node (an owner) in whose loop over rows it is computed, or -1.
  * root: the nodes stored (the rest are inlined into their readers); may_own: the stored nodes
  * and inlined outputs whose stage loops over rows of their innermost axis; may_join: the stored

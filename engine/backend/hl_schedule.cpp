@@ -441,14 +441,6 @@ bool expensive(int prim) {
  * is computed: the rows' loop, or the outer loops fused into one when they run in parallel. */
 Var row_loop(int r, bool parallel) { return parallel && r >= 3 ? Var("f1") : hl_vars(r)[1]; }
 
-/* A reduction of the innermost axis only, which a stage can compute row by row (hl_row_groups) */
-bool row_reduction(const hl_graph *g, int i) {
-  const hl_node &n = g->nodes[i];
-  if (n.prim != HL_P_SUM && n.prim != HL_P_PROD && n.prim != HL_P_MAX && n.prim != HL_P_MIN) return false;
-  const hl_node &src = g->nodes[hl_node_inputs(g, &n)[0]];
-  return src.type.ndim > 0 && n.attrs.i[0] == (int64_t)1 << (src.type.ndim - 1);
-}
-
 }  // namespace
 
 /* Halide 14's simplifier takes a load whose first lane lies past the end of an allocation of
@@ -588,7 +580,7 @@ static std::vector<int> rows_computed_in(hl_lowered &L, const std::vector<char> 
     if (root[i]) {
       bool plain = !L.funcs[i].is_extern() && !tiled;
       may_own[i] = pointwise_stage && plain;
-      may_join[i] = plain && (kind == HL_K_ELEMWISE || row_reduction(g, i)) && !output_uses[i] && !extern_input[i] && !bounded[i];
+      may_join[i] = plain && (kind == HL_K_ELEMWISE || hl_reduces_rows(g, i)) && !output_uses[i] && !extern_input[i] && !bounded[i];
     } else if (output_uses[i] == 1 && pointwise_stage && !tiled) {
       may_own[i] = !L.outputs[output_of[i]].is_extern();
     }
