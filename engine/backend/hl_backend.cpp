@@ -54,6 +54,7 @@ struct hl_kernel {
   Pipeline pipeline;
   std::vector<Argument> args;
   Target target;
+  bool cuda = false;   /* target has CUDA, asked once (Target::has_feature is a call into Halide) */
   Internal::JITModule module;
   Internal::JITModule::argv_wrapper entry = nullptr;
   hl_aot_entry aot = nullptr;   /* a shared object's entry point, in place of `entry` */
@@ -388,6 +389,7 @@ static hl_kernel *hl_kernel_load_real(const hl_graph *g, const char *name, const
   size_t heap0 = heap_in_use();
   hl_kernel *k = new hl_kernel;
   k->target = hl_device_target(g->device);
+  k->cuda = k->target.has_feature(Target::CUDA);
   k->symbol = kAotSymbol;
   try {
     std::unique_ptr<hl_plan> plan(new hl_plan);
@@ -433,6 +435,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, co
     RealGraph rg(g0);
     g = rg.g;
     k->target = hl_device_target(g->device);
+    k->cuda = k->target.has_feature(Target::CUDA);
     std::unique_ptr<hl_plan> plan(new hl_plan);
     if (hl_plan_make(g, *plan)) {
       k->plan = std::move(plan);
@@ -593,7 +596,7 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
   bool outer_failed = hl_stage_run_begin();   /* (a loop's body runs inside its loop's stage) */
   hl_interrupt_enter();
   int rc = k->plan ? run_parts(k, bufs, &ctx) : k->aot ? k->aot((void **)argv) : k->entry(argv);
-  if (k->target.has_feature(Target::CUDA))   /* (only CUDA pipelines copy inputs to the host: hl_host_reads.h) */
+  if (k->cuda)   /* (only CUDA pipelines copy inputs to the host: hl_host_reads.h) */
     for (int j = 0; j < k->nparams; j++) hl_input_host_copy_release(&bufs[j]);
   /* Ctrl-C while it ran (between parallel tasks, it stopped it): the call fails, its results
    * are not taken (hl_interrupt.h) */

@@ -111,8 +111,13 @@ static hl_storage *small_new(size_t padded) {
   small_lists *l = &small_mine;
   void *block = SMALL_LISTS ? l->head[padded / ALIGN] : NULL;
   if (block) {
-    l->head[padded / ALIGN] = *(void **)block;
+    void *next = *(void **)block;
+    l->head[padded / ALIGN] = next;
     l->kept -= SMALL_HEADER + padded;
+    /* the collector freed the list's blocks a cycle ago, out of the caches by now: bring the
+     * next one in for writing while this op runs, or its first touch stalls the next op */
+    if (next)
+      for (size_t off = 0; off < SMALL_HEADER + padded && off < 4 * ALIGN; off += ALIGN) __builtin_prefetch((char *)next + off, 1, 3);
   } else if (!(block = aligned_alloc(ALIGN, SMALL_HEADER + padded))) {
     return NULL;
   }
@@ -196,7 +201,10 @@ hl_storage *hl_storage_wrap(void *data, size_t nbytes, hl_release_fn release, vo
 void hl_storage_retain(hl_storage *s) { __atomic_add_fetch(&s->refcount, 1, __ATOMIC_RELAXED); }
 
 void hl_storage_release(hl_storage *s) {
-  if (!s || __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
+  if (!s) return;
+  /* the last reference needs no locked instruction: whoever holds the only one is alone with it
+   * (a retain needs a reference of its own). A locked one would wait for every store before it. */
+  if (__atomic_load_n(&s->refcount, __ATOMIC_ACQUIRE) != 1 && __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
   if (s->device != HL_DEVICE_CPU) {
     __atomic_sub_fetch(&heap_bytes, s->nbytes, __ATOMIC_RELAXED);
     __atomic_sub_fetch(&device_bytes, s->nbytes, __ATOMIC_RELAXED);
