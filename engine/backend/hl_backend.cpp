@@ -28,6 +28,7 @@
 #include <memory>
 #include <malloc.h>
 #include <mutex>
+#include <new>
 #include <sys/stat.h>
 #include <sstream>
 extern "C" {
@@ -106,7 +107,7 @@ int to_buffer(const hl_array *complex_array, int rank, halide_buffer_t *b, halid
     a = &pairs;
   }
   if (a->ndim != rank) return hl_error("%s: internal: rank %d passed where %d was compiled", what, a->ndim, rank);
-  *b = halide_buffer_t();
+  new (b) halide_buffer_t();
   if (a->storage->device != HL_DEVICE_CPU) {
     /* device memory: the address of the view's first element; Halide finds no host copy */
     b->device = hl_array_device_address(a);
@@ -129,7 +130,7 @@ int to_buffer(const hl_array *complex_array, int rank, halide_buffer_t *b, halid
       return hl_error("%s: axis %d of shape %s is too long for one pipeline (at most 2^31-1 elements per axis)",
                       what, axis + 1, hl_shape_str(a->ndim, (const long long *)a->shape).s);
     /* the stride of a one-element axis is never used; unit keeps stride constraints happy */
-    dims[j] = halide_dimension_t(0, (int32_t)e, e == 1 && j == 0 ? 1 : (int32_t)s);
+    new (&dims[j]) halide_dimension_t(0, (int32_t)e, e == 1 && j == 0 ? 1 : (int32_t)s);
   }
   return 0;
 }
@@ -556,16 +557,18 @@ static int run_parts(hl_kernel *k, halide_buffer_t *bufs, RunContext *ctx) {
 extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_array *const *outputs) {
   enum { ONSTACK = 8 };
   int nb = k->nparams + k->noutputs;
-  /* as many buffer descriptors as this call passes: their constructors zero them, and 128 of
-   * each zeroed 23 kB per call, a quarter of an eager op's time */
-  halide_buffer_t small_bufs[ONSTACK];
-  halide_dimension_t small_dims[ONSTACK][HL_MAX_DIMS];
+  /* as many buffer descriptors as this call passes, and not constructed here: their constructors
+   * zero them (128 of each had zeroed 23 kB per call, a quarter of an eager op's time; the 8 x 8
+   * dimension records on the stack, 1 kB, were still 2% of one), and to_buffer constructs each
+   * one the call uses */
+  alignas(halide_buffer_t) unsigned char small_bufs[sizeof(halide_buffer_t) * ONSTACK];
+  alignas(halide_dimension_t) unsigned char small_dims[sizeof(halide_dimension_t) * ONSTACK * HL_MAX_DIMS];
   const void *small_argv[ONSTACK + 1];
   std::vector<halide_buffer_t> big_bufs;
   std::vector<halide_dimension_t> big_dims;
   std::vector<const void *> big_argv;
-  halide_buffer_t *bufs = small_bufs;
-  halide_dimension_t *dims = &small_dims[0][0];
+  halide_buffer_t *bufs = reinterpret_cast<halide_buffer_t *>(small_bufs);
+  halide_dimension_t *dims = reinterpret_cast<halide_dimension_t *>(small_dims);
   const void **argv = small_argv;
   if (nb > ONSTACK) {
     big_bufs.resize((size_t)nb);
