@@ -2,6 +2,7 @@
 #include "hl_disk.h"
 #include <zlib.h>
 #include "hl_notice.h"
+#include <ctype.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
@@ -92,6 +93,8 @@ static uint64_t fnv1a(const unsigned char *p, size_t n, uint64_t h) {
   for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
   return h;
 }
+
+uint64_t hl_disk_hash(const void *p, size_t n) { return fnv1a(p, n, 0xcbf29ce484222325ull); }
 
 static char build_id[17];
 static pthread_once_t build_once = PTHREAD_ONCE_INIT;
@@ -375,6 +378,94 @@ int hl_disk_store(const char *prefix, const unsigned char *key, size_t len, cons
   if (fd >= 0) close(fd);
   if (rc) unlink(tmp);
   else if (!*prefix) evict(added);
+  return rc;
+}
+
+/* ---- blobs: named files of compiled bytes other than pipelines, beside the library (hl_disk.h) ---- */
+
+static char blob_dir[4200];
+static const char *blob_dir_in_use;   /* blob_dir, or NULL */
+static pthread_once_t blob_once = PTHREAD_ONCE_INIT;
+
+static void choose_blob_dir(void) {
+  Dl_info info;
+  if (!dladdr((void *)&hl_disk_blob_dir, &info) || !info.dli_fname) return;
+  const char *slash = strrchr(info.dli_fname, '/');
+  int n = slash ? snprintf(blob_dir, sizeof blob_dir, "%.*s/lua-bytecode", (int)(slash - info.dli_fname), info.dli_fname)
+                : snprintf(blob_dir, sizeof blob_dir, "lua-bytecode");
+  if (n <= 0 || n >= (int)sizeof blob_dir - 256) return;
+  struct stat st;
+  if (mkdir(blob_dir, 0700) && errno != EEXIST) return;   /* (a library installed read-only: none) */
+  /* what it holds is run: as for the cache directory, only one of this user's that no one else writes */
+  if (stat(blob_dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) || access(blob_dir, W_OK))
+    return;
+  blob_dir_in_use = blob_dir;
+}
+
+const char *hl_disk_blob_dir(void) {
+  pthread_once(&blob_once, choose_blob_dir);
+  return blob_dir_in_use;
+}
+
+static int blob_path(char *path, size_t cap, const char *name) {
+  if (!hl_disk_blob_dir() || !name[0] || name[0] == '.' || strlen(name) > 200) return -1;
+  for (const char *c = name; *c; c++)
+    if (!isalnum((unsigned char)*c) && !strchr("-._", *c)) return -1;
+  return snprintf(path, cap, "%s/%s", blob_dir_in_use, name) < (int)cap ? 0 : -1;
+}
+
+static int read_all(int fd, void *p, size_t n) {
+  char *c = p;
+  while (n > 0) {
+    ssize_t r = read(fd, c, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    c += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+int hl_disk_blob_read(const char *name, const unsigned char *key, size_t len, void **data, size_t *size) {
+  *data = NULL;
+  *size = 0;
+  char path[4400];
+  if (blob_path(path, sizeof path, name)) return -1;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return -1;
+  struct stat st;
+  int rc = -1;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_size > 0 && st.st_size < (1 << 30)) {
+    unsigned char *b = malloc((size_t)st.st_size);
+    if (b && !read_all(fd, b, (size_t)st.st_size) && !check(b, (size_t)st.st_size, key, len)) {
+      *data = b;
+      *size = (size_t)st.st_size - TRAILER - len;
+      rc = 0;
+    } else {
+      free(b);
+    }
+  }
+  close(fd);
+  return rc;
+}
+
+int hl_disk_blob_write(const char *name, const unsigned char *key, size_t len, const void *data, size_t size) {
+  char path[4400], tmp[4400];
+  if (blob_path(path, sizeof path, name) || snprintf(tmp, sizeof tmp, "%s.tmp-%ld-XXXXXX", path, (long)getpid()) >= (int)sizeof tmp)
+    return -1;
+  int fd = mkstemp(tmp);   /* (in the same directory: the rename is atomic; readers see a whole blob or the old one) */
+  if (fd < 0) return -1;
+  uint64_t klen = len;
+  uint32_t crc = (uint32_t)crc32_z(0, (const Bytef *)data, size);
+  crc = (uint32_t)crc32_z(crc, (const Bytef *)key, len);
+  crc = (uint32_t)crc32_z(crc, (const Bytef *)&klen, 8);
+  int rc = !write_all(fd, data, size) && !write_all(fd, key, len) && !write_all(fd, &klen, 8) && !write_all(fd, &crc, 4) &&
+                   !write_all(fd, &MAGIC, 4)
+               ? 0
+               : -1;
+  if (close(fd)) rc = -1;
+  if (!rc) rc = rename(tmp, path);
+  if (rc) unlink(tmp);
   return rc;
 }
 

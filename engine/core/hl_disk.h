@@ -23,6 +23,9 @@ const char *hl_disk_dir(void);
 /* A fingerprint of this build of halua (the engine library's own bytes), as 16 hex digits. */
 const char *hl_disk_build_id(void);
 
+/* A 64-bit hash of n bytes (FNV-1a: the entries' names) */
+uint64_t hl_disk_hash(const void *p, size_t n);
+
 /* Whether there is a verified entry for key, named `<prefix><16 hex>.so`: 0 and its path, or -1.
  * The loader opens the path again: a rename in between can only put another whole entry of the
  * same key there. A damaged or foreign entry is removed (and reported under HALUA_LOG_COMPILES). */
@@ -36,6 +39,20 @@ int hl_disk_temp(char *path, size_t cap, const char *suffix);
  * the trailer and renames it into place; then evicts least recently used entries over the size
  * limit. tmp is gone afterwards either way. */
 int hl_disk_store(const char *prefix, const unsigned char *key, size_t len, const char *tmp);
+
+/* Blobs: compiled bytes other than pipelines (halua's Lua modules as LuaJIT bytecode), kept
+ * beside the engine library in its directory's lua-bytecode/ (made mode 0700; refused, as the
+ * cache directory is, when others can write it; none where the library's directory is read-only).
+ * Each is a file named by letters, digits, '-', '.' and '_', with an entry's trailer (its key and
+ * checksum). They are not the compile cache's: not in HALUA_CACHE_DIR, not counted, not evicted
+ * (a writer keeps a bounded set of names).
+ * hl_disk_blob_dir: that directory, or NULL.
+ * hl_disk_blob_read: 0, with a malloc'd copy of the bytes stored for key, or -1 (no directory, no
+ * file, a file for another key or a damaged one, which the next write replaces).
+ * hl_disk_blob_write: stores them (a temporary file renamed into place); 0 or -1. */
+const char *hl_disk_blob_dir(void);
+int hl_disk_blob_read(const char *name, const unsigned char *key, size_t len, void **data, size_t *size);
+int hl_disk_blob_write(const char *name, const unsigned char *key, size_t len, const void *data, size_t size);
 
 /* The entries' total size in bytes (the runtime entry excluded), 0 when off. */
 long long hl_disk_bytes(void);

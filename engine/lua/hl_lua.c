@@ -14,6 +14,7 @@
 #include "hl_dist.h"
 #include "hl_lua.h"
 #include "hl_lua_io.h"
+#include "hl_lua_modules.h"
 #include "hl_lua_loop.h"
 #include "hl_lua_call.h"
 #include "hl_lua_value.h"
@@ -1491,5 +1492,6 @@ int luaopen_halua_core(lua_State *L) {
   hl_lua_register_io(L, core);
   hl_lua_register_loop(L, core);
   hl_lua_register_call(L, core);
+  hl_lua_register_modules(L, core);
   return 1;
 }

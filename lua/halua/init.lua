@@ -2,6 +2,16 @@
 -- compiled pipelines; this file adds NumPy-style argument handling, composites written with
 -- primitives, indexing, printing and hl.jit.
 local core = require "halua_core"
+-- halua's own modules from their bytecode in the disk cache, parsed once per machine
+-- (engine/lua/hl_lua_modules.c); what is not found here is left to the other loaders
+table.insert(package.loaders, 2, function(name)
+  if name:sub(1, 6) ~= "halua." then return nil end
+  local path = package.searchpath(name, package.path)
+  if not path then return nil end
+  local chunk, err = core.load_module(name, path)
+  if not chunk then error(("error loading module '%s' from file '%s':\n\t%s"):format(name, path, err), 0) end
+  return chunk
+end)
 local util = require "halua.util"
 local symdim = require "halua.symdim"
 local tree = require "halua.tree"
