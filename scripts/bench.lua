@@ -211,6 +211,12 @@ local peers_note = "Peers: " .. table.concat(versions, ", ") ..
 
 io.stderr:write("bench: running halua...\n")
 local res = {}
+-- what a user waits for before the first line of a script runs: a new process that loads halua
+-- (the peers: `python -c "import numpy"`), the best of 10
+res.startup_ms = best_of(function()
+  local r = os.execute("exec luajit -e 'require \"halua\"'")
+  assert(r == 0 or r == true, "bench: luajit -e 'require \"halua\"' failed")
+end, 10, 1) * 1e3
 local a, b = hl.ones({8}) + 0, hl.ones({8}) + 0
 res.eager_add8_us = best_of(function() return a + b end, 5, 20000) * 1e6
 -- the performance issue's yardstick: a cached call with three array arguments
@@ -454,6 +460,7 @@ print_table({
   {"transpose4096_GBs", "transpose 4096x4096 float32 (GB/s, read+write)", "higher"},
   {"mlp_grad_ms", "MLP 784-1024-1024-10, batch 256: value_and_grad, jit (ms)", "lower"},
   {"mlp_sgd_ms", "MLP train step (value_and_grad + SGD), jit (ms)", "lower"},
+  {"startup_ms", "a new process that loads the library: luajit -e 'require \"halua\"', python -c 'import ...' (ms)", "lower"},
   {"mlp_compile_ms", "compile time of that train step, cold (ms)", "lower"},
   {"mlp_compile_warm_ms", "its compile, warm: persistent cache, new process (ms)", "lower"},
   {"mlp_sgd_compiled_ms", "the train step compiled: halua's jit, torch.compile (ms)", "lower"},

@@ -372,6 +372,15 @@ def section_jax():
                     ("reductions", reductions), ("mlp", mlp), ("heat", heat), ("attention", attention)]:
         attempt("jax " + name, f)
 
+def section_startup():
+    """startup_ms: a new process that starts and loads the library (`python -c "import numpy"`), as
+    scripts/bench times `luajit -e 'require "halua"'`: the best of 10, each peer in turn"""
+    for peer, module in (("numpy", "numpy"), ("torch", "torch"), ("jax", "jax")):
+        def start():
+            subprocess.run([sys.executable, "-c", "import " + module], check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+        attempt("startup " + peer, lambda: put("startup_ms", peer, best_of(start, 10, 1) * 1e3))
+
 def section_jax_x64():
     # linalg.solve in float64, which JAX computes only with jax_enable_x64 (hence its own process)
     import numpy as np
@@ -482,7 +491,7 @@ def main():
             except ImportError as e:
                 failed[section] = "not installed (%s)" % e
     else:
-        for section in ("numpy", "torch", "jax", "jax_x64"):
+        for section in ("numpy", "torch", "jax", "jax_x64", "startup"):
             run_section([section])
         with tempfile.TemporaryDirectory(prefix="halua-bench-caches-") as cache:
             for phase in ("cold", "fill", "warm"):
