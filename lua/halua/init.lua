@@ -2,16 +2,20 @@
 -- compiled pipelines; this file adds NumPy-style argument handling, composites written with
 -- primitives, indexing, printing and hl.jit.
 local core = require "halua_core"
--- halua's own modules from their bytecode in the disk cache, parsed once per machine
--- (engine/lua/hl_lua_modules.c); what is not found here is left to the other loaders
-table.insert(package.loaders, 2, function(name)
-  if name:sub(1, 6) ~= "halua." then return nil end
-  local path = package.searchpath(name, package.path)
-  if not path then return nil end
-  local chunk, err = core.load_module(name, path)
-  if not chunk then error(("error loading module '%s' from file '%s':\n\t%s"):format(name, path, err), 0) end
-  return chunk
-end)
+-- halua's own modules from their bytecode kept beside the engine library, parsed once per build
+-- (engine/lua/hl_lua_modules.c); what is not found here is left to the other loaders. (Once per
+-- process: a script that loads halua again keeps the one loader.)
+if not core.module_loader then
+  core.module_loader = function(name)
+    if name:sub(1, 6) ~= "halua." then return nil end
+    local path = package.searchpath(name, package.path)
+    if not path then return nil end
+    local chunk, err = core.load_module(name, path)
+    if not chunk then error(("error loading module '%s' from file '%s':\n\t%s"):format(name, path, err), 0) end
+    return chunk
+  end
+  table.insert(package.loaders, 2, core.module_loader)
+end
 local util = require "halua.util"
 local symdim = require "halua.symdim"
 local tree = require "halua.tree"
