@@ -391,8 +391,8 @@ static void choose_blob_dir(void) {
   Dl_info info;
   if (!dladdr((void *)&hl_disk_blob_dir, &info) || !info.dli_fname) return;
   const char *slash = strrchr(info.dli_fname, '/');
-  int n = slash ? snprintf(blob_dir, sizeof blob_dir, "%.*s/lua-bytecode", (int)(slash - info.dli_fname), info.dli_fname)
-                : snprintf(blob_dir, sizeof blob_dir, "lua-bytecode");
+  if (!slash) return;   /* (a bare name says nothing of where the library is: never the working directory) */
+  int n = snprintf(blob_dir, sizeof blob_dir, "%.*s/lua-bytecode", (int)(slash - info.dli_fname), info.dli_fname);
   if (n <= 0 || n >= (int)sizeof blob_dir - 256) return;
   struct stat st;
   if (mkdir(blob_dir, 0700) && errno != EEXIST) return;   /* (a library installed read-only: none) */
