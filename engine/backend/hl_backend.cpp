@@ -369,6 +369,12 @@ static void compile_parts(hl_kernel *k, const char *so_path, Lap &lap) {
   k->symbol = "";
 }
 
+/* k's target for a device, and what the run asks of it on every call */
+static void set_target(hl_kernel *k, int device) {
+  k->target = hl_device_target(device);
+  k->cuda = k->target.has_feature(Target::CUDA);
+}
+
 static hl_kernel *hl_kernel_load_real(const hl_graph *g, const char *name, const char *path);
 
 extern "C" hl_kernel *hl_kernel_load(const hl_graph *g0, const char *name, const char *path) {
@@ -389,8 +395,7 @@ static hl_kernel *hl_kernel_load_real(const hl_graph *g, const char *name, const
   std::lock_guard<std::mutex> guard(compiler_lock);
   size_t heap0 = heap_in_use();
   hl_kernel *k = new hl_kernel;
-  k->target = hl_device_target(g->device);
-  k->cuda = k->target.has_feature(Target::CUDA);
+  set_target(k, g->device);
   k->symbol = kAotSymbol;
   try {
     std::unique_ptr<hl_plan> plan(new hl_plan);
@@ -435,8 +440,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, co
   try {
     RealGraph rg(g0);
     g = rg.g;
-    k->target = hl_device_target(g->device);
-    k->cuda = k->target.has_feature(Target::CUDA);
+    set_target(k, g->device);
     std::unique_ptr<hl_plan> plan(new hl_plan);
     if (hl_plan_make(g, *plan)) {
       k->plan = std::move(plan);

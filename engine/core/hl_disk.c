@@ -388,8 +388,8 @@ static const char *blob_dir_in_use;   /* blob_dir, or NULL */
 static pthread_once_t blob_once = PTHREAD_ONCE_INIT;
 
 static void choose_blob_dir(void) {
-  Dl_info info;
-  if (!dladdr((void *)&hl_disk_blob_dir, &info) || !info.dli_fname) return;
+  Dl_info info;   /* (where this code was loaded from) */
+  if (!dladdr((void *)&choose_blob_dir, &info) || !info.dli_fname) return;
   const char *slash = strrchr(info.dli_fname, '/');
   if (!slash) return;   /* (a bare name says nothing of where the library is: never the working directory) */
   int n = snprintf(blob_dir, sizeof blob_dir, "%.*s/lua-bytecode", (int)(slash - info.dli_fname), info.dli_fname);
@@ -402,13 +402,9 @@ static void choose_blob_dir(void) {
   blob_dir_in_use = blob_dir;
 }
 
-const char *hl_disk_blob_dir(void) {
-  pthread_once(&blob_once, choose_blob_dir);
-  return blob_dir_in_use;
-}
-
 static int blob_path(char *path, size_t cap, const char *name) {
-  if (!hl_disk_blob_dir() || !name[0] || name[0] == '.' || strlen(name) > 200) return -1;
+  pthread_once(&blob_once, choose_blob_dir);
+  if (!blob_dir_in_use || !name[0] || name[0] == '.' || strlen(name) > 200) return -1;
   for (const char *c = name; *c; c++)
     if (!isalnum((unsigned char)*c) && !strchr("-._", *c)) return -1;
   return snprintf(path, cap, "%s/%s", blob_dir_in_use, name) < (int)cap ? 0 : -1;

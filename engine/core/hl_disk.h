@@ -46,11 +46,9 @@ int hl_disk_store(const char *prefix, const unsigned char *key, size_t len, cons
  * Each is a file named by letters, digits, '-', '.' and '_', with an entry's trailer (its key and
  * checksum). They are not the compile cache's: not in HALUA_CACHE_DIR, not counted, not evicted
  * (a writer keeps a bounded set of names).
- * hl_disk_blob_dir: that directory, or NULL.
  * hl_disk_blob_read: 0, with a malloc'd copy of the bytes stored for key, or -1 (no directory, no
  * file, a file for another key or a damaged one, which the next write replaces).
  * hl_disk_blob_write: stores them (a temporary file renamed into place); 0 or -1. */
-const char *hl_disk_blob_dir(void);
 int hl_disk_blob_read(const char *name, const unsigned char *key, size_t len, void **data, size_t *size);
 int hl_disk_blob_write(const char *name, const unsigned char *key, size_t len, const void *data, size_t size);
 

@@ -1,4 +1,4 @@
-/* halua's own Lua modules, loaded from their bytecode in the disk cache (hl_lua_modules.c). */
+/* halua's own Lua modules, loaded from their bytecode kept beside the engine library (hl_lua_modules.c). */
 #ifndef HL_LUA_MODULES_H
 #define HL_LUA_MODULES_H
 #include <lua.h>
