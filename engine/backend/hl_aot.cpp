@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 #include <vector>
+#include "hl_objload.h"
 extern "C" {
 #include "hl_disk.h"
 #include "hl_error.h"
@@ -41,17 +42,14 @@ int run_quietly(const std::vector<const char *> &argv) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
-/* A shared object from an object file: the linker alone (`ld -shared`, 12 ms where the compiler
- * driver costs 30; Halide's objects need no C start-up files), else `cc -shared`. Only Halide's
- * runtime names the C libraries it needs: it is loaded first and globally (hl_aot_ready), so a
- * pipeline's calls into libm resolve through it, and a pipeline links in 2.5 ms instead of 7.5
- * (reading libm's linker script and libraries was most of a link). */
-int link_shared(const std::vector<std::string> &objs, const char *so, bool runtime) {
+/* Halide's runtime as a shared object, from its object file: the linker alone (`ld -shared`,
+ * where the compiler driver costs more; Halide's objects need no C start-up files), else
+ * `cc -shared`. It names the C libraries it needs, and is loaded first and globally
+ * (hl_aot_ready), so the pipelines' calls into it and into libm resolve in the global scope.
+ * Once per machine: pipelines themselves load without a linker (hl_objload.h). */
+int link_runtime(const char *obj, const char *so) {
   for (const char *linker : {"ld", "cc"}) {
-    std::vector<const char *> argv = {linker, "-shared", "-o", so};
-    for (const std::string &o : objs) argv.push_back(o.c_str());
-    if (runtime) argv.insert(argv.end(), {"-lm", "-lpthread", "-ldl"});
-    argv.push_back(nullptr);
+    std::vector<const char *> argv = {linker, "-shared", "-o", so, obj, "-lm", "-lpthread", "-ldl", nullptr};
     int rc = run_quietly(argv);
     if (rc == 0 || (rc == 1 && access(so, R_OK) == 0)) return 0;   /* (1: exit status unknown) */
   }
@@ -85,6 +83,105 @@ bool install_handlers(void *rt, std::string &why) {
   set_free(hl_backend_runtime_free);
   set_par_for(hl_backend_runtime_par_for);
   return true;
+}
+
+/* A kernel's file: its objects one after another, so that it loads without a linker
+ * (hl_objload.h): a header (magic, count), each object's size, then the objects, each starting on
+ * 16 bytes (the loader reads their tables in place). The disk store appends its trailer after. */
+const char kImageMagic[8] = {'H', 'L', 'O', 'B', 'J', 'S', '0', '1'};
+
+bool read_file(const char *path, std::vector<unsigned char> &bytes) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  bool ok = fstat(fd, &st) == 0 && st.st_size >= 0;
+  if (ok) {
+    bytes.resize((size_t)st.st_size);
+    size_t got = 0;
+    while (ok && got < bytes.size()) {
+      ssize_t r = read(fd, bytes.data() + got, bytes.size() - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) ok = false;
+      else got += (size_t)r;
+    }
+  }
+  close(fd);
+  return ok;
+}
+
+size_t pad16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+bool write_image(const char *path, const std::vector<std::vector<unsigned char>> &objs) {
+  std::vector<unsigned char> out(16 + 8 * objs.size());
+  memcpy(out.data(), kImageMagic, 8);
+  uint32_t count = (uint32_t)objs.size(), zero = 0;
+  memcpy(out.data() + 8, &count, 4);
+  memcpy(out.data() + 12, &zero, 4);
+  for (size_t i = 0; i < objs.size(); i++) {
+    uint64_t n = objs[i].size();
+    memcpy(out.data() + 16 + 8 * i, &n, 8);
+  }
+  for (const std::vector<unsigned char> &o : objs) {
+    out.resize(pad16(out.size()), 0);
+    out.insert(out.end(), o.begin(), o.end());
+  }
+  FILE *f = fopen(path, "wb");
+  if (!f) return false;
+  bool ok = fwrite(out.data(), 1, out.size(), f) == out.size();
+  return fclose(f) == 0 && ok;
+}
+
+/* the objects of a kernel's file (bytes past the last are the store's trailer) */
+hl_objimage *load_image(const std::vector<unsigned char> &b, std::string &why) {
+  uint32_t count = 0;
+  if (b.size() < 16 || memcmp(b.data(), kImageMagic, 8) != 0 || (memcpy(&count, b.data() + 8, 4), count == 0) ||
+      count > (b.size() - 16) / 8) {
+    why = "not a kernel file of this build";
+    return nullptr;
+  }
+  std::vector<const unsigned char *> objs(count);
+  std::vector<size_t> sizes(count);
+  size_t at = 16 + 8 * (size_t)count;
+  for (uint32_t i = 0; i < count; i++) {
+    uint64_t n;
+    memcpy(&n, b.data() + 16 + 8 * i, 8);
+    at = pad16(at);
+    if (at > b.size() || n > b.size() - at) {
+      why = "a truncated kernel file";
+      return nullptr;
+    }
+    objs[i] = b.data() + at;
+    sizes[i] = (size_t)n;
+    at += (size_t)n;
+  }
+  char reason[512];
+  hl_objimage *im = hl_objload(objs.data(), sizes.data(), count, reason, sizeof reason);
+  if (!im) why = reason;
+  return im;
+}
+
+/* objects compiled, written as a kernel's file at path and loaded; NULL with why */
+hl_objimage *store_and_load(const std::vector<std::string> &obj_paths, const char *path, std::string &why) {
+  std::vector<std::vector<unsigned char>> objs(obj_paths.size());
+  for (size_t i = 0; i < obj_paths.size(); i++)
+    if (!read_file(obj_paths[i].c_str(), objs[i])) {
+      why = "reading a compiled object failed";
+      return nullptr;
+    }
+  if (!write_image(path, objs)) {
+    why = "writing a compiled pipeline to the cache directory failed";
+    return nullptr;
+  }
+  std::vector<const unsigned char *> ptrs;
+  std::vector<size_t> sizes;
+  for (const std::vector<unsigned char> &o : objs) {
+    ptrs.push_back(o.data());
+    sizes.push_back(o.size());
+  }
+  char reason[512];
+  hl_objimage *im = hl_objload(ptrs.data(), sizes.data(), ptrs.size(), reason, sizeof reason);
+  if (!im) why = std::string("loading a compiled pipeline failed: ") + reason;
+  return im;
 }
 
 }  // namespace
@@ -153,7 +250,7 @@ bool hl_aot_ready(const Target &t, std::string &why) {
       unlink(so);
       return fail(std::string("compiling Halide's runtime failed: ") + e.what());
     }
-    int linked = link_shared({obj}, so, true);
+    int linked = link_runtime(obj, so);
     unlink(obj);
     if (linked) {
       unlink(so);
@@ -176,33 +273,33 @@ bool hl_aot_ready(const Target &t, std::string &why) {
 
 hl_aot_entry hl_aot_load(const char *path, const std::string &symbol, void **handle) {
   *handle = nullptr;
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    hl_error("loading a cached pipeline failed: %s", dlerror());
+  std::vector<unsigned char> bytes;
+  std::string why;
+  hl_objimage *im = read_file(path, bytes) ? load_image(bytes, why) : nullptr;
+  if (!im) {
+    hl_error("loading a cached pipeline failed: %s", why.empty() ? "unreadable" : why.c_str());
     return nullptr;
   }
-  auto entry = (hl_aot_entry)dlsym(h, (symbol + "_argv").c_str());
+  auto entry = (hl_aot_entry)hl_objload_symbol(im, (symbol + "_argv").c_str());
   if (!entry) {
-    dlclose(h);
+    hl_objload_free(im);
     hl_error("a cached pipeline has no entry point %s_argv", symbol.c_str());
     return nullptr;
   }
-  *handle = h;   /* loaded until its kernel is freed (evicted from the cache and unused) */
+  *handle = im;   /* loaded until its kernel is freed (evicted from the cache and unused) */
   return entry;
 }
 
 hl_aot_entry hl_aot_symbol(void *handle, const std::string &symbol) {
-  return handle ? (hl_aot_entry)dlsym(handle, (symbol + "_argv").c_str()) : nullptr;
+  return handle ? (hl_aot_entry)hl_objload_symbol((hl_objimage *)handle, (symbol + "_argv").c_str()) : nullptr;
 }
 
-void hl_aot_unload(void *handle) {
-  if (handle) dlclose(handle);
-}
+void hl_aot_unload(void *handle) { hl_objload_free((hl_objimage *)handle); }
 
-hl_aot_entry hl_aot_compile(const Module &m, const std::string &symbol, const char *so_path, double *llvm_ms, double *link_ms,
+hl_aot_entry hl_aot_compile(const Module &m, const std::string &symbol, const char *kernel_file, double *llvm_ms, double *link_ms,
                             void **handle) {
   *handle = nullptr;
-  std::string obj = std::string(so_path) + ".o";
+  std::string obj = std::string(kernel_file) + ".o";
   auto t0 = std::chrono::steady_clock::now();
   try {
     m.compile({{OutputFileType::object, obj}});
@@ -211,22 +308,29 @@ hl_aot_entry hl_aot_compile(const Module &m, const std::string &symbol, const ch
     throw;
   }
   *llvm_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  hl_aot_entry entry = hl_aot_link({obj}, symbol, so_path, link_ms, handle);
+  hl_aot_entry entry = hl_aot_load_objects({obj}, symbol, kernel_file, link_ms, handle);
   unlink(obj.c_str());
   return entry;
 }
 
-hl_aot_entry hl_aot_link(const std::vector<std::string> &objs, const std::string &symbol, const char *so_path,
+hl_aot_entry hl_aot_load_objects(const std::vector<std::string> &objs, const std::string &symbol, const char *kernel_file,
                          double *link_ms, void **handle, bool disable_on_failure) {
   *handle = nullptr;
   auto t1 = std::chrono::steady_clock::now();
-  int linked = link_shared(objs, so_path, false);
-  hl_aot_entry entry = linked ? nullptr : hl_aot_load(so_path, symbol, handle);
+  std::string why;
+  hl_objimage *im = store_and_load(objs, kernel_file, why);
+  hl_aot_entry entry = im ? (hl_aot_entry)hl_objload_symbol(im, (symbol + "_argv").c_str()) : nullptr;
+  if (im && !entry) {
+    hl_objload_free(im);
+    im = nullptr;
+    why = "a compiled pipeline has no entry point " + symbol + "_argv";
+  }
+  *handle = im;
   *link_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
   if (!entry && disable_on_failure) {
-    /* the disk path does not work here (no linker, a directory mounted noexec): once said, the
-     * process JIT-compiles from now on instead of compiling everything twice */
-    std::string why = linked ? "linking a compiled pipeline into a shared object (ld or cc) failed" : hl_error_message();
+    /* the disk path does not work here (a directory that cannot be written, code the loader
+     * refuses): once said, the process JIT-compiles from now on instead of compiling everything
+     * twice */
     fprintf(stderr, "halua: warning: %s; pipelines are JIT-compiled and cached in memory only\n", why.c_str());
     hl_aot_disable(why.c_str());
   }

@@ -1,7 +1,11 @@
-/* Host pipelines compiled ahead of time into shared objects (the disk cache's entries,
- * engine/core/hl_disk.h) and loaded with dlopen, against one Halide runtime compiled once per
- * machine (itself an entry of the cache) instead of the JIT runtime that Halide builds in every
- * process (~300 ms). Calls go through the pipeline's argv entry point, as for JIT kernels. */
+/* Host pipelines compiled ahead of time into object code (the disk cache's entries,
+ * engine/core/hl_disk.h) and loaded without a linker (hl_objload.h), against one Halide runtime
+ * compiled once per machine into a shared object (itself an entry of the cache) instead of the
+ * JIT runtime that Halide builds in every process (~300 ms). Calls go through the pipeline's argv
+ * entry point, as for JIT kernels.
+ *
+ * A kernel's file holds its objects one after another: a header ("HLOBJS01", their count), each
+ * one's size, then the objects, each starting on 16 bytes; the disk store's trailer follows. */
 #ifndef HL_AOT_H
 #define HL_AOT_H
 #include "Halide.h"
@@ -29,20 +33,21 @@ std::string hl_aot_signature(const Halide::Target &t);
 /* No more ahead-of-time kernels in this process (hl_aot_ready says no, with why). */
 void hl_aot_disable(const char *why);
 
-/* Compiles m (whose function is `symbol`) to a shared object at so_path and loads it, adding the
- * time LLVM took and the time linking and loading took to *llvm_ms and *link_ms; on a failure,
- * warns and disables ahead-of-time kernels for the process. *handle is the object's, for
- * hl_aot_unload when the kernel is freed. */
-hl_aot_entry hl_aot_compile(const Halide::Module &m, const std::string &symbol, const char *so_path, double *llvm_ms,
+/* Compiles m (whose function is `symbol`) to an object, written as a kernel's file at kernel_file, and
+ * loads it, adding the time LLVM took and the time writing and loading took to *llvm_ms and
+ * *link_ms; on a failure, warns and disables ahead-of-time kernels for the process. *handle is
+ * the image, for hl_aot_unload when the kernel is freed. */
+hl_aot_entry hl_aot_compile(const Halide::Module &m, const std::string &symbol, const char *kernel_file, double *llvm_ms,
                             double *link_ms, void **handle);
 
-/* The same from object files already compiled (Module::compile, the NoRuntime target): links them
- * into one shared object at so_path and loads it (the objects are the caller's to remove). With
- * disable_on_failure false a failure is the caller's to handle (NULL, nothing said). */
-hl_aot_entry hl_aot_link(const std::vector<std::string> &objs, const std::string &symbol, const char *so_path,
+/* The same from object files already compiled (Module::compile, the NoRuntime target): writes
+ * them as one kernel's file at kernel_file and loads them as one image (the objects are the
+ * caller's to remove). With disable_on_failure false a failure is the caller's to handle (NULL,
+ * nothing said). */
+hl_aot_entry hl_aot_load_objects(const std::vector<std::string> &objs, const std::string &symbol, const char *kernel_file,
                          double *link_ms, void **handle, bool disable_on_failure = true);
 
-/* Loads the shared object at path; NULL with hl_error when it has no `symbol`. */
+/* Loads the kernel's file at path; NULL with hl_error when it is not one or has no `symbol`. */
 hl_aot_entry hl_aot_load(const char *path, const std::string &symbol, void **handle);
 /* Another function of an object hl_aot_load or hl_aot_compile loaded; NULL when it has none. */
 hl_aot_entry hl_aot_symbol(void *handle, const std::string &symbol);

@@ -1,6 +1,6 @@
 /* Compilation and the call path. A kernel is a Halide pipeline called through its argv entry
  * point with halide_buffer_t views of the engine's arrays (zero copy): compiled ahead of time
- * into a shared object of the disk cache (host pipelines, hl_aot.cpp) or JIT-compiled (CUDA
+ * into object code of the disk cache (host pipelines, hl_aot.cpp) or JIT-compiled (CUDA
  * pipelines, pipelines with compiled loops, and everything when the disk cache is off). */
 #include "hl_backend.h"
 #include "hl_aot.h"
@@ -58,8 +58,8 @@ struct hl_kernel {
   bool cuda = false;   /* target has CUDA, asked once (Target::has_feature is a call into Halide) */
   Internal::JITModule module;
   Internal::JITModule::argv_wrapper entry = nullptr;
-  hl_aot_entry aot = nullptr;   /* a shared object's entry point, in place of `entry` */
-  void *so = nullptr;           /* its dlopen handle, closed with the kernel */
+  hl_aot_entry aot = nullptr;   /* a loaded object's entry point, in place of `entry` */
+  void *so = nullptr;           /* its image (hl_aot_load), unloaded with the kernel */
   int nparams = 0, noutputs = 0;
   std::vector<int> param_ranks, output_ranks;
   double compile_ms = 0;
@@ -151,8 +151,8 @@ struct RealGraph {
   RealGraph &operator=(const RealGraph &) = delete;
 };
 
-/* a pipeline's function in its own shared object: each object is loaded privately (RTLD_LOCAL)
- * and looked up through its own handle, so one name serves them all */
+/* a pipeline's function in its own image: each is loaded apart (hl_objload.h) and looked up
+ * through its own handle, so one name serves them all */
 const char *const kAotSymbol = "hl_pipeline";
 
 void set_meta(hl_kernel *k, const hl_graph *g, const char *name) {
@@ -184,12 +184,12 @@ size_t heap_in_use() {
 
 /* What a new kernel keeps: the allocations its compile or load left in use (compiles run one at a
  * time, under compiler_lock, so the difference is the kernel's: its JIT module, LLVM's module
- * and Halide's pipeline) and its shared object's size, which the loader maps. At least a page
+ * and Halide's pipeline) and its object file's size, about what the loader maps. At least a page
  * for each of the object's segments, where the allocator tells nothing. */
-size_t kernel_bytes(size_t heap_before, const char *so_path) {
+size_t kernel_bytes(size_t heap_before, const char *kernel_file) {
   size_t heap = heap_in_use(), bytes = heap > heap_before ? heap - heap_before : 0;
   struct stat st;
-  if (so_path && stat(so_path, &st) == 0) bytes += (size_t)st.st_size;
+  if (kernel_file && stat(kernel_file, &st) == 0) bytes += (size_t)st.st_size;
   return bytes < 16384 ? 16384 : bytes;
 }
 
@@ -265,7 +265,7 @@ static std::vector<Internal::JITModule> jit_deps(int device) {
   return deps;
 }
 
-/* part q's function in a kernel's shared object */
+/* part q's function in a kernel's image */
 static std::string part_symbol(int q) { return std::string(kAotSymbol) + "_p" + std::to_string(q); }
 
 /* a JIT-compiled function's name: ours alone (a pipeline named after its primitive, "tanh",
@@ -275,7 +275,7 @@ static std::string jit_symbol() {
   return "hl_pipeline_" + std::to_string(++serial);
 }
 
-/* k without the shared object it had loaded (a part's code was not there: the JIT takes over) */
+/* k without the image it had loaded (a part's code was not there: the JIT takes over) */
 static void drop_aot(hl_kernel *k) {
   hl_aot_unload(k->so);
   k->so = nullptr;
@@ -283,7 +283,7 @@ static void drop_aot(hl_kernel *k) {
   for (hl_kernel_part &part : k->parts) part.aot = nullptr;
 }
 
-/* Every part's function in k's shared object, whose first is `first` (parts with one program
+/* Every part's function in k's image, whose first is `first` (parts with one program
  * share the function of the first: hl_plan::same_as): false when one is missing */
 static bool all_parts(hl_kernel *k, hl_aot_entry first, size_t n) {
   k->aot = first;
@@ -295,11 +295,11 @@ static bool all_parts(hl_kernel *k, hl_aot_entry first, size_t n) {
   return true;
 }
 
-/* The parts of k's plan, compiled: ahead of time into one shared object at so_path (one
- * function per part, linked into one module: one LLVM run, one link), else JIT-compiled one by
+/* The parts of k's plan, compiled: ahead of time into one file at kernel_file (one function per
+ * part, linked into one module: one LLVM run, one load), else JIT-compiled one by
  * one. `lap` adds the time since its last call to a phase. */
 template <typename Lap>
-static void compile_parts(hl_kernel *k, const char *so_path, Lap &lap) {
+static void compile_parts(hl_kernel *k, const char *kernel_file, Lap &lap) {
   hl_plan &plan = *k->plan;
   size_t n = plan.parts.size();
   std::vector<Pipeline> pipes(n);
@@ -307,8 +307,8 @@ static void compile_parts(hl_kernel *k, const char *so_path, Lap &lap) {
   k->parts.assign(n, hl_kernel_part());
   std::vector<int> distinct = plan.distinct();   /* the parts compiled: the first of each program */
   Target t = k->target.without_feature(Target::JIT).with_feature(Target::NoRuntime);   /* (ahead of time) */
-  int jobs = so_path ? hl_compile_jobs(distinct.size()) : 1;
-  bool serial_aot = so_path != nullptr;
+  int jobs = kernel_file ? hl_compile_jobs(distinct.size()) : 1;
+  bool serial_aot = kernel_file != nullptr;
   if (jobs > 1) {
     /* several processes at once (hl_compile_jobs.h): their lowering, Halide and LLVM time is the
      * wall time of the whole compile, noted as LLVM's */
@@ -318,11 +318,11 @@ static void compile_parts(hl_kernel *k, const char *so_path, Lap &lap) {
       return p.compile_to_module(a, part_symbol(distinct[d]), t);
     };
     std::vector<std::string> objs;
-    bool compiled = hl_compile_parts_in_processes(distinct.size(), jobs, part, so_path, objs);
+    bool compiled = hl_compile_parts_in_processes(distinct.size(), jobs, part, kernel_file, objs);
     lap(k->phase_ms[2]);
     if (compiled) {
       double link_ms = 0;
-      hl_aot_entry first = hl_aot_link(objs, part_symbol(0), so_path, &link_ms, &k->so, false);
+      hl_aot_entry first = hl_aot_load_objects(objs, part_symbol(0), kernel_file, &link_ms, &k->so, false);
       for (const std::string &o : objs) unlink(o.c_str());
       lap(k->phase_ms[3]);
       if (first && all_parts(k, first, n)) {
@@ -331,7 +331,7 @@ static void compile_parts(hl_kernel *k, const char *so_path, Lap &lap) {
         return;
       }
       drop_aot(k);   /* (the one-module link below decides whether the disk path works here) */
-      unlink(so_path);
+      unlink(kernel_file);
     }
   }
   if (serial_aot) {
@@ -343,11 +343,11 @@ static void compile_parts(hl_kernel *k, const char *so_path, Lap &lap) {
       lap(k->phase_ms[1]);
     }
     k->symbol = kAotSymbol;
-    hl_aot_entry first = hl_aot_compile(link_modules(kAotSymbol, modules), part_symbol(0), so_path, &k->phase_ms[2],
+    hl_aot_entry first = hl_aot_compile(link_modules(kAotSymbol, modules), part_symbol(0), kernel_file, &k->phase_ms[2],
                                         &k->phase_ms[3], &k->so);
     if (first && all_parts(k, first, n)) return;
     if (first) drop_aot(k);   /* (a part's function missing) */
-    unlink(so_path);   /* (said once by hl_aot_compile; the JIT takes over) */
+    unlink(kernel_file);   /* (said once by hl_aot_compile; the JIT takes over) */
   }
   std::vector<Internal::JITModule> deps = jit_deps(HL_DEVICE_CPU);   /* (only CPU programs are cut) */
   for (size_t q = 0; q < n; q++) {
@@ -424,7 +424,7 @@ static hl_kernel *hl_kernel_load_real(const hl_graph *g, const char *name, const
 }
 
 
-extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, const char *so_path) {
+extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, const char *kernel_file) {
   std::lock_guard<std::mutex> guard(compiler_lock);
   static QuietReporter reporter;
   set_custom_compile_time_error_reporter(&reporter);   /* (under the lock: once is enough, twice is harmless) */
@@ -444,22 +444,22 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, co
     std::unique_ptr<hl_plan> plan(new hl_plan);
     if (hl_plan_make(g, *plan)) {
       k->plan = std::move(plan);
-      compile_parts(k, so_path, lap);
+      compile_parts(k, kernel_file, lap);
     } else {
       k->pipeline = build_pipeline(g, k->target, k->args);
       lap(k->phase_ms[0]);
     }
     if (k->plan) {
       /* (compiled above) */
-    } else if (so_path) {
-      /* ahead of time, into the disk cache's shared object */
+    } else if (kernel_file) {
+      /* ahead of time, into the disk cache's file */
       k->symbol = kAotSymbol;
       Target t = k->target.without_feature(Target::JIT).with_feature(Target::NoRuntime);
       Module m = k->pipeline.compile_to_module(k->args, k->symbol, t);
       lap(k->phase_ms[1]);
-      k->aot = hl_aot_compile(m, k->symbol, so_path, &k->phase_ms[2], &k->phase_ms[3], &k->so);
-      if (!k->aot) unlink(so_path);   /* (said once by hl_aot_compile; the JIT takes over) */
-      /* the shared object is all a run needs: the Halide pipeline is let go (hl_kernel_stmt and
+      k->aot = hl_aot_compile(m, k->symbol, kernel_file, &k->phase_ms[2], &k->phase_ms[3], &k->so);
+      if (!k->aot) unlink(kernel_file);   /* (said once by hl_aot_compile; the JIT takes over) */
+      /* the loaded object is all a run needs: the Halide pipeline is let go (hl_kernel_stmt and
        * hl_kernel_asm lower the graph again, as for a kernel loaded from disk) */
       if (k->aot) {
         k->pipeline = Pipeline();
@@ -478,7 +478,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, co
       lap(k->phase_ms[2]);
     }
     set_meta(k, g, name);
-    k->bytes = kernel_bytes(heap0, k->aot ? so_path : nullptr);
+    k->bytes = kernel_bytes(heap0, k->aot ? kernel_file : nullptr);
     live_bytes += k->bytes;
   } catch (const Halide::Error &e) {
     hl_error("%s: compiling the pipeline failed: %s", name, e.what());

@@ -13,14 +13,14 @@ typedef struct hl_kernel hl_kernel;
 
 /* Compile a pruned graph for its device. In a dynamic graph the PARAM attribute i[1] tells
  * the innermost stride of that input: 0 unit stride, 1 broadcast (stride 0), 2 any. With
- * so_path, ahead of time into a shared object there (a temporary file of the disk cache), which
+ * kernel_file, ahead of time into object code there (a temporary file of the disk cache), which
  * is then loaded; otherwise JIT. */
-hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name, const char *so_path);
+hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name, const char *kernel_file);
 /* What the disk cache's key for g holds besides its IR (Halide's library, the target, halua's
  * build), to free; NULL when g's pipeline cannot live on disk (a CUDA pipeline, one with
  * compiled loops, or no usable cache directory or runtime: then warned once). */
 char *hl_kernel_disk_signature(const hl_graph *g);
-/* The kernel for g from the shared object at path (a disk cache entry). */
+/* The kernel for g from the kernel's file at path (a disk cache entry). */
 hl_kernel *hl_kernel_load(const hl_graph *g, const char *name, const char *path);
 /* Run with one array per PARAM and one contiguous, allocated array per output. */
 int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_array *const *outputs);

@@ -4,8 +4,8 @@
  * lock), but the parts of a cut program are independent pipelines: each worker takes the next part
  * not yet taken (a counter in shared memory) and lowers and compiles it into an object file of
  * its own, worker 0 in this process and the others in forked children (which only compile and
- * write their files, then _exit), and the objects are linked into the kernel's one shared object
- * as before. Only the disk cache's ahead-of-time path
+ * write their files, then _exit), and the objects are loaded together as the kernel's one image
+ * (hl_objload.h). Only the disk cache's ahead-of-time path
  * uses it (a JIT-compiled part lives in the process that compiled it). Any failure of a child (a
  * fork refused, a compile error, a missing or short file) gives false, and the caller compiles
  * the parts here, one after another, as it always did. */

@@ -159,8 +159,11 @@ const char *hl_disk_build_id(void) {
   return build_id;
 }
 
+/* a pipeline's entry is `<16 hex>.o` (its objects: hl_objload.h), the runtime's (prefix
+ * "runtime-") a shared object, `runtime-<16 hex>.so` */
 static void entry_path(char *path, size_t cap, const char *prefix, const unsigned char *key, size_t len) {
-  snprintf(path, cap, "%s/%s%016llx.so", dir_in_use, prefix, (unsigned long long)fnv1a(key, len, 0xcbf29ce484222325ull));
+  snprintf(path, cap, "%s/%s%016llx%s", dir_in_use, prefix, (unsigned long long)fnv1a(key, len, 0xcbf29ce484222325ull),
+           *prefix ? ".so" : ".o");
 }
 
 /* why the file's bytes are not the entry for key, or NULL */
@@ -253,9 +256,11 @@ static double limit_bytes(void) {
   return mb * 1048576.0;
 }
 
-/* an entry's file name: 16 hex digits and ".so" */
+/* a pipeline entry's file name: 16 hex digits and ".o", or ".so" (a shared object of an earlier
+ * build, never found again: counted and evicted like the rest until it goes) */
 static int is_entry(const char *name) {
-  if (strlen(name) != 19 || strcmp(name + 16, ".so") != 0) return 0;
+  size_t n = strlen(name);
+  if (!((n == 18 && strcmp(name + 16, ".o") == 0) || (n == 19 && strcmp(name + 16, ".so") == 0))) return 0;
   for (int i = 0; i < 16; i++)
     if (!strchr("0123456789abcdef", name[i])) return 0;
   return 1;

@@ -156,9 +156,9 @@ static struct hl_kernel *compile_or_load(const hl_graph *g, const char *name, in
     pthread_mutex_lock(&lock);
     stats.disk_misses++;
     pthread_mutex_unlock(&lock);
-    int have_tmp = hl_disk_temp(tmp, sizeof tmp, ".so") == 0;
+    int have_tmp = hl_disk_temp(tmp, sizeof tmp, ".o") == 0;
     k = hl_kernel_compile(g, name, have_tmp ? tmp : NULL);
-    /* the shared object becomes the entry (when it could not be made, the kernel was JIT-compiled;
+    /* the compiled file becomes the entry (when it could not be made, the kernel was JIT-compiled;
      * when it cannot be stored, a full disk say, it stays in memory only) */
     struct stat st;
     if (have_tmp && k && stat(tmp, &st) == 0 && st.st_size > 0) {

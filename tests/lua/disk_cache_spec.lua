@@ -1,5 +1,5 @@
--- The persistent compile cache: compiled CPU pipelines written to a directory as shared objects
--- and loaded by later processes. Every test runs child processes (luajit, with this process's
+-- The persistent compile cache: compiled CPU pipelines written to a directory (their objects, loaded
+-- without a linker) and loaded by later processes. Every test runs child processes (luajit, with this process's
 -- LUA_PATH and LUA_CPATH) on a fresh temporary directory of its own, and checks what they print
 -- (values, hl.cache_info()), what they log under HALUA_LOG_COMPILES=1, and the directory's files.
 local root = debug.getinfo(1, "S").source:match("^@(.*/)tests/lua/") or "./"
@@ -53,12 +53,12 @@ end
 
 local function mode_of(path) return popen_lines("stat -c %a " .. q(path))[1] end
 
--- the names in dir (sorted), split into entries (16 hex digits .so), runtimes and the rest
+-- the names in dir (sorted), split into entries (16 hex digits .o), runtimes and the rest
 local function listing(dir)
   local all = popen_lines("ls -A " .. q(dir) .. " 2>/dev/null | LC_ALL=C sort")
   local r = {all = all, entries = {}, runtimes = {}, other = {}}
   for _, name in ipairs(all) do
-    if name:match("^" .. HEX16 .. "%.so$") then r.entries[#r.entries + 1] = name
+    if name:match("^" .. HEX16 .. "%.o$") then r.entries[#r.entries + 1] = name
     elseif name:match("^runtime%-" .. HEX16 .. "%.so$") then r.runtimes[#r.runtimes + 1] = name
     else r.other[#r.other + 1] = name end
   end
@@ -606,7 +606,7 @@ finish()
 
   it("HALUA_CACHE_MAX_MB bounds the entries: least recently used go first, the runtime stays", function()
     local dir = tmpdir()
-    local limit = 0.3 * 2 ^ 20
+    local limit = 0.06 * 2 ^ 20
     local n = 25
     local many = HEADER .. [==[
 local x = hl.arange(6)
@@ -621,7 +621,7 @@ end
 info("info")
 finish()
 ]==]
-    local r = run(many, {HALUA_CACHE_DIR = dir, HALUA_CACHE_MAX_MB = "0.3"})
+    local r = run(many, {HALUA_CACHE_DIR = dir, HALUA_CACHE_MAX_MB = "0.06"})
     local res = succeeded(r)
     for c = 1, n do
       local v, want = res.values[c], math.tanh(5 * c) + c
@@ -638,7 +638,7 @@ finish()
     assert(#ls.entries < n, "the limit must have evicted entries for this test to mean anything (" .. #ls.entries .. " kept)")
 
     -- the newest entry (f25) is still there; the oldest jitted one (f1) was evicted
-    local r2 = run(many, {HALUA_CACHE_DIR = dir, HALUA_CACHE_MAX_MB = "0.3", ONLY = "," .. n .. ",1,"})
+    local r2 = run(many, {HALUA_CACHE_DIR = dir, HALUA_CACHE_MAX_MB = "0.06", ONLY = "," .. n .. ",1,"})
     local res2 = succeeded(r2)
     assert.truthy(math.abs(res2.values[1] - (math.tanh(5) + 1)) <= 1e-4, r2.text)
     assert.truthy(math.abs(res2.values[n] - (math.tanh(5 * n) + n)) <= 1e-4, r2.text)
@@ -656,7 +656,7 @@ finish()
   it("HALUA_CACHE_MAX_MB: an eviction goes down to 7/8 of the limit, oldest entries first", function()
     local dir = tmpdir()
     local limit, n, size = 4 * 2 ^ 20, 400, 12288
-    assert(sh(string.format("cd %s && for i in $(seq 1 %d); do f=$(printf '%%016x.so' $i); " ..
+    assert(sh(string.format("cd %s && for i in $(seq 1 %d); do f=$(printf '%%016x.o' $i); " ..
                             "head -c %d /dev/zero > $f; touch -d @$((1577836800 + i)) $f; done", q(dir), n, size)))
     local r = run(PROGRAM, {HALUA_CACHE_DIR = dir, HALUA_CACHE_MAX_MB = "4"})
     succeeded(r)
@@ -683,7 +683,7 @@ finish()
     local limit, n, size = 4 * 2 ^ 20, 400, 12288
     -- made once (a few processes per entry), then copied with their times into each directory
     local template = tmpdir()
-    assert(sh(string.format("cd %s && for i in $(seq 1 %d); do f=$(printf '%%016x.so' $i); " ..
+    assert(sh(string.format("cd %s && for i in $(seq 1 %d); do f=$(printf '%%016x.o' $i); " ..
                             "head -c %d /dev/zero > $f; touch -d @$((1577836800 + i)) $f; done", q(template), n, size)))
     local function old_entries(dir)
       assert(sh(string.format("cp -a %s/. %s/", q(template), q(dir))))
@@ -817,6 +817,39 @@ finish()
     assert(#listing(home2 .. "/.cache/halua").entries >= 2, r2.text)
   end)
 
+  -- Entries were shared objects (`<16 hex>.so`) before pipelines loaded without a linker: a cache
+  -- that has them counts them, evicts them oldest first and clears them, and never loads one.
+  it("entries of an earlier build (<16 hex>.so) are counted, evicted and cleared, never loaded", function()
+    local dir = tmpdir()
+    local size = 40000
+    assert(sh(string.format("cd %s && for i in 1 2 3; do f=$(printf '%%016x.so' $i); head -c %d /dev/zero > $f; " ..
+                            "touch -d @$((1577836800 + i)) $f; done", q(dir), size)))
+    local old = listing(dir).other
+    assert.are.equal(3, #old)
+    -- counted (the total passes a 0.1 MB limit) and evicted oldest first
+    local r = run(PROGRAM, {HALUA_CACHE_DIR = dir, HALUA_CACHE_MAX_MB = "0.1"})
+    local res = succeeded(r)
+    local left = {}
+    for _, name in ipairs(listing(dir).other) do
+      if name:match("^" .. HEX16 .. "%.so$") then left[#left + 1] = name end
+    end
+    assert(#left < 3, "the old entries were counted against the limit: " .. table.concat(left, " "))
+    if #left > 0 then assert.are.equal(("%016x.so"):format(3), left[#left], "the oldest go first") end
+    assert(res.info.disk_bytes <= 0.1 * 2 ^ 20, r.text)
+    assert.are.equal(res.info.disk_bytes, entries_bytes(dir) + #left * size, r.text)
+    -- cleared with the rest
+    local script = HEADER .. [==[
+hl.cache_clear({disk = true})
+info("info")
+finish()
+]==]
+    res = succeeded(run(script, {HALUA_CACHE_DIR = dir}))
+    assert.are.equal(0, res.info.disk_bytes)
+    local rest = listing(dir)
+    assert.are.equal(0, #rest.entries)
+    for _, name in ipairs(rest.other) do assert.is_nil(name:match("^" .. HEX16 .. "%.so$"), name) end
+  end)
+
   it("cache_clear() keeps the disk; cache_clear({disk = true}) empties it but the runtime; bad options are errors", function()
     local dir = tmpdir()
     local script = HEADER .. [==[
@@ -856,7 +889,7 @@ finish()
     assert.are.equal(0, cleared.disk_bytes, r.text)
     local entries, runtimes = 0, 0
     for _, name in ipairs(res.ls_cleared) do
-      if name:match("^" .. HEX16 .. "%.so$") then entries = entries + 1 end
+      if name:match("^" .. HEX16 .. "%.o$") then entries = entries + 1 end
       if name:match("^runtime%-" .. HEX16 .. "%.so$") then runtimes = runtimes + 1 end
     end
     assert.are.equal(0, entries, "entries left after cache_clear({disk = true}): " .. table.concat(res.ls_cleared, " "))

@@ -1,0 +1,47 @@
+/* Relocatable objects (x86-64 ELF, what Halide's Module::compile writes for a host pipeline)
+ * loaded into this process without a linker.
+ *
+ * A pipeline compiled ahead of time had been linked into a shared object by `ld -shared` and
+ * opened with dlopen: about 3 ms of every cold compile was starting the linker, and a machine
+ * without binutils could keep no pipeline on disk. The objects themselves are small and
+ * position-independent: their sections are copied into one mapping, their relocations applied
+ * against it, and their calls out (Halide's runtime, libm, the engine's extern stages) resolved in
+ * the process's global scope, as dlopen resolved them (the runtime and the engine library are
+ * loaded globally first: hl_aot.cpp).
+ *
+ * An image holds one or more objects (the parts of a cut program, compiled by several processes)
+ * in one mapping that shares their symbols: code read and executed, constants and the slots of
+ * calls out read-only, data read and written. A call or address that cannot reach its target in
+ * 32 bits goes through a slot of the image (a jump through a stored address for code, a stored
+ * address for a load through the GOT). Unwinding tables are not registered: nothing unwinds
+ * through a pipeline (its calls out return error codes). What the loader does not handle (thread
+ * locals, constructors, a relocation it does not know) fails the load with the reason, and the
+ * caller compiles the pipeline in memory instead. */
+#ifndef HL_OBJLOAD_H
+#define HL_OBJLOAD_H
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hl_objimage hl_objimage;
+
+/* Loads n objects (objs[i] of sizes[i] bytes, read-only to the loader and not kept) as one image;
+ * NULL with the reason in why (cap bytes) when an object is malformed or asks for what the loader
+ * does not do, or a symbol it calls is nowhere in the process. */
+hl_objimage *hl_objload(const unsigned char *const *objs, const size_t *sizes, size_t n, char *why, size_t cap);
+
+/* The address of a global symbol the image's objects define, or NULL. */
+void *hl_objload_symbol(const hl_objimage *im, const char *name);
+
+/* The bytes the image maps. */
+size_t hl_objload_bytes(const hl_objimage *im);
+
+/* Unmaps the image (nothing may still run its code). NULL is ignored. */
+void hl_objload_free(hl_objimage *im);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,240 @@
+/* objload_test: relocatable objects loaded without a linker (engine/backend/hl_objload.h).
+ * Objects are compiled here by the C compiler (cc -c -fPIC) from small sources that use what a
+ * loader must get right: calls into libm, data in another object, pointers in relocated
+ * constants, an external variable through the GOT, zeroed data, a weak definition overridden by
+ * a strong one, a COMDAT group two objects both carry; then a call out of 32-bit reach, what the loader refuses (thread-locals, constructors, a symbol
+ * the process lacks, a name defined twice, not ELF, truncated), and damaged objects, which must
+ * fail or load but never crash. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "hl_objload.h"
+
+static int failures;
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    if (!(cond)) {                                         \
+      failures++;                                          \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                        \
+      fprintf(stderr, "\n");                               \
+    }                                                      \
+  } while (0)
+
+static char dir[] = "/tmp/objload_test-XXXXXX";
+
+typedef struct {
+  unsigned char *b;
+  size_t n;
+} blob;
+
+/* src (C, or assembly when ext is "s") compiled to an object, its bytes */
+static blob compile(const char *name, const char *ext, const char *src) {
+  char path[512], obj[512], cmd[1400];
+  snprintf(path, sizeof path, "%s/%s.%s", dir, name, ext);
+  snprintf(obj, sizeof obj, "%s/%s.o", dir, name);
+  FILE *f = fopen(path, "w");
+  if (!f || fputs(src, f) < 0 || fclose(f) != 0) {
+    fprintf(stderr, "objload_test: cannot write %s\n", path);
+    exit(2);
+  }
+  snprintf(cmd, sizeof cmd, "cc -c -fPIC -O1 -o '%s' '%s'", obj, path);
+  if (system(cmd) != 0) {
+    fprintf(stderr, "objload_test: the C compiler failed on %s\n", path);
+    exit(2);
+  }
+  blob out = {0, 0};
+  f = fopen(obj, "rb");
+  if (!f) exit(2);
+  fseek(f, 0, SEEK_END);
+  out.n = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  out.b = malloc(out.n);   /* (malloc: aligned as the loader reads tables in place) */
+  if (!out.b || fread(out.b, 1, out.n, f) != out.n) exit(2);
+  fclose(f);
+  return out;
+}
+
+static hl_objimage *load(blob *objs, size_t n, char *why, size_t cap) {
+  const unsigned char *p[8];
+  size_t s[8];
+  for (size_t i = 0; i < n; i++) {
+    p[i] = objs[i].b;
+    s[i] = objs[i].n;
+  }
+  return hl_objload(p, s, n, why, cap);
+}
+
+static const char *SRC_A =
+    "#include <math.h>\n"
+    "#include <stdio.h>\n"
+    "extern int shared_counter;\n"
+    "extern int b_twice(int);\n"
+    "static const char *names[] = {\"alpha\", \"beta\", \"gamma\"};\n"
+    "static int zeros[1000];\n"
+    "double a_sin(double x) { return sin(x); }\n"
+    "float a_expf(float x) { return expf(x); }\n"
+    "const char *a_name(int i) { return names[i]; }\n"
+    "int a_calls_b(int x) { shared_counter += 1; return b_twice(x) + shared_counter; }\n"
+    "FILE *a_stderr(void) { return stderr; }\n"
+    "__attribute__((weak)) int overridden(void) { return 1; }\n"
+    "int a_overridden(void) { return overridden(); }\n"
+    "int a_bss(void) { int s = 0; for (int i = 0; i < 1000; i++) s += zeros[i]; zeros[7]++; return s; }\n"
+    "double (*a_fn_ptr(void))(double) { return cos; }\n";
+
+static const char *SRC_B =
+    "int shared_counter = 41;\n"
+    "int b_twice(int x) { return 2 * x; }\n"
+    "int overridden(void) { return 2; }\n";
+
+/* a function in a COMDAT group: each object has its own copy, and the first loaded stands */
+static const char *comdat(int value, const char *caller) {
+  static char buf[2][700];
+  char *b = buf[value & 1];
+  snprintf(b, 700,
+           "  .section .text.shared_fn,\"axG\",@progbits,shared_fn,comdat\n"
+           "  .globl shared_fn\n  .type shared_fn,@function\n"
+           "shared_fn:\n  movl $%d, %%eax\n  ret\n"
+           "  .text\n  .globl %s\n  .type %s,@function\n"
+           "%s:\n  jmp shared_fn@PLT\n"
+           "  .section .note.GNU-stack,\"\",@progbits\n",
+           value, caller, caller, caller);
+  return b;
+}
+
+static void check_image(hl_objimage *im, const char *where) {
+  double (*a_sin)(double) = (double (*)(double))hl_objload_symbol(im, "a_sin");
+  float (*a_expf)(float) = (float (*)(float))hl_objload_symbol(im, "a_expf");
+  const char *(*a_name)(int) = (const char *(*)(int))hl_objload_symbol(im, "a_name");
+  int (*a_calls_b)(int) = (int (*)(int))hl_objload_symbol(im, "a_calls_b");
+  FILE *(*a_stderr)(void) = (FILE * (*)(void)) hl_objload_symbol(im, "a_stderr");
+  int (*a_overridden)(void) = (int (*)(void))hl_objload_symbol(im, "a_overridden");
+  int (*overridden)(void) = (int (*)(void))hl_objload_symbol(im, "overridden");
+  int (*a_bss)(void) = (int (*)(void))hl_objload_symbol(im, "a_bss");
+  double (*(*a_fn_ptr)(void))(double) = (double (*(*)(void))(double))hl_objload_symbol(im, "a_fn_ptr");
+  int *counter = (int *)hl_objload_symbol(im, "shared_counter");
+  CHECK(a_sin && a_expf && a_name && a_calls_b && a_stderr && a_overridden && overridden && a_bss && a_fn_ptr && counter,
+        "%s: a symbol is missing", where);
+  if (failures) return;
+  CHECK(a_sin(0.5) == sin(0.5), "%s: a_sin(0.5) = %.17g, sin = %.17g", where, a_sin(0.5), sin(0.5));
+  volatile float two = 2.0f;
+  CHECK(a_expf(two) == expf(two), "%s: a_expf(2)", where);
+  CHECK(strcmp(a_name(0), "alpha") == 0 && strcmp(a_name(2), "gamma") == 0, "%s: a_name", where);
+  CHECK(*counter == 41, "%s: shared_counter starts at %d", where, *counter);
+  CHECK(a_calls_b(5) == 10 + 42, "%s: a_calls_b(5) = %d", where, a_calls_b(5));
+  CHECK(*counter == 42, "%s: shared_counter is %d after a call", where, *counter);
+  CHECK(a_stderr() == stderr, "%s: stderr through the GOT", where);
+  CHECK(a_overridden() == 2 && overridden() == 2, "%s: the strong definition stands (%d, %d)", where, a_overridden(),
+        overridden());
+  CHECK(a_bss() == 0 && a_bss() == 1, "%s: zeroed data", where);
+  CHECK(a_fn_ptr() == cos, "%s: the address of cos", where);
+  CHECK(hl_objload_symbol(im, "names") == NULL && hl_objload_symbol(im, "zeros") == NULL,
+        "%s: static symbols are not the image's", where);
+  CHECK(hl_objload_symbol(im, "no_such_symbol") == NULL, "%s: a missing symbol", where);
+  CHECK(hl_objload_bytes(im) >= 3 * 4096, "%s: %zu bytes mapped", where, hl_objload_bytes(im));
+}
+
+static void expect_refusal(blob *objs, size_t n, const char *words, const char *what) {
+  char why[512];
+  hl_objimage *im = load(objs, n, why, sizeof why);
+  CHECK(im == NULL, "%s: loaded", what);
+  hl_objload_free(im);
+  CHECK(strstr(why, words) != NULL, "%s: the reason \"%s\" lacks \"%s\"", what, why, words);
+}
+
+int main(void) {
+  if (!mkdtemp(dir)) return 2;
+  blob ab[2] = {compile("a", "c", SRC_A), compile("b", "c", SRC_B)};
+  char why[512];
+
+  /* 1. two objects, every kind of reference */
+  hl_objimage *im = load(ab, 2, why, sizeof why);
+  CHECK(im != NULL, "loading a and b: %s", why);
+  if (im) check_image(im, "near");
+  hl_objload_free(im);
+
+  /* 2. a call out of 32-bit reach: a function placed far below the image (an absolute symbol
+   * of another object), called through the image's jump */
+  unsigned char *far = mmap((void *)((uintptr_t)1 << 32), 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(far != MAP_FAILED, "mapping the far function");
+  if (far != MAP_FAILED) {
+    static const unsigned char ret42[] = {0xb8, 0x2a, 0, 0, 0, 0xc3};   /* mov $42, %eax; ret */
+    memcpy(far, ret42, sizeof ret42);
+    CHECK(mprotect(far, 4096, PROT_READ | PROT_EXEC) == 0, "protecting the far function");
+    char src[300];
+    snprintf(src, sizeof src,
+             "  .globl far_fn\n  .type far_fn,@function\n  .set far_fn, %#llx\n"
+             "  .section .note.GNU-stack,\"\",@progbits\n",
+             (unsigned long long)(uintptr_t)far);
+    blob fc[2] = {compile("far", "s", src), compile("call_far", "c", "int far_fn(void); int call_far(void) { return far_fn() + 1; }\n")};
+    im = load(fc, 2, why, sizeof why);
+    CHECK(im != NULL, "loading the far call: %s", why);
+    if (im) {
+      int (*call_far)(void) = (int (*)(void))hl_objload_symbol(im, "call_far");
+      intptr_t d = (intptr_t)(void *)call_far - (intptr_t)far;
+      CHECK(d < INT32_MIN || d > INT32_MAX, "the image landed within 2 GB of the far function");
+      CHECK(call_far && call_far() == 43, "the far call returned %d", call_far ? call_far() : -1);
+    }
+    hl_objload_free(im);
+    munmap(far, 4096);
+  }
+
+  /* 3. a COMDAT group in two objects: one copy stands, and both objects call it */
+  blob g[2] = {compile("g1", "s", comdat(7, "g1_call")), compile("g2", "s", comdat(8, "g2_call"))};
+  im = load(g, 2, why, sizeof why);
+  CHECK(im != NULL, "loading the COMDAT objects: %s", why);
+  if (im) {
+    int (*g1)(void) = (int (*)(void))hl_objload_symbol(im, "g1_call");
+    int (*g2)(void) = (int (*)(void))hl_objload_symbol(im, "g2_call");
+    int (*fn)(void) = (int (*)(void))hl_objload_symbol(im, "shared_fn");
+    CHECK(g1 && g2 && fn && g1() == 7 && g2() == 7 && fn() == 7, "the first object's group stands");
+  }
+  hl_objload_free(im);
+
+  /* 4. what the loader refuses, with its reason */
+  blob tls = compile("tls", "c", "__thread int t; int get_t(void) { return t; }\n");
+  expect_refusal(&tls, 1, "thread-local data", "thread-locals");
+  blob ctor = compile("ctor", "c", "int x; __attribute__((constructor)) static void init(void) { x = 1; }\n");
+  expect_refusal(&ctor, 1, "constructors", "a constructor");
+  blob undef = compile("undef", "c", "int nowhere_at_all_fn(void); int f(void) { return nowhere_at_all_fn(); }\n");
+  expect_refusal(&undef, 1, "calls nowhere_at_all_fn, which is not in the process", "an undefined symbol");
+  blob dup[2] = {compile("dup1", "c", "int twice_defined = 1;\n"), compile("dup2", "c", "int twice_defined = 2;\n")};
+  expect_refusal(dup, 2, "twice_defined is defined twice", "a name defined twice");
+  expect_refusal(ab, 0, "no objects", "no objects");
+  blob text = {(unsigned char *)strdup("int main(void) { return 0; }\n"), 30};
+  expect_refusal(&text, 1, "not an ELF file", "a text file");
+  blob half = {ab[0].b, 100};
+  expect_refusal(&half, 1, "malformed section table", "a truncated object");
+
+  /* 5. damaged objects: one byte changed at a time, anywhere; each fails or loads, and a loaded
+   * image is freed (its code is not run: a changed instruction may do anything) */
+  srand(12345);
+  unsigned char *copy = malloc(ab[0].n);
+  int loaded = 0, refused = 0;
+  for (int trial = 0; trial < 3000; trial++) {
+    memcpy(copy, ab[0].b, ab[0].n);
+    int k = 1 + rand() % 3;
+    for (int j = 0; j < k; j++) copy[(size_t)rand() % ab[0].n] ^= (unsigned char)(1 + rand() % 255);
+    blob pair[2] = {{copy, ab[0].n}, ab[1]};
+    hl_objimage *d = load(pair, 2, why, sizeof why);
+    if (d) loaded++;
+    else refused++;
+    hl_objload_free(d);
+  }
+  CHECK(loaded > 0 && refused > 0, "damaged objects: %d loaded, %d refused", loaded, refused);
+
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "objload_test: could not remove %s\n", dir);
+  if (failures) {
+    fprintf(stderr, "objload_test: %d failures\n", failures);
+    return 1;
+  }
+  printf("objload_test: ok (damaged objects: %d loaded, %d refused)\n", loaded, refused);
+  return 0;
+}
