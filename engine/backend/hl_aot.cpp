@@ -290,6 +290,22 @@ hl_aot_entry hl_aot_load(const char *path, const std::string &symbol, void **han
   return entry;
 }
 
+void hl_aot_describe(void *handle, const std::string &name) {
+  static const int wanted = [] {
+    const char *v = getenv("HALUA_PERF_MAP");
+    if (!v || !*v || strcmp(v, "0") == 0) return 0;
+    if (strcmp(v, "1") == 0) return 1;
+    fprintf(stderr, "halua: warning: HALUA_PERF_MAP=%s is not 0 or 1; no perf map is written\n", v);
+    return 0;
+  }();
+  static bool warned = false;
+  if (!wanted || !handle) return;
+  if (hl_objload_perf_map((hl_objimage *)handle, name.c_str()) != 0 && !warned) {
+    warned = true;   /* (under the compiler lock, as every caller) */
+    fprintf(stderr, "halua: warning: HALUA_PERF_MAP: /tmp/perf-%ld.map cannot be written\n", (long)getpid());
+  }
+}
+
 hl_aot_entry hl_aot_symbol(void *handle, const std::string &symbol) {
   return handle ? (hl_aot_entry)hl_objload_symbol((hl_objimage *)handle, (symbol + "_argv").c_str()) : nullptr;
 }

@@ -51,6 +51,9 @@ hl_aot_entry hl_aot_load_objects(const std::vector<std::string> &objs, const std
 hl_aot_entry hl_aot_load(const char *path, const std::string &symbol, void **handle);
 /* Another function of an object hl_aot_load or hl_aot_compile loaded; NULL when it has none. */
 hl_aot_entry hl_aot_symbol(void *handle, const std::string &symbol);
+/* With HALUA_PERF_MAP=1, names the image's functions for perf ("NAME: function" in
+ * /tmp/perf-PID.map, hl_objload_perf_map); nothing otherwise. Call with the compiler lock held. */
+void hl_aot_describe(void *handle, const std::string &name);
 /* Unloads what hl_aot_load loaded (its code is unmapped: nothing may still run it). */
 void hl_aot_unload(void *handle);
 

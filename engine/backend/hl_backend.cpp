@@ -157,6 +157,7 @@ const char *const kAotSymbol = "hl_pipeline";
 
 void set_meta(hl_kernel *k, const hl_graph *g, const char *name) {
   k->name = name;
+  hl_aot_describe(k->so, k->name);   /* (HALUA_PERF_MAP=1: its code named for perf) */
   k->nparams = g->nparams;
   k->noutputs = g->noutputs;
   for (int i = 0; i < g->nnodes; i++)

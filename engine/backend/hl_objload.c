@@ -3,6 +3,7 @@
 #include "hl_objload.h"
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,11 +26,19 @@ typedef struct {
   int weak, type;   /* (its binding is weak; its ELF type) */
 } sym_def;
 
+typedef struct {
+  char *name;
+  uintptr_t addr;
+  size_t size;
+} func_def;
+
 struct hl_objimage {
   unsigned char *base;
   size_t size;
   sym_def *defs;   /* the objects' global symbols, for hl_objload_symbol */
   size_t ndefs;
+  func_def *funcs;   /* every function with a size, local ones too: for hl_objload_perf_map */
+  size_t nfuncs;
 };
 
 /* the three areas of the mapping, each starting on a page: code (and the jumps of calls out),
@@ -68,6 +77,8 @@ typedef struct {
   size_t map_size;
   sym_def *defs;
   size_t ndefs, defs_cap;
+  func_def *funcs;
+  size_t nfuncs, funcs_cap;
   char *why;
   size_t cap;
 } loader;
@@ -216,6 +227,26 @@ static const sym_def *find_def(const sym_def *defs, size_t n, const char *name) 
   return NULL;
 }
 
+static int add_func(loader *ld, const char *name, uintptr_t addr, size_t size) {
+  if (ld->nfuncs == ld->funcs_cap) {
+    size_t cap = ld->funcs_cap ? ld->funcs_cap * 2 : 8;
+    func_def *grown = realloc(ld->funcs, cap * sizeof *grown);
+    if (!grown) return fail(ld, "out of memory");
+    ld->funcs = grown;
+    ld->funcs_cap = cap;
+  }
+  ld->funcs[ld->nfuncs].name = strdup(name);
+  if (!ld->funcs[ld->nfuncs].name) return fail(ld, "out of memory");
+  ld->funcs[ld->nfuncs].addr = addr;
+  ld->funcs[ld->nfuncs++].size = size;
+  return 0;
+}
+
+static void free_funcs(func_def *funcs, size_t n) {
+  for (size_t i = 0; i < n; i++) free(funcs[i].name);
+  free(funcs);
+}
+
 /* the objects' global definitions, then every symbol's address */
 static int resolve(loader *ld) {
   for (size_t e = 0; e < ld->n; e++) {
@@ -235,6 +266,7 @@ static int resolve(loader *ld) {
       } else if (o->sec_area[s->st_shndx] >= 0) {
         if (s->st_value > o->sh[s->st_shndx].sh_size) return fail(ld, "object %zu: symbol %s past its section", e, sym_name(o, s));
         o->addr[i] = sec_addr(ld, o, s->st_shndx) + (uintptr_t)s->st_value;
+        if (type == STT_FUNC && s->st_size && add_func(ld, sym_name(o, s), o->addr[i], s->st_size)) return -1;
       } else {
         continue;   /* (in a section that does not load: nothing loaded may refer to it) */
       }
@@ -492,12 +524,15 @@ hl_objimage *hl_objload(const unsigned char *const *objs, const size_t *sizes, s
   if (!im) {
     if (ld.map) munmap(ld.map, ld.map_size);
     free_defs(ld.defs, ld.ndefs);
+    free_funcs(ld.funcs, ld.nfuncs);
     return NULL;
   }
   im->base = ld.map;
   im->size = ld.map_size;
   im->defs = ld.defs;
   im->ndefs = ld.ndefs;
+  im->funcs = ld.funcs;
+  im->nfuncs = ld.nfuncs;
   return im;
 }
 
@@ -512,5 +547,29 @@ void hl_objload_free(hl_objimage *im) {
   if (!im) return;
   munmap(im->base, im->size);
   free_defs(im->defs, im->ndefs);
+  free_funcs(im->funcs, im->nfuncs);
   free(im);
+}
+
+int hl_objload_perf_map(const hl_objimage *im, const char *label) {
+  if (!im) return -1;
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/perf-%ld.map", (long)getpid());
+  /* (one write per line, appended: lines of processes' threads do not interleave) */
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return -1;
+  int rc = 0;
+  for (size_t i = 0; i < im->nfuncs && rc == 0; i++) {
+    char line[1024];
+    int n = snprintf(line, sizeof line, "%llx %zx %s: %s\n", (unsigned long long)im->funcs[i].addr, im->funcs[i].size,
+                     label, im->funcs[i].name);
+    if (n <= 0) continue;
+    if ((size_t)n >= sizeof line) {   /* (a long label: cut, the line still whole) */
+      n = (int)sizeof line - 1;
+      line[n - 1] = '\n';
+    }
+    if (write(fd, line, (size_t)n) != n) rc = -1;
+  }
+  close(fd);
+  return rc;
 }

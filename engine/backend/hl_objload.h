@@ -38,6 +38,11 @@ void *hl_objload_symbol(const hl_objimage *im, const char *name);
 /* The bytes the image maps. */
 size_t hl_objload_bytes(const hl_objimage *im);
 
+/* Appends the image's functions to perf's map of this process (/tmp/perf-PID.map: where
+ * `perf report` looks for the names of code outside any file), each named "label: function";
+ * 0, or -1 when the file cannot be written. */
+int hl_objload_perf_map(const hl_objimage *im, const char *label);
+
 /* Unmaps the image (nothing may still run its code). NULL is ignored. */
 void hl_objload_free(hl_objimage *im);
 

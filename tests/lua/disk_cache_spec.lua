@@ -119,7 +119,7 @@ local function child_command(script, env, as)
   local base = tmpfile()
   spit(base .. ".lua", script)
   local vars = {HALUA_LOG_COMPILES = "1", HALUA_QUIET = false, HALUA_DEVICE = false,
-                HALUA_CACHE_MAX_MB = false, HALUA_CACHE_DIR = false}
+                HALUA_CACHE_MAX_MB = false, HALUA_CACHE_DIR = false, HALUA_PERF_MAP = false}
   for k, v in pairs(env or {}) do vars[k] = v end
   local unset, set = {}, {}   -- env takes its -u options before the assignments
   for k, v in pairs(vars) do
@@ -848,6 +848,43 @@ finish()
     local rest = listing(dir)
     assert.are.equal(0, #rest.entries)
     for _, name in ipairs(rest.other) do assert.is_nil(name:match("^" .. HEX16 .. "%.so$"), name) end
+  end)
+
+  -- HALUA_PERF_MAP=1: the code of loaded pipelines is named for perf in /tmp/perf-PID.map
+  it("HALUA_PERF_MAP=1 names compiled and loaded pipelines' functions in /tmp/perf-PID.map", function()
+    local dir = tmpdir()
+    local script = HEADER .. [==[
+result.pid = tonumber(io.open("/proc/self/stat"):read("*a"):match("^(%d+)"))
+result.values = program()
+finish()
+]==]
+    local function map_of(res)
+      local path = "/tmp/perf-" .. res.pid .. ".map"
+      local text = slurp(path)
+      if text then os.remove(path) end
+      return text
+    end
+    for _, how in ipairs({"compiled", "loaded"}) do
+      local r = run(script, {HALUA_CACHE_DIR = dir, HALUA_PERF_MAP = "1"})
+      local res = succeeded(r)
+      assert.are.equal(1, #lines(r, "halua: " .. how .. " disk_f "), r.text)
+      local text = assert(map_of(res), "no perf map written (" .. how .. ")")
+      local named = {}
+      for line in text:gmatch("[^\n]+") do
+        local addr, size, label, fn = line:match("^(%x+) (%x+) (.-): (%S+)$")
+        assert(addr and tonumber(size, 16) > 0, "a malformed line: " .. line)
+        named[label .. ": " .. fn] = true
+      end
+      assert(named["disk_f: hl_pipeline"] and named["disk_f: hl_pipeline_argv"], how .. ":\n" .. text)
+      assert(named["exp: hl_pipeline"], "the eager kernels too (" .. how .. "):\n" .. text)
+    end
+    -- off without it, and a value that is not 0 or 1 is said once and writes nothing
+    local res = succeeded(run(script, {HALUA_CACHE_DIR = dir}))
+    assert.is_nil(map_of(res))
+    local r = run(script, {HALUA_CACHE_DIR = dir, HALUA_PERF_MAP = "yes"})
+    res = succeeded(r)
+    assert.is_nil(map_of(res))
+    assert.are.equal(1, #lines(r, "halua: warning: HALUA_PERF_MAP=yes is not 0 or 1; no perf map is written"), r.text)
   end)
 
   it("cache_clear() keeps the disk; cache_clear({disk = true}) empties it but the runtime; bad options are errors", function()
