@@ -109,6 +109,7 @@ static int in_bounds(const obj *o, const Elf64_Shdr *s) {
 
 static int parse(loader *ld, obj *o, size_t index) {
   const Elf64_Ehdr *eh = (const Elf64_Ehdr *)o->b;
+  if ((uintptr_t)o->b % 8) return fail(ld, "object %zu is not aligned to 8 bytes in memory", index);   /* (its tables are read in place) */
   if (o->size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0)
     return fail(ld, "object %zu is not an ELF file", index);
   if (eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB || eh->e_machine != EM_X86_64 ||

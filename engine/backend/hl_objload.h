@@ -27,7 +27,8 @@ extern "C" {
 
 typedef struct hl_objimage hl_objimage;
 
-/* Loads n objects (objs[i] of sizes[i] bytes, read-only to the loader and not kept) as one image;
+/* Loads n objects (objs[i] of sizes[i] bytes, each starting on 8 bytes: their tables are read in
+ * place; read-only to the loader and not kept) as one image;
  * NULL with the reason in why (cap bytes) when an object is malformed or asks for what the loader
  * does not do, or a symbol it calls is nowhere in the process. */
 hl_objimage *hl_objload(const unsigned char *const *objs, const size_t *sizes, size_t n, char *why, size_t cap);
