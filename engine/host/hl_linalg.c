@@ -1,39 +1,13 @@
 #include "hl_linalg.h"
 #include "hl_batch.h"
 #include "hl_error.h"
+#include "hl_lapack.h"
 #include "hl_pool.h"
-#include <dlfcn.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* LAPACK's Fortran entry points (Debian's liblapack3, or OpenBLAS where the alternatives system
- * makes it liblapack.so.3). Fortran passes every argument by reference; gfortran adds a hidden
- * length argument after each character argument, which we pass (implementations that do not
- * read it are unaffected). */
-void sgesv_(const int *n, const int *nrhs, float *a, const int *lda, int *ipiv, float *b, const int *ldb, int *info);
-void dgesv_(const int *n, const int *nrhs, double *a, const int *lda, int *ipiv, double *b, const int *ldb, int *info);
-void strtrs_(const char *uplo, const char *trans, const char *diag, const int *n, const int *nrhs, const float *a, const int *lda,
-             float *b, const int *ldb, int *info, size_t uplo_len, size_t trans_len, size_t diag_len);
-void dtrtrs_(const char *uplo, const char *trans, const char *diag, const int *n, const int *nrhs, const double *a, const int *lda,
-             double *b, const int *ldb, int *info, size_t uplo_len, size_t trans_len, size_t diag_len);
-void spotrf_(const char *uplo, const int *n, float *a, const int *lda, int *info, size_t uplo_len);
-void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info, size_t uplo_len);
-
-/* Where liblapack.so.3 is OpenBLAS (Debian's alternatives pick it once installed), its own
- * threads fight the engine's pool, whose workers spin a while after each job: on two cores a
- * 256x256 solve took 20 ms instead of 0.6. LAPACK calls here therefore run one thread each, and
- * batches spread over the pool instead, unless OPENBLAS_NUM_THREADS says otherwise. */
-static void single_threaded_blas(void) {
-  if (getenv("OPENBLAS_NUM_THREADS")) return;
-  void (*set_threads)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
-  if (set_threads) set_threads(1);
-}
-static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
-void hl_linalg_single_threaded(void) { pthread_once(&blas_once, single_threaded_blas); }
 
 enum { SOLVE, CHOLESKY, TRIANGULAR };
 
@@ -46,6 +20,7 @@ typedef struct {
   int nb;            /* batch rank (out's rank - 2) */
   int64_t nbatch, chunk;
   hl_linalg_fail fail;
+  const hl_lapack_routines *lapack;
   int64_t bad;       /* atomic: the first batch item with no answer, nbatch if none */
   int oom;           /* atomic */
 } job;
@@ -115,8 +90,8 @@ static void run_item(job *j, int64_t bi, void *w, int *ipiv) {
       gather(j->a, batch_offset(j, j->a, bi), n, n, 0, wa, ld);
       gather(j->b, batch_offset(j, j->b, bi), n, k, 0, wb, ld);
       const char *uplo = j->mode & 1 ? "L" : "U", *trans = j->mode & 2 ? "T" : "N", *diag = j->mode & 4 ? "U" : "N";
-      if (f64) dtrtrs_(uplo, trans, diag, &n, &k, wa, &ld, wb, &ld, &info, 1, 1, 1);
-      else strtrs_(uplo, trans, diag, &n, &k, wa, &ld, wb, &ld, &info, 1, 1, 1);
+      if (f64) j->lapack->dtrtrs(uplo, trans, diag, &n, &k, wa, &ld, wb, &ld, &info, 1, 1, 1);
+      else j->lapack->strtrs(uplo, trans, diag, &n, &k, wa, &ld, wb, &ld, &info, 1, 1, 1);
     } else if (j->what == SOLVE) {
       gather(j->a, batch_offset(j, j->a, bi), n, n, 0, wa, ld);
       gather(j->b, batch_offset(j, j->b, bi), n, k, 0, wb, ld);
@@ -126,12 +101,12 @@ static void run_item(job *j, int64_t bi, void *w, int *ipiv) {
         scatter(j->out, oo, NULL, ld, 0, 0, FILL_NAN);
         return;
       }
-      if (f64) dgesv_(&n, &k, wa, &ld, ipiv, wb, &ld, &info);
-      else sgesv_(&n, &k, wa, &ld, ipiv, wb, &ld, &info);
+      if (f64) j->lapack->dgesv(&n, &k, wa, &ld, ipiv, wb, &ld, &info);
+      else j->lapack->sgesv(&n, &k, wa, &ld, ipiv, wb, &ld, &info);
     } else {
       gather(j->a, batch_offset(j, j->a, bi), n, n, 1, wa, ld);
-      if (f64) dpotrf_("L", &n, wa, &ld, &info, 1);
-      else spotrf_("L", &n, wa, &ld, &info, 1);
+      if (f64) j->lapack->dpotrf("L", &n, wa, &ld, &info, 1);
+      else j->lapack->spotrf("L", &n, wa, &ld, &info, 1);
       /* reference LAPACK stops at a NaN pivot, OpenBLAS's potrf carries on: the same answer
        * from both (not positive definite, as NumPy on reference LAPACK says) */
       for (int d = 0; d < n && info == 0; d++) {
@@ -196,7 +171,8 @@ static int run(job *j, const char *op) {
   j->oom = 0;
   /* an empty result of non-empty matrices still factors them: a singular one is an error */
   if (j->nbatch == 0 || n == 0) return 0;
-  hl_linalg_single_threaded();
+  j->lapack = hl_lapack(op);
+  if (!j->lapack) return -1;
   /* batches of small matrices spread over the engine's threads */
   double work = (double)j->nbatch * (double)n * (double)n * (double)(n + k);
   hl_pool_for_chunks(j, task, j->nbatch, work >= 65536.0, &j->chunk);

@@ -30,6 +30,4 @@ int hl_linalg_cholesky_into(const hl_array *a, hl_array *out, int64_t row0, int6
  * converge (NaN or infinite values included, for svd) is an error or NaN by `fail`. */
 int hl_linalg_decomp_into(hl_decomp what, int mode, const hl_array *a, hl_array *out, int64_t col0, hl_linalg_fail fail);
 
-/* LAPACK calls run one thread each (hl_linalg.c says why); once before the first call */
-void hl_linalg_single_threaded(void);
 #endif

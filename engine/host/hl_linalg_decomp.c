@@ -4,29 +4,12 @@
 #include "hl_linalg.h"
 #include "hl_batch.h"
 #include "hl_error.h"
+#include "hl_lapack.h"
 #include "hl_pool.h"
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* LAPACK's Fortran entry points (see hl_linalg.c: hidden lengths follow character arguments) */
-void sgeqrf_(const int *m, const int *n, float *a, const int *lda, float *tau, float *work, const int *lwork, int *info);
-void dgeqrf_(const int *m, const int *n, double *a, const int *lda, double *tau, double *work, const int *lwork, int *info);
-void sorgqr_(const int *m, const int *n, const int *k, float *a, const int *lda, const float *tau, float *work, const int *lwork,
-             int *info);
-void dorgqr_(const int *m, const int *n, const int *k, double *a, const int *lda, const double *tau, double *work,
-             const int *lwork, int *info);
-void sgesdd_(const char *jobz, const int *m, const int *n, float *a, const int *lda, float *s, float *u, const int *ldu, float *vt,
-             const int *ldvt, float *work, const int *lwork, int *iwork, int *info, size_t jobz_len);
-void dgesdd_(const char *jobz, const int *m, const int *n, double *a, const int *lda, double *s, double *u, const int *ldu,
-             double *vt, const int *ldvt, double *work, const int *lwork, int *iwork, int *info, size_t jobz_len);
-void ssyevd_(const char *jobz, const char *uplo, const int *n, float *a, const int *lda, float *w, float *work, const int *lwork,
-             int *iwork, const int *liwork, int *info, size_t jobz_len, size_t uplo_len);
-void dsyevd_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda, double *w, double *work,
-             const int *lwork, int *iwork, const int *liwork, int *info, size_t jobz_len, size_t uplo_len);
-void sgetrf_(const int *m, const int *n, float *a, const int *lda, int *ipiv, int *info);
-void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
 
 typedef struct {
   hl_decomp what;
@@ -38,6 +21,7 @@ typedef struct {
   int64_t nbatch, chunk;
   hl_linalg_layout lay;
   hl_linalg_fail fail;
+  const hl_lapack_routines *lapack;
   int64_t bad;       /* atomic: the first batch item with no answer, nbatch if none */
   int oom;           /* atomic */
 } job;
@@ -85,24 +69,24 @@ static int factor(const job *j, void *w, void *pk) {
     v1 = malloc(es * (size_t)k + 1);   /* tau */
     if (!v1) goto done;
     if (k > 0) {
-      if (f64) dgeqrf_(&m, &n, w, &ld, v1, (double *)qs, &lwork, &info);
-      else sgeqrf_(&m, &n, w, &ld, v1, (float *)qs, &lwork, &info);
+      if (f64) j->lapack->dgeqrf(&m, &n, w, &ld, v1, (double *)qs, &lwork, &info);
+      else j->lapack->sgeqrf(&m, &n, w, &ld, v1, (float *)qs, &lwork, &info);
       lwork = query_size(qs, f64);
       if (mode != 2) {
-        if (f64) dorgqr_(&m, &kq, &k, w, &ld, v1, (double *)qs, &qwork, &info);
-        else sorgqr_(&m, &kq, &k, w, &ld, v1, (float *)qs, &qwork, &info);
+        if (f64) j->lapack->dorgqr(&m, &kq, &k, w, &ld, v1, (double *)qs, &qwork, &info);
+        else j->lapack->sorgqr(&m, &kq, &k, w, &ld, v1, (float *)qs, &qwork, &info);
         int q = query_size(qs, f64);
         if (q > lwork) lwork = q;
       }
       if (!(work = malloc(es * (size_t)lwork))) goto done;
-      if (f64) dgeqrf_(&m, &n, w, &ld, v1, work, &lwork, &info);
-      else sgeqrf_(&m, &n, w, &ld, v1, work, &lwork, &info);
+      if (f64) j->lapack->dgeqrf(&m, &n, w, &ld, v1, work, &lwork, &info);
+      else j->lapack->sgeqrf(&m, &n, w, &ld, v1, work, &lwork, &info);
     }
     pack(j, pk, 1, w, ld, 1);   /* r: the upper triangle geqrf leaves (complete: m rows) */
     if (mode != 2) {
       if (k > 0) {
-        if (f64) dorgqr_(&m, &kq, &k, w, &ld, v1, work, &lwork, &info);
-        else sorgqr_(&m, &kq, &k, w, &ld, v1, work, &lwork, &info);
+        if (f64) j->lapack->dorgqr(&m, &kq, &k, w, &ld, v1, work, &lwork, &info);
+        else j->lapack->sorgqr(&m, &kq, &k, w, &ld, v1, work, &lwork, &info);
       } else {   /* no reflectors: q is the identity's first kq columns */
         for (int c = 0; c < kq; c++)
           for (int r = 0; r < m; r++) put(w, r + (int64_t)c * ld, r == c, f64);
@@ -121,12 +105,12 @@ static int factor(const job *j, void *w, void *pk) {
     if (!v1 || !v2 || !iwork) goto done;
     void *s = (char *)v1 + es * (size_t)m * (size_t)ucols;
     if (k > 0) {
-      if (f64) dgesdd_(jobz, &m, &n, w, &ld, s, v1, &ldu, v2, &ldvt, (double *)qs, &lwork, iwork, &info, 1);
-      else sgesdd_(jobz, &m, &n, w, &ld, s, v1, &ldu, v2, &ldvt, (float *)qs, &lwork, iwork, &info, 1);
+      if (f64) j->lapack->dgesdd(jobz, &m, &n, w, &ld, s, v1, &ldu, v2, &ldvt, (double *)qs, &lwork, iwork, &info, 1);
+      else j->lapack->sgesdd(jobz, &m, &n, w, &ld, s, v1, &ldu, v2, &ldvt, (float *)qs, &lwork, iwork, &info, 1);
       lwork = query_size(qs, f64);
       if (!(work = malloc(es * (size_t)lwork))) goto done;
-      if (f64) dgesdd_(jobz, &m, &n, w, &ld, s, v1, &ldu, v2, &ldvt, work, &lwork, iwork, &info, 1);
-      else sgesdd_(jobz, &m, &n, w, &ld, s, v1, &ldu, v2, &ldvt, work, &lwork, iwork, &info, 1);
+      if (f64) j->lapack->dgesdd(jobz, &m, &n, w, &ld, s, v1, &ldu, v2, &ldvt, work, &lwork, iwork, &info, 1);
+      else j->lapack->sgesdd(jobz, &m, &n, w, &ld, s, v1, &ldu, v2, &ldvt, work, &lwork, iwork, &info, 1);
       if (info != 0) {
         rc = 1;
         break;
@@ -151,15 +135,15 @@ static int factor(const job *j, void *w, void *pk) {
     v1 = malloc(es * (size_t)n + 1);   /* w */
     if (!v1) goto done;
     if (n > 0) {
-      if (f64) dsyevd_(jobz, uplo, &n, w, &ld, v1, (double *)qs, &lwork, &iq, &liwork, &info, 1, 1);
-      else ssyevd_(jobz, uplo, &n, w, &ld, v1, (float *)qs, &lwork, &iq, &liwork, &info, 1, 1);
+      if (f64) j->lapack->dsyevd(jobz, uplo, &n, w, &ld, v1, (double *)qs, &lwork, &iq, &liwork, &info, 1, 1);
+      else j->lapack->ssyevd(jobz, uplo, &n, w, &ld, v1, (float *)qs, &lwork, &iq, &liwork, &info, 1, 1);
       lwork = query_size(qs, f64);
       liwork = iq > 0 ? iq : 1;
       work = malloc(es * (size_t)lwork);
       iwork = malloc(sizeof(int) * (size_t)liwork);
       if (!work || !iwork) goto done;
-      if (f64) dsyevd_(jobz, uplo, &n, w, &ld, v1, work, &lwork, iwork, &liwork, &info, 1, 1);
-      else ssyevd_(jobz, uplo, &n, w, &ld, v1, work, &lwork, iwork, &liwork, &info, 1, 1);
+      if (f64) j->lapack->dsyevd(jobz, uplo, &n, w, &ld, v1, work, &lwork, iwork, &liwork, &info, 1, 1);
+      else j->lapack->ssyevd(jobz, uplo, &n, w, &ld, v1, work, &lwork, iwork, &liwork, &info, 1, 1);
       if (info != 0) {
         rc = 1;
         break;
@@ -174,8 +158,8 @@ static int factor(const job *j, void *w, void *pk) {
     iwork = malloc(sizeof(int) * (size_t)n + 1);
     if (!iwork) goto done;
     if (n > 0) {
-      if (f64) dgetrf_(&n, &n, w, &ld, iwork, &info);
-      else sgetrf_(&n, &n, w, &ld, iwork, &info);
+      if (f64) j->lapack->dgetrf(&n, &n, w, &ld, iwork, &info);
+      else j->lapack->sgetrf(&n, &n, w, &ld, iwork, &info);
     }
     /* a zero pivot (info > 0): det is 0, log|det| is -inf, as NumPy says (not an error) */
     double sign = 1, logdet = 0, det = 1;   /* det: the pivots' product, as NumPy's det */
@@ -292,7 +276,8 @@ int hl_linalg_decomp_into(hl_decomp what, int mode, const hl_array *a, hl_array 
   j.nbatch = hl_shape_size(j.nb, out->shape);
   j.bad = j.nbatch;
   if (j.nbatch == 0 || out->shape[out->ndim - 1] == 0) return 0;
-  hl_linalg_single_threaded();
+  j.lapack = hl_lapack(op);
+  if (!j.lapack) return -1;
   double work = (double)j.nbatch * (double)m * (double)n * (double)(m > n ? m : n);
   hl_pool_for_chunks(&j, task, j.nbatch, work >= 65536.0, &j.chunk);
   if (j.oom) return hl_error("%s: out of memory for LAPACK's workspace (matrices of shape %lldx%lld)", op, (long long)m, (long long)n);

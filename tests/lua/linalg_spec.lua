@@ -492,3 +492,30 @@ describe("linalg with NaN or infinity in the matrix", function()
     end
   end)
 end)
+
+describe("LAPACK opened at its first use", function()
+  -- a new process: LAPACK is not among its mappings after require and other work, and is once a
+  -- solve has run (engine/host/hl_lapack.h)
+  it("is not loaded by require or other ops, and is by the first solve", function()
+    local script = [[
+local hl = require "halua"
+local function lapack_mapped()
+  for line in io.lines("/proc/self/maps") do if line:find("lapack", 1, true) then return true end end
+  return false
+end
+local x = hl.matmul(hl.ones({4, 4}), hl.ones({4, 4})) + hl.sum(hl.arange(5))
+local before = lapack_mapped()
+local s = hl.linalg.solve(hl.array({{2, 0}, {0, 4}}, "float64"), hl.array({2, 8}, "float64")):totable()
+io.write(tostring(before), " ", tostring(lapack_mapped()), " ", s[1], " ", s[2], "\n")
+]]
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write(script)
+    f:close()
+    local p = assert(io.popen("luajit " .. path .. " 2>&1"))
+    local out = p:read("*a")
+    p:close()
+    os.remove(path)
+    assert.are.equal("false true 1 2\n", out)
+  end)
+end)

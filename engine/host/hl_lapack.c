@@ -1,0 +1,56 @@
+/* LAPACK, opened at its first use (hl_lapack.h). */
+#include "hl_lapack.h"
+#include "hl_error.h"
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static hl_lapack_routines routines;
+static const char *failure;   /* why it could not be opened, or NULL */
+static char failure_text[512];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void open_lapack(void) {
+  void *h = NULL;
+  const char *names[] = {"liblapack.so.3", "liblapack.so"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    snprintf(failure_text, sizeof failure_text, "LAPACK could not be loaded (liblapack.so.3: %s)", e ? e : "not found");
+    failure = failure_text;
+    return;
+  }
+  struct {
+    const char *name;
+    void **slot;
+  } table[] = {
+      {"sgesv_", (void **)&routines.sgesv},   {"dgesv_", (void **)&routines.dgesv},   {"strtrs_", (void **)&routines.strtrs},
+      {"dtrtrs_", (void **)&routines.dtrtrs}, {"spotrf_", (void **)&routines.spotrf}, {"dpotrf_", (void **)&routines.dpotrf},
+      {"sgeqrf_", (void **)&routines.sgeqrf}, {"dgeqrf_", (void **)&routines.dgeqrf}, {"sorgqr_", (void **)&routines.sorgqr},
+      {"dorgqr_", (void **)&routines.dorgqr}, {"sgesdd_", (void **)&routines.sgesdd}, {"dgesdd_", (void **)&routines.dgesdd},
+      {"ssyevd_", (void **)&routines.ssyevd}, {"dsyevd_", (void **)&routines.dsyevd}, {"sgetrf_", (void **)&routines.sgetrf},
+      {"dgetrf_", (void **)&routines.dgetrf},
+  };
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+    *table[i].slot = dlsym(h, table[i].name);
+    if (!*table[i].slot) {
+      snprintf(failure_text, sizeof failure_text, "the LAPACK loaded (liblapack.so.3) has no %s", table[i].name);
+      failure = failure_text;
+      return;   /* (the library stays loaded: unloading one whose threads may have started is unsafe) */
+    }
+  }
+  /* OpenBLAS: one thread per call (hl_lapack.h says why) */
+  void (*set_threads)(int) = (void (*)(int))dlsym(h, "openblas_set_num_threads");
+  if (set_threads && !getenv("OPENBLAS_NUM_THREADS")) set_threads(1);
+}
+
+const hl_lapack_routines *hl_lapack(const char *op) {
+  pthread_once(&once, open_lapack);
+  if (failure) {
+    hl_error("%s: %s", op, failure);
+    return NULL;
+  }
+  return &routines;
+}
