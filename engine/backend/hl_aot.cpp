@@ -330,7 +330,7 @@ hl_aot_entry hl_aot_compile(const Module &m, const std::string &symbol, const ch
 }
 
 hl_aot_entry hl_aot_load_objects(const std::vector<std::string> &objs, const std::string &symbol, const char *kernel_file,
-                         double *link_ms, void **handle, bool disable_on_failure) {
+                                 double *link_ms, void **handle, bool disable_on_failure) {
   *handle = nullptr;
   auto t1 = std::chrono::steady_clock::now();
   std::string why;

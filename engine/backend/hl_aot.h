@@ -45,7 +45,7 @@ hl_aot_entry hl_aot_compile(const Halide::Module &m, const std::string &symbol, 
  * caller's to remove). With disable_on_failure false a failure is the caller's to handle (NULL,
  * nothing said). */
 hl_aot_entry hl_aot_load_objects(const std::vector<std::string> &objs, const std::string &symbol, const char *kernel_file,
-                         double *link_ms, void **handle, bool disable_on_failure = true);
+                                 double *link_ms, void **handle, bool disable_on_failure = true);
 
 /* Loads the kernel's file at path; NULL with hl_error when it is not one or has no `symbol`. */
 hl_aot_entry hl_aot_load(const char *path, const std::string &symbol, void **handle);
