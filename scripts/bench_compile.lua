@@ -96,7 +96,7 @@ local times = {}
 for round = 1, rounds do
   for _, p in ipairs(chosen) do
     local dir = base .. "/" .. round .. "-" .. p
-    sh("mkdir -p -m 700 '" .. dir .. "' && cp '" .. base .. "'/seed/runtime-*.so '" .. dir .. "/'")
+    sh("mkdir -p -m 700 '" .. dir .. "' && cp '" .. base .. "'/seed/runtime-*.o '" .. dir .. "/'")
     times[p] = times[p] or {off = {}, cold = {}, warm = {}}
     table.insert(times[p].off, run(p, "HALUA_CACHE_DIR=off"))
     table.insert(times[p].cold, run(p, "HALUA_CACHE_DIR='" .. dir .. "'"))

@@ -1,9 +1,7 @@
 #include "hl_aot.h"
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <chrono>
 #include <cstdio>
@@ -16,45 +14,9 @@ extern "C" {
 #include "hl_error.h"
 }
 
-extern char **environ;
-
 using namespace Halide;
 
 namespace {
-
-/* Runs argv quietly; 0 when it exited 0, 1 when its status is unknown (a host that ignores
- * SIGCHLD reaps its children itself), -1 otherwise. */
-int run_quietly(const std::vector<const char *> &argv) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid;
-  int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, const_cast<char *const *>(argv.data()), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return -1;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno == EINTR) continue;
-    /* a host that ignores SIGCHLD reaps its children itself: then the output says how it went */
-    return errno == ECHILD ? 1 : -1;
-  }
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-}
-
-/* Halide's runtime as a shared object, from its object file: the linker alone (`ld -shared`,
- * where the compiler driver costs more; Halide's objects need no C start-up files), else
- * `cc -shared`. It names the C libraries it needs, and is loaded first and globally
- * (hl_aot_ready), so the pipelines' calls into it and into libm resolve in the global scope.
- * Once per machine: pipelines themselves load without a linker (hl_objload.h). */
-int link_runtime(const char *obj, const char *so) {
-  for (const char *linker : {"ld", "cc"}) {
-    std::vector<const char *> argv = {linker, "-shared", "-o", so, obj, "-lm", "-lpthread", "-ldl", nullptr};
-    int rc = run_quietly(argv);
-    if (rc == 0 || (rc == 1 && access(so, R_OK) == 0)) return 0;   /* (1: exit status unknown) */
-  }
-  return -1;
-}
 
 std::string file_identity(const void *addr) {
   Dl_info info;
@@ -65,15 +27,15 @@ std::string file_identity(const void *addr) {
 }
 
 /* the engine's error, allocation and parallel-loop handlers, on the runtime once it is loaded */
-bool install_handlers(void *rt, std::string &why) {
+bool install_handlers(const hl_objimage *rt, std::string &why) {
   typedef void (*error_fn)(void *, const char *);
   typedef void *(*malloc_fn)(void *, size_t);
   typedef void (*free_fn)(void *, void *);
   typedef int (*par_for_fn)(void *, int (*)(void *, int, uint8_t *), int, int, uint8_t *);
-  auto set_error = (error_fn(*)(error_fn))dlsym(rt, "halide_set_error_handler");
-  auto set_malloc = (malloc_fn(*)(malloc_fn))dlsym(rt, "halide_set_custom_malloc");
-  auto set_free = (free_fn(*)(free_fn))dlsym(rt, "halide_set_custom_free");
-  auto set_par_for = (par_for_fn(*)(par_for_fn))dlsym(rt, "halide_set_custom_do_par_for");
+  auto set_error = (error_fn(*)(error_fn))hl_objload_symbol(rt, "halide_set_error_handler");
+  auto set_malloc = (malloc_fn(*)(malloc_fn))hl_objload_symbol(rt, "halide_set_custom_malloc");
+  auto set_free = (free_fn(*)(free_fn))hl_objload_symbol(rt, "halide_set_custom_free");
+  auto set_par_for = (par_for_fn(*)(par_for_fn))hl_objload_symbol(rt, "halide_set_custom_do_par_for");
   if (!set_error || !set_malloc || !set_free || !set_par_for) {
     why = "the compiled runtime lacks Halide's handler setters";
     return false;
@@ -131,8 +93,12 @@ bool write_image(const char *path, const std::vector<std::vector<unsigned char>>
   return fclose(f) == 0 && ok;
 }
 
-/* the objects of a kernel's file (bytes past the last are the store's trailer) */
-hl_objimage *load_image(const std::vector<unsigned char> &b, std::string &why) {
+/* Halide's runtime, loaded once per process (hl_aot_ready): every pipeline's calls into it */
+hl_objimage *runtime_image = nullptr;
+
+/* the objects of a kernel's file (bytes past the last are the store's trailer), calling into
+ * scope (the runtime) */
+hl_objimage *load_image(const std::vector<unsigned char> &b, const hl_objimage *scope, std::string &why) {
   uint32_t count = 0;
   if (b.size() < 16 || memcmp(b.data(), kImageMagic, 8) != 0 || (memcpy(&count, b.data() + 8, 4), count == 0) ||
       count > (b.size() - 16) / 8) {
@@ -155,13 +121,15 @@ hl_objimage *load_image(const std::vector<unsigned char> &b, std::string &why) {
     at += (size_t)n;
   }
   char reason[512];
-  hl_objimage *im = hl_objload(objs.data(), sizes.data(), count, reason, sizeof reason);
+  hl_objimage *im = hl_objload(objs.data(), sizes.data(), count, scope, reason, sizeof reason);
   if (!im) why = reason;
   return im;
 }
 
-/* objects compiled, written as a kernel's file at path and loaded; NULL with why */
-hl_objimage *store_and_load(const std::vector<std::string> &obj_paths, const char *path, std::string &why) {
+/* objects compiled, written as a kernel's file at path and loaded (calling into scope); NULL
+ * with why */
+hl_objimage *store_and_load(const std::vector<std::string> &obj_paths, const char *path, const hl_objimage *scope,
+                            std::string &why) {
   std::vector<std::vector<unsigned char>> objs(obj_paths.size());
   for (size_t i = 0; i < obj_paths.size(); i++)
     if (!read_file(obj_paths[i].c_str(), objs[i])) {
@@ -179,7 +147,7 @@ hl_objimage *store_and_load(const std::vector<std::string> &obj_paths, const cha
     sizes.push_back(o.size());
   }
   char reason[512];
-  hl_objimage *im = hl_objload(ptrs.data(), sizes.data(), ptrs.size(), reason, sizeof reason);
+  hl_objimage *im = hl_objload(ptrs.data(), sizes.data(), ptrs.size(), scope, reason, sizeof reason);
   if (!im) why = std::string("loading a compiled pipeline failed: ") + reason;
   return im;
 }
@@ -234,12 +202,17 @@ bool hl_aot_ready(const Target &t, std::string &why) {
   std::string sig = "runtime|" + runtime_signature(t);
   const unsigned char *key = (const unsigned char *)sig.data();
   char path[4200];
-  void *rt = hl_disk_find("runtime-", key, sig.size(), path, sizeof path) == 0 ? dlopen(path, RTLD_NOW | RTLD_GLOBAL) : nullptr;
+  std::vector<unsigned char> bytes;
+  std::string load_why;
+  hl_objimage *rt = hl_disk_find("runtime-", key, sig.size(), path, sizeof path) == 0 && read_file(path, bytes)
+                        ? load_image(bytes, nullptr, load_why)
+                        : nullptr;
   if (!rt) {
-    /* once per machine (about half a second): Halide's runtime for this target, as a library */
-    char obj[4200], so[4200];
+    /* once per machine (about half a second): Halide's runtime for this target, as an object
+     * loaded like the pipelines */
+    char obj[4200], file[4200];
     if (hl_disk_temp(obj, sizeof obj, ".o")) return fail("no room for a temporary file in the cache directory");
-    if (hl_disk_temp(so, sizeof so, ".so")) {
+    if (hl_disk_temp(file, sizeof file, ".o")) {
       unlink(obj);
       return fail("no room for a temporary file in the cache directory");
     }
@@ -247,25 +220,23 @@ bool hl_aot_ready(const Target &t, std::string &why) {
       compile_standalone_runtime(obj, t.without_feature(Target::JIT).without_feature(Target::NoRuntime));
     } catch (const std::exception &e) {
       unlink(obj);
-      unlink(so);
+      unlink(file);
       return fail(std::string("compiling Halide's runtime failed: ") + e.what());
     }
-    int linked = link_runtime(obj, so);
+    rt = store_and_load({obj}, file, nullptr, load_why);
     unlink(obj);
-    if (linked) {
-      unlink(so);
-      return fail("no linker (ld or cc) could make Halide's runtime a shared object");
-    }
-    rt = dlopen(so, RTLD_NOW | RTLD_GLOBAL);
     if (!rt) {
-      std::string e = dlerror();
-      unlink(so);
-      return fail("loading Halide's runtime failed: " + e);
+      unlink(file);
+      return fail("loading Halide's runtime failed: " + load_why);
     }
-    hl_disk_store("runtime-", key, sig.size(), so);
+    hl_disk_store("runtime-", key, sig.size(), file);
   }
   std::string missing;
-  if (!install_handlers(rt, missing)) return fail(missing);
+  if (!install_handlers(rt, missing)) {
+    hl_objload_free(rt);
+    return fail(missing);
+  }
+  runtime_image = rt;   /* (for the process's life) */
   aot_state = 1;
   aot_failure.clear();
   return true;
@@ -275,7 +246,7 @@ hl_aot_entry hl_aot_load(const char *path, const std::string &symbol, void **han
   *handle = nullptr;
   std::vector<unsigned char> bytes;
   std::string why;
-  hl_objimage *im = read_file(path, bytes) ? load_image(bytes, why) : nullptr;
+  hl_objimage *im = read_file(path, bytes) ? load_image(bytes, runtime_image, why) : nullptr;
   if (!im) {
     hl_error("loading a cached pipeline failed: %s", why.empty() ? "unreadable" : why.c_str());
     return nullptr;
@@ -334,7 +305,7 @@ hl_aot_entry hl_aot_load_objects(const std::vector<std::string> &objs, const std
   *handle = nullptr;
   auto t1 = std::chrono::steady_clock::now();
   std::string why;
-  hl_objimage *im = store_and_load(objs, kernel_file, why);
+  hl_objimage *im = store_and_load(objs, kernel_file, runtime_image, why);
   hl_aot_entry entry = im ? (hl_aot_entry)hl_objload_symbol(im, (symbol + "_argv").c_str()) : nullptr;
   if (im && !entry) {
     hl_objload_free(im);

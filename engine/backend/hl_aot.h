@@ -1,6 +1,6 @@
 /* Host pipelines compiled ahead of time into object code (the disk cache's entries,
  * engine/core/hl_disk.h) and loaded without a linker (hl_objload.h), against one Halide runtime
- * compiled once per machine into a shared object (itself an entry of the cache) instead of the
+ * compiled once per machine (itself an entry of the cache, loaded the same way) instead of the
  * JIT runtime that Halide builds in every process (~300 ms). Calls go through the pipeline's argv
  * entry point, as for JIT kernels.
  *

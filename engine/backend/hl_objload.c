@@ -23,21 +23,16 @@
 typedef struct {
   char *name;
   uintptr_t addr;
+  size_t size;
   int weak, type;   /* (its binding is weak; its ELF type) */
 } sym_def;
-
-typedef struct {
-  char *name;
-  uintptr_t addr;
-  size_t size;
-} func_def;
 
 struct hl_objimage {
   unsigned char *base;
   size_t size;
   sym_def *defs;   /* the objects' global symbols, for hl_objload_symbol */
   size_t ndefs;
-  func_def *funcs;   /* every function with a size, local ones too: for hl_objload_perf_map */
+  sym_def *funcs;   /* every function with a size, local ones too: for hl_objload_perf_map */
   size_t nfuncs;
 };
 
@@ -77,8 +72,9 @@ typedef struct {
   size_t map_size;
   sym_def *defs;
   size_t ndefs, defs_cap;
-  func_def *funcs;
+  sym_def *funcs;
   size_t nfuncs, funcs_cap;
+  const hl_objimage *scope;   /* searched after the image, before the process */
   char *why;
   size_t cap;
 } loader;
@@ -196,9 +192,9 @@ static int parse(loader *ld, obj *o, size_t index) {
     if (!(s->sh_flags & SHF_ALLOC) || o->discarded[i]) continue;
     const char *name = sec_name(o, i, shstr, shstrsz);
     if (s->sh_flags & SHF_TLS) return fail(ld, "object %zu has thread-local data (%s)", index, name);
-    if (s->sh_type == SHT_INIT_ARRAY || s->sh_type == SHT_FINI_ARRAY || s->sh_type == SHT_PREINIT_ARRAY ||
-        strcmp(name, ".ctors") == 0 || strcmp(name, ".dtors") == 0) {
-      if (s->sh_size) return fail(ld, "object %zu has constructors or destructors (%s)", index, name);
+    if (s->sh_type == SHT_FINI_ARRAY || strcmp(name, ".dtors") == 0) continue;   /* (destructors are not run) */
+    if (s->sh_type == SHT_INIT_ARRAY || s->sh_type == SHT_PREINIT_ARRAY || strcmp(name, ".ctors") == 0) {
+      if (s->sh_size) return fail(ld, "object %zu has constructors (%s)", index, name);
       continue;
     }
     /* (unwinding tables and notes: nothing in the process reads them) */
@@ -228,24 +224,23 @@ static const sym_def *find_def(const sym_def *defs, size_t n, const char *name) 
   return NULL;
 }
 
-static int add_func(loader *ld, const char *name, uintptr_t addr, size_t size) {
-  if (ld->nfuncs == ld->funcs_cap) {
-    size_t cap = ld->funcs_cap ? ld->funcs_cap * 2 : 8;
-    func_def *grown = realloc(ld->funcs, cap * sizeof *grown);
-    if (!grown) return fail(ld, "out of memory");
-    ld->funcs = grown;
-    ld->funcs_cap = cap;
+/* a new entry at the end of a growing list (the definitions, or the functions), with a copy of
+ * name; NULL when out of memory */
+static sym_def *push(sym_def **list, size_t *n, size_t *cap, const char *name, uintptr_t addr) {
+  if (*n == *cap) {
+    size_t grown_cap = *cap ? *cap * 2 : 16;
+    sym_def *grown = realloc(*list, grown_cap * sizeof *grown);
+    if (!grown) return NULL;
+    *list = grown;
+    *cap = grown_cap;
   }
-  ld->funcs[ld->nfuncs].name = strdup(name);
-  if (!ld->funcs[ld->nfuncs].name) return fail(ld, "out of memory");
-  ld->funcs[ld->nfuncs].addr = addr;
-  ld->funcs[ld->nfuncs++].size = size;
-  return 0;
-}
-
-static void free_funcs(func_def *funcs, size_t n) {
-  for (size_t i = 0; i < n; i++) free(funcs[i].name);
-  free(funcs);
+  sym_def *d = &(*list)[*n];
+  memset(d, 0, sizeof *d);
+  d->name = strdup(name);
+  if (!d->name) return NULL;
+  d->addr = addr;
+  ++*n;
+  return d;
 }
 
 /* the objects' global definitions, then every symbol's address */
@@ -267,7 +262,11 @@ static int resolve(loader *ld) {
       } else if (o->sec_area[s->st_shndx] >= 0) {
         if (s->st_value > o->sh[s->st_shndx].sh_size) return fail(ld, "object %zu: symbol %s past its section", e, sym_name(o, s));
         o->addr[i] = sec_addr(ld, o, s->st_shndx) + (uintptr_t)s->st_value;
-        if (type == STT_FUNC && s->st_size && add_func(ld, sym_name(o, s), o->addr[i], s->st_size)) return -1;
+        if (type == STT_FUNC && s->st_size) {
+          sym_def *f = push(&ld->funcs, &ld->nfuncs, &ld->funcs_cap, sym_name(o, s), o->addr[i]);
+          if (!f) return fail(ld, "out of memory");
+          f->size = s->st_size;
+        }
       } else {
         continue;   /* (in a section that does not load: nothing loaded may refer to it) */
       }
@@ -284,18 +283,10 @@ static int resolve(loader *ld) {
         }
         continue;
       }
-      if (ld->ndefs == ld->defs_cap) {
-        size_t cap = ld->defs_cap ? ld->defs_cap * 2 : 16;
-        sym_def *grown = realloc(ld->defs, cap * sizeof *grown);
-        if (!grown) return fail(ld, "out of memory");
-        ld->defs = grown;
-        ld->defs_cap = cap;
-      }
-      ld->defs[ld->ndefs].name = strdup(name);
-      if (!ld->defs[ld->ndefs].name) return fail(ld, "out of memory");
-      ld->defs[ld->ndefs].weak = bind == STB_WEAK;
-      ld->defs[ld->ndefs].type = type;
-      ld->defs[ld->ndefs++].addr = o->addr[i];
+      sym_def *def = push(&ld->defs, &ld->ndefs, &ld->defs_cap, name, o->addr[i]);
+      if (!def) return fail(ld, "out of memory");
+      def->weak = bind == STB_WEAK;
+      def->type = type;
     }
   }
   for (size_t e = 0; e < ld->n; e++) {
@@ -309,6 +300,12 @@ static int resolve(loader *ld) {
       const sym_def *d = find_def(ld->defs, ld->ndefs, name);
       if (d) {
         o->addr[i] = d->addr;
+        continue;
+      }
+      d = ld->scope ? find_def(ld->scope->defs, ld->scope->ndefs, name) : NULL;
+      if (d && (s->st_shndx == SHN_UNDEF || (s->st_shndx < o->nsec && o->discarded[s->st_shndx]))) {
+        o->addr[i] = d->addr;
+        o->external[i] = EXTERNAL;
         continue;
       }
       int undefined = s->st_shndx == SHN_UNDEF || (s->st_shndx < o->nsec && o->discarded[s->st_shndx]);
@@ -340,12 +337,13 @@ static long slot_of(loader *ld, obj *o, size_t i) {
 }
 
 /* whether symbol i of o is a function (a target a jump can stand in for): by its definition in
- * the image, or in the library dlsym found it in */
+ * the image or its scope, or in the library dlsym found it in */
 static int is_code(const loader *ld, const obj *o, size_t i) {
   int type = ELF64_ST_TYPE(o->syms[i].st_info);
   if (type == STT_FUNC || type == STT_GNU_IFUNC) return 1;
   if (type != STT_NOTYPE || ELF64_ST_BIND(o->syms[i].st_info) == STB_LOCAL) return 0;
   const sym_def *d = find_def(ld->defs, ld->ndefs, sym_name(o, &o->syms[i]));
+  if (!d && ld->scope) d = find_def(ld->scope->defs, ld->scope->ndefs, sym_name(o, &o->syms[i]));
   if (d) return d->type == STT_FUNC || d->type == STT_GNU_IFUNC;
   Dl_info info;
   const Elf64_Sym *found = NULL;
@@ -462,14 +460,16 @@ static void free_loader(loader *ld) {
   free(ld->objs);
 }
 
-static void free_defs(sym_def *defs, size_t n) {
+static void free_syms(sym_def *defs, size_t n) {
   for (size_t i = 0; i < n; i++) free(defs[i].name);
   free(defs);
 }
 
-hl_objimage *hl_objload(const unsigned char *const *objs, const size_t *sizes, size_t n, char *why, size_t cap) {
+hl_objimage *hl_objload(const unsigned char *const *objs, const size_t *sizes, size_t n, const hl_objimage *scope, char *why,
+                        size_t cap) {
   loader ld;
   memset(&ld, 0, sizeof ld);
+  ld.scope = scope;
   ld.why = why;
   ld.cap = cap;
   if (why && cap) why[0] = '\0';
@@ -524,8 +524,8 @@ hl_objimage *hl_objload(const unsigned char *const *objs, const size_t *sizes, s
   free_loader(&ld);
   if (!im) {
     if (ld.map) munmap(ld.map, ld.map_size);
-    free_defs(ld.defs, ld.ndefs);
-    free_funcs(ld.funcs, ld.nfuncs);
+    free_syms(ld.defs, ld.ndefs);
+    free_syms(ld.funcs, ld.nfuncs);
     return NULL;
   }
   im->base = ld.map;
@@ -547,8 +547,8 @@ size_t hl_objload_bytes(const hl_objimage *im) { return im ? im->size : 0; }
 void hl_objload_free(hl_objimage *im) {
   if (!im) return;
   munmap(im->base, im->size);
-  free_defs(im->defs, im->ndefs);
-  free_funcs(im->funcs, im->nfuncs);
+  free_syms(im->defs, im->ndefs);
+  free_syms(im->funcs, im->nfuncs);
   free(im);
 }
 

@@ -16,7 +16,10 @@
  * address for a load through the GOT). Unwinding tables are not registered: nothing unwinds
  * through a pipeline (its calls out return error codes). What the loader does not handle (thread
  * locals, constructors, a relocation it does not know) fails the load with the reason, and the
- * caller compiles the pipeline in memory instead. */
+ * caller compiles the pipeline in memory instead.
+ *
+ * Halide's runtime loads the same way (once per process, from its object compiled once per
+ * machine), so no linker runs at all: its functions are the scope of every pipeline's image. */
 #ifndef HL_OBJLOAD_H
 #define HL_OBJLOAD_H
 #include <stddef.h>
@@ -28,10 +31,13 @@ extern "C" {
 typedef struct hl_objimage hl_objimage;
 
 /* Loads n objects (objs[i] of sizes[i] bytes, each starting on 8 bytes: their tables are read in
- * place; read-only to the loader and not kept) as one image;
- * NULL with the reason in why (cap bytes) when an object is malformed or asks for what the loader
- * does not do, or a symbol it calls is nowhere in the process. */
-hl_objimage *hl_objload(const unsigned char *const *objs, const size_t *sizes, size_t n, char *why, size_t cap);
+ * place; read-only to the loader and not kept) as one image. A symbol they call is looked for in
+ * the image, then in `scope` (an image loaded before, or NULL: Halide's runtime for a pipeline),
+ * then in the process. NULL with the reason in why (cap bytes) when an object is malformed or
+ * asks for what the loader does not do, or a symbol it calls is nowhere. Destructors
+ * (.fini_array) are not run: an image lives until it is freed or the process ends. */
+hl_objimage *hl_objload(const unsigned char *const *objs, const size_t *sizes, size_t n, const hl_objimage *scope, char *why,
+                        size_t cap);
 
 /* The address of a global symbol the image's objects define, or NULL. */
 void *hl_objload_symbol(const hl_objimage *im, const char *name);

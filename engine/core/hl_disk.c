@@ -159,11 +159,18 @@ const char *hl_disk_build_id(void) {
   return build_id;
 }
 
-/* a pipeline's entry is `<16 hex>.o` (its objects: hl_objload.h), the runtime's (prefix
- * "runtime-") a shared object, `runtime-<16 hex>.so` */
+/* an entry's file: `<prefix><16 hex>.o`, compiled objects (backend/hl_aot.h's format) */
 static void entry_path(char *path, size_t cap, const char *prefix, const unsigned char *key, size_t len) {
-  snprintf(path, cap, "%s/%s%016llx%s", dir_in_use, prefix, (unsigned long long)fnv1a(key, len, 0xcbf29ce484222325ull),
-           *prefix ? ".so" : ".o");
+  snprintf(path, cap, "%s/%s%016llx.o", dir_in_use, prefix, (unsigned long long)fnv1a(key, len, 0xcbf29ce484222325ull));
+}
+
+/* Halide's runtime as a shared object of an earlier build (`runtime-<16 hex>.so`): never loaded
+ * now, removed with stale temporary files */
+static int is_old_runtime(const char *name) {
+  if (strlen(name) != 27 || strncmp(name, "runtime-", 8) != 0 || strcmp(name + 24, ".so") != 0) return 0;
+  for (int i = 8; i < 24; i++)
+    if (!strchr("0123456789abcdef", name[i])) return 0;
+  return 1;
 }
 
 /* why the file's bytes are not the entry for key, or NULL */
@@ -288,7 +295,8 @@ static long long scan(file_info **out, int *count, int remove_stale) {
   while ((e = readdir(d))) {
     struct stat st;
     snprintf(path, sizeof path, "%s/%s", dir_in_use, e->d_name);
-    if (remove_stale && strncmp(e->d_name, ".tmp-", 5) == 0 && stat(path, &st) == 0 && now - st.st_mtime > 3600) {
+    if (remove_stale && ((strncmp(e->d_name, ".tmp-", 5) == 0 && stat(path, &st) == 0 && now - st.st_mtime > 3600) ||
+                         is_old_runtime(e->d_name))) {
       unlink(path);
       continue;
     }

@@ -2,9 +2,9 @@
  * the store's directory and loads them; this file names, checks, renames, bounds and removes
  * them.
  *
- * An entry is a pipeline's objects (`<16 hex>.o`, backend/hl_aot.cpp's format) or Halide's
- * runtime (a shared object, `runtime-<16 hex>.so`), with a trailer appended (its readers ignore
- * bytes past what they know): the entry's full key, the key's length, a CRC-32 of everything before it, and a
+ * An entry is a pipeline's objects (`<16 hex>.o`, backend/hl_aot.h's format) or Halide's
+ * runtime's (`runtime-<16 hex>.o`), with a trailer appended (its readers ignore bytes past what
+ * they know): the entry's full key, the key's length, a CRC-32 of everything before it, and a
  * magic number. A lookup verifies all of it before the entry is loaded. Entries are written to a temporary file in the directory and renamed, so readers
  * see a whole entry or none, and two processes writing the same key both succeed.
  *
@@ -27,8 +27,7 @@ const char *hl_disk_build_id(void);
 /* A 64-bit hash of n bytes (FNV-1a: the entries' names) */
 uint64_t hl_disk_hash(const void *p, size_t n);
 
-/* Whether there is a verified entry for key, named `<prefix><16 hex>.o` (`.so` for the runtime's
- * prefix "runtime-"): 0 and its path, or -1.
+/* Whether there is a verified entry for key, named `<prefix><16 hex>.o`: 0 and its path, or -1.
  * The loader opens the path again: a rename in between can only put another whole entry of the
  * same key there. A damaged or foreign entry is removed (and reported under HALUA_LOG_COMPILES). */
 int hl_disk_find(const char *prefix, const unsigned char *key, size_t len, char *path, size_t cap);

@@ -2,7 +2,8 @@
  * Objects are compiled here by the C compiler (cc -c -fPIC) from small sources that use what a
  * loader must get right: calls into libm, data in another object, pointers in relocated
  * constants, an external variable through the GOT, zeroed data, a weak definition overridden by
- * a strong one, a COMDAT group two objects both carry; then a call out of 32-bit reach, what the loader refuses (thread-locals, constructors, a symbol
+ * a strong one, a COMDAT group two objects both carry; then a call out of 32-bit reach, calls
+ * into a scope (another image, as pipelines call Halide's runtime), a destructor (not run), what the loader refuses (thread-locals, constructors, a symbol
  * the process lacks, a name defined twice, not ELF, truncated), and damaged objects, which must
  * fail or load but never crash. */
 #define _GNU_SOURCE
@@ -67,7 +68,7 @@ static hl_objimage *load(blob *objs, size_t n, char *why, size_t cap) {
     p[i] = objs[i].b;
     s[i] = objs[i].n;
   }
-  return hl_objload(p, s, n, why, cap);
+  return hl_objload(p, s, n, NULL, why, cap);
 }
 
 static const char *SRC_A =
@@ -211,6 +212,26 @@ int main(void) {
   }
   hl_objload_free(im);
 
+  /* 3b. a scope: an image whose functions another image calls (as pipelines call Halide's
+   * runtime), and an object with a destructor, which loads (destructors are not run) */
+  blob lib = compile("scoped", "c", "int scoped_fn(int x) { return 3 * x; }\n"
+                                    "__attribute__((destructor)) static void bye(void) {}\n");
+  blob user = compile("user", "c", "int scoped_fn(int); int use_scope(void) { return scoped_fn(7); }\n");
+  hl_objimage *scope = load(&lib, 1, why, sizeof why);
+  CHECK(scope != NULL, "loading an object with a destructor: %s", why);
+  if (scope) {
+    const unsigned char *p = user.b;
+    size_t n = user.n;
+    im = hl_objload(&p, &n, 1, scope, why, sizeof why);
+    CHECK(im != NULL, "loading against a scope: %s", why);
+    int (*use)(void) = im ? (int (*)(void))hl_objload_symbol(im, "use_scope") : NULL;
+    CHECK(use && use() == 21, "a call into the scope");
+    CHECK(!im || hl_objload_symbol(im, "scoped_fn") == NULL, "the scope's symbols are not the image's");
+    hl_objload_free(im);
+  }
+  hl_objload_free(scope);
+  expect_refusal(&user, 1, "calls scoped_fn, which is not in the process", "no scope");
+
   /* 4. what the loader refuses, with its reason */
   blob tls = compile("tls", "c", "__thread int t; int get_t(void) { return t; }\n");
   expect_refusal(&tls, 1, "thread-local data", "thread-locals");
@@ -246,7 +267,7 @@ int main(void) {
     hl_objload_free(d);
   }
   CHECK(loaded > 0 && refused > 0, "damaged objects: %d loaded, %d refused", loaded, refused);
-  blob *all[] = {&ab[0], &ab[1], &g[0], &g[1], &tls, &ctor, &undef, &dup[0], &dup[1], &text};
+  blob *all[] = {&ab[0], &ab[1], &g[0], &g[1], &lib, &user, &tls, &ctor, &undef, &dup[0], &dup[1], &text};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->b);
   free(shifted);
   free(copy);

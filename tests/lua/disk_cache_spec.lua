@@ -59,7 +59,7 @@ local function listing(dir)
   local r = {all = all, entries = {}, runtimes = {}, other = {}}
   for _, name in ipairs(all) do
     if name:match("^" .. HEX16 .. "%.o$") then r.entries[#r.entries + 1] = name
-    elseif name:match("^runtime%-" .. HEX16 .. "%.so$") then r.runtimes[#r.runtimes + 1] = name
+    elseif name:match("^runtime%-" .. HEX16 .. "%.o$") then r.runtimes[#r.runtimes + 1] = name
     else r.other[#r.other + 1] = name end
   end
   return r
@@ -927,7 +927,7 @@ finish()
     local entries, runtimes = 0, 0
     for _, name in ipairs(res.ls_cleared) do
       if name:match("^" .. HEX16 .. "%.o$") then entries = entries + 1 end
-      if name:match("^runtime%-" .. HEX16 .. "%.so$") then runtimes = runtimes + 1 end
+      if name:match("^runtime%-" .. HEX16 .. "%.o$") then runtimes = runtimes + 1 end
     end
     assert.are.equal(0, entries, "entries left after cache_clear({disk = true}): " .. table.concat(res.ls_cleared, " "))
     assert.are.equal(1, runtimes, "the runtime stays: " .. table.concat(res.ls_cleared, " "))
