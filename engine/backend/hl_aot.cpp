@@ -98,10 +98,9 @@ hl_objimage *runtime_image = nullptr;
 
 /* the objects of a kernel's file (bytes past the last are the store's trailer), calling into
  * scope (the runtime) */
-hl_objimage *load_image(const std::vector<unsigned char> &b, const hl_objimage *scope, std::string &why) {
+hl_objimage *load_image(const unsigned char *b, size_t size, const hl_objimage *scope, std::string &why) {
   uint32_t count = 0;
-  if (b.size() < 16 || memcmp(b.data(), kImageMagic, 8) != 0 || (memcpy(&count, b.data() + 8, 4), count == 0) ||
-      count > (b.size() - 16) / 8) {
+  if (size < 16 || memcmp(b, kImageMagic, 8) != 0 || (memcpy(&count, b + 8, 4), count == 0) || count > (size - 16) / 8) {
     why = "not a kernel file of this build";
     return nullptr;
   }
@@ -110,13 +109,13 @@ hl_objimage *load_image(const std::vector<unsigned char> &b, const hl_objimage *
   size_t at = 16 + 8 * (size_t)count;
   for (uint32_t i = 0; i < count; i++) {
     uint64_t n;
-    memcpy(&n, b.data() + 16 + 8 * i, 8);
+    memcpy(&n, b + 16 + 8 * i, 8);
     at = pad16(at);
-    if (at > b.size() || n > b.size() - at) {
+    if (at > size || n > size - at) {
       why = "a truncated kernel file";
       return nullptr;
     }
-    objs[i] = b.data() + at;
+    objs[i] = b + at;
     sizes[i] = (size_t)n;
     at += (size_t)n;
   }
@@ -201,12 +200,13 @@ bool hl_aot_ready(const Target &t, std::string &why) {
   /* (one runtime for every build of halua: entries of old builds share it) */
   std::string sig = "runtime|" + runtime_signature(t);
   const unsigned char *key = (const unsigned char *)sig.data();
-  char path[4200];
-  std::vector<unsigned char> bytes;
+  void *bytes;
+  size_t nbytes;
   std::string load_why;
-  hl_objimage *rt = hl_disk_find("runtime-", key, sig.size(), path, sizeof path) == 0 && read_file(path, bytes)
-                        ? load_image(bytes, nullptr, load_why)
+  hl_objimage *rt = hl_disk_read("runtime-", key, sig.size(), &bytes, &nbytes) == 0
+                        ? load_image((const unsigned char *)bytes, nbytes, nullptr, load_why)
                         : nullptr;
+  free(bytes);
   if (!rt) {
     /* once per machine (about half a second): Halide's runtime for this target, as an object
      * loaded like the pipelines */
@@ -242,13 +242,12 @@ bool hl_aot_ready(const Target &t, std::string &why) {
   return true;
 }
 
-hl_aot_entry hl_aot_load(const char *path, const std::string &symbol, void **handle) {
+hl_aot_entry hl_aot_load(const void *file, size_t size, const std::string &symbol, void **handle) {
   *handle = nullptr;
-  std::vector<unsigned char> bytes;
   std::string why;
-  hl_objimage *im = read_file(path, bytes) ? load_image(bytes, runtime_image, why) : nullptr;
+  hl_objimage *im = load_image((const unsigned char *)file, size, runtime_image, why);
   if (!im) {
-    hl_error("loading a cached pipeline failed: %s", why.empty() ? "unreadable" : why.c_str());
+    hl_error("loading a cached pipeline failed: %s", why.c_str());
     return nullptr;
   }
   auto entry = (hl_aot_entry)hl_objload_symbol(im, (symbol + "_argv").c_str());
@@ -280,6 +279,8 @@ void hl_aot_describe(void *handle, const std::string &name) {
 hl_aot_entry hl_aot_symbol(void *handle, const std::string &symbol) {
   return handle ? (hl_aot_entry)hl_objload_symbol((hl_objimage *)handle, (symbol + "_argv").c_str()) : nullptr;
 }
+
+size_t hl_aot_bytes(void *handle) { return hl_objload_bytes((const hl_objimage *)handle); }
 
 void hl_aot_unload(void *handle) { hl_objload_free((hl_objimage *)handle); }
 

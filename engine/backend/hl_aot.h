@@ -47,13 +47,16 @@ hl_aot_entry hl_aot_compile(const Halide::Module &m, const std::string &symbol, 
 hl_aot_entry hl_aot_load_objects(const std::vector<std::string> &objs, const std::string &symbol, const char *kernel_file,
                                  double *link_ms, void **handle, bool disable_on_failure = true);
 
-/* Loads the kernel's file at path; NULL with hl_error when it is not one or has no `symbol`. */
-hl_aot_entry hl_aot_load(const char *path, const std::string &symbol, void **handle);
+/* Loads a kernel's file (size bytes at file, a disk entry's: read only, not kept); NULL with
+ * hl_error when it is not one or has no `symbol`. */
+hl_aot_entry hl_aot_load(const void *file, size_t size, const std::string &symbol, void **handle);
 /* Another function of an object hl_aot_load or hl_aot_compile loaded; NULL when it has none. */
 hl_aot_entry hl_aot_symbol(void *handle, const std::string &symbol);
 /* With HALUA_PERF_MAP=1, names the image's functions for perf ("NAME: function" in
  * /tmp/perf-PID.map, hl_objload_perf_map); nothing otherwise. Call with the compiler lock held. */
 void hl_aot_describe(void *handle, const std::string &name);
+/* The bytes a loaded image maps (0 for NULL). */
+size_t hl_aot_bytes(void *handle);
 /* Unloads what hl_aot_load loaded (its code is unmapped: nothing may still run it). */
 void hl_aot_unload(void *handle);
 

@@ -185,12 +185,11 @@ size_t heap_in_use() {
 
 /* What a new kernel keeps: the allocations its compile or load left in use (compiles run one at a
  * time, under compiler_lock, so the difference is the kernel's: its JIT module, LLVM's module
- * and Halide's pipeline) and its object file's size, about what the loader maps. At least a page
- * for each of the object's segments, where the allocator tells nothing. */
-size_t kernel_bytes(size_t heap_before, const char *kernel_file) {
+ * and Halide's pipeline) and the pages its loaded code maps (hl_aot_bytes). At least 16 KB, where
+ * the allocator tells nothing. */
+size_t kernel_bytes(size_t heap_before, void *image) {
   size_t heap = heap_in_use(), bytes = heap > heap_before ? heap - heap_before : 0;
-  struct stat st;
-  if (kernel_file && stat(kernel_file, &st) == 0) bytes += (size_t)st.st_size;
+  bytes += hl_aot_bytes(image);
   return bytes < 16384 ? 16384 : bytes;
 }
 
@@ -376,9 +375,9 @@ static void set_target(hl_kernel *k, int device) {
   k->cuda = k->target.has_feature(Target::CUDA);
 }
 
-static hl_kernel *hl_kernel_load_real(const hl_graph *g, const char *name, const char *path);
+static hl_kernel *hl_kernel_load_real(const hl_graph *g, const char *name, const void *file, size_t size);
 
-extern "C" hl_kernel *hl_kernel_load(const hl_graph *g0, const char *name, const char *path) {
+extern "C" hl_kernel *hl_kernel_load(const hl_graph *g0, const char *name, const void *file, size_t size) {
   const hl_graph *g = g0;
   hl_graph real;
   hl_graph_init(&real);
@@ -386,12 +385,12 @@ extern "C" hl_kernel *hl_kernel_load(const hl_graph *g0, const char *name, const
     if (hl_graph_realify(g0, &real)) return nullptr;
     g = &real;
   }
-  hl_kernel *k = hl_kernel_load_real(g, name, path);
+  hl_kernel *k = hl_kernel_load_real(g, name, file, size);
   hl_graph_free(&real);
   return k;
 }
 
-static hl_kernel *hl_kernel_load_real(const hl_graph *g, const char *name, const char *path) {
+static hl_kernel *hl_kernel_load_real(const hl_graph *g, const char *name, const void *file, size_t size) {
   auto t0 = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> guard(compiler_lock);
   size_t heap0 = heap_in_use();
@@ -406,7 +405,7 @@ static hl_kernel *hl_kernel_load_real(const hl_graph *g, const char *name, const
     delete k;
     return nullptr;
   }
-  k->aot = hl_aot_load(path, k->plan ? part_symbol(0) : k->symbol, &k->so);
+  k->aot = hl_aot_load(file, size, k->plan ? part_symbol(0) : k->symbol, &k->so);
   for (size_t q = 0; k->aot && k->plan && q < k->plan->parts.size(); q++) {
     k->parts.push_back(hl_kernel_part());
     k->parts[q].aot = hl_aot_symbol(k->so, part_symbol(k->plan->same_as[q]));
@@ -418,7 +417,7 @@ static hl_kernel *hl_kernel_load_real(const hl_graph *g, const char *name, const
     return nullptr;
   }
   set_meta(k, g, name);
-  k->bytes = kernel_bytes(heap0, path);
+  k->bytes = kernel_bytes(heap0, k->so);
   live_bytes += k->bytes;
   k->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return k;
@@ -479,7 +478,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, co
       lap(k->phase_ms[2]);
     }
     set_meta(k, g, name);
-    k->bytes = kernel_bytes(heap0, k->aot ? kernel_file : nullptr);
+    k->bytes = kernel_bytes(heap0, k->so);
     live_bytes += k->bytes;
   } catch (const Halide::Error &e) {
     hl_error("%s: compiling the pipeline failed: %s", name, e.what());

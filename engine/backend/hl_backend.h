@@ -20,8 +20,8 @@ hl_kernel *hl_kernel_compile(const hl_graph *g, const char *name, const char *ke
  * build), to free; NULL when g's pipeline cannot live on disk (a CUDA pipeline, one with
  * compiled loops, or no usable cache directory or runtime: then warned once). */
 char *hl_kernel_disk_signature(const hl_graph *g);
-/* The kernel for g from the kernel's file at path (a disk cache entry). */
-hl_kernel *hl_kernel_load(const hl_graph *g, const char *name, const char *path);
+/* The kernel for g from a kernel's file (a disk cache entry's bytes, size of them: read only). */
+hl_kernel *hl_kernel_load(const hl_graph *g, const char *name, const void *file, size_t size);
 /* Run with one array per PARAM and one contiguous, allocated array per output. */
 int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_array *const *outputs);
 double hl_kernel_compile_ms(const hl_kernel *k);

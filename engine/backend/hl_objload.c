@@ -319,21 +319,27 @@ static int resolve(loader *ld) {
   return 0;
 }
 
-/* the slot of symbol i of o: its address stored in the constants area, and a jump through it
- * in the code area; the slot's index */
-static long slot_of(loader *ld, obj *o, size_t i) {
-  if (o->slot[i] >= 0) return o->slot[i];
+/* slot k: its stored address (constants area) and the jump through it (code area) */
+static unsigned char *slot_address(const loader *ld, size_t k) {
+  return ld->map + ld->area_base[AREA_CONST] + ld->slot_off + 8 * k;
+}
+static unsigned char *slot_jump(const loader *ld, size_t k) {
+  return ld->map + ld->area_base[AREA_CODE] + ld->stub_off + 8 * k;
+}
+
+/* the slot of symbol i of o, filled on first use: its index */
+static size_t slot_of(loader *ld, obj *o, size_t i) {
+  if (o->slot[i] >= 0) return (size_t)o->slot[i];
   size_t k = ld->slots_used++;   /* (at most one per symbol: reserved in parse) */
-  uintptr_t slot = (uintptr_t)ld->map + ld->area_base[AREA_CONST] + ld->slot_off + 8 * k;
-  unsigned char *stub = ld->map + ld->area_base[AREA_CODE] + ld->stub_off + 8 * k;
-  memcpy((void *)slot, &o->addr[i], 8);
+  unsigned char *slot = slot_address(ld, k), *stub = slot_jump(ld, k);
+  memcpy(slot, &o->addr[i], 8);
   int32_t disp = (int32_t)((intptr_t)slot - (intptr_t)(stub + 6));   /* (one mapping: within 2 GB) */
   stub[0] = 0xff;   /* jmp *disp(%rip) */
   stub[1] = 0x25;
   memcpy(stub + 2, &disp, 4);
   stub[6] = stub[7] = 0xcc;
   o->slot[i] = (long)k;
-  return (long)k;
+  return k;
 }
 
 /* whether symbol i of o is a function (a target a jump can stand in for): by its definition in
@@ -406,8 +412,7 @@ static int relocate(loader *ld, size_t e) {
             /* a call out of reach: through the jump of a slot (code only: data has no jump) */
             if (!is_code(ld, o, si))
               return fail(ld, "object %zu: %s is out of reach of a 32-bit offset", e, sym_name(o, sym));
-            long k = slot_of(ld, o, si);
-            v = (int64_t)(uintptr_t)(ld->map + ld->area_base[AREA_CODE] + ld->stub_off + 8 * (size_t)k) + A - p;
+            v = (int64_t)(uintptr_t)slot_jump(ld, slot_of(ld, o, si)) + A - p;
             if (!fits32(v)) return fail(ld, "object %zu: a jump slot out of reach", e);
           }
           int32_t w = (int32_t)v;
@@ -417,8 +422,7 @@ static int relocate(loader *ld, size_t e) {
         case R_X86_64_GOTPCREL:
         case R_X86_64_GOTPCRELX:
         case R_X86_64_REX_GOTPCRELX: {
-          long k = slot_of(ld, o, si);
-          v = (int64_t)(uintptr_t)(ld->map + ld->area_base[AREA_CONST] + ld->slot_off + 8 * (size_t)k) + A - p;
+          v = (int64_t)(uintptr_t)slot_address(ld, slot_of(ld, o, si)) + A - p;
           if (!fits32(v)) return fail(ld, "object %zu: a slot out of reach", e);
           int32_t w = (int32_t)v;
           memcpy(P, &w, 4);

@@ -164,13 +164,17 @@ static void entry_path(char *path, size_t cap, const char *prefix, const unsigne
   snprintf(path, cap, "%s/%s%016llx.o", dir_in_use, prefix, (unsigned long long)fnv1a(key, len, 0xcbf29ce484222325ull));
 }
 
+/* 16 lowercase hex digits at p (an entry's hash) */
+static int hex16(const char *p) {
+  for (int i = 0; i < 16; i++)
+    if (!p[i] || !strchr("0123456789abcdef", p[i])) return 0;
+  return 1;
+}
+
 /* Halide's runtime as a shared object of an earlier build (`runtime-<16 hex>.so`): never loaded
  * now, removed with stale temporary files */
 static int is_old_runtime(const char *name) {
-  if (strlen(name) != 27 || strncmp(name, "runtime-", 8) != 0 || strcmp(name + 24, ".so") != 0) return 0;
-  for (int i = 8; i < 24; i++)
-    if (!strchr("0123456789abcdef", name[i])) return 0;
-  return 1;
+  return strlen(name) == 27 && strncmp(name, "runtime-", 8) == 0 && hex16(name + 8) && strcmp(name + 24, ".so") == 0;
 }
 
 /* why the file's bytes are not the entry for key, or NULL */
@@ -188,27 +192,61 @@ static const char *check(const unsigned char *b, size_t size, const unsigned cha
   return NULL;
 }
 
-int hl_disk_find(const char *prefix, const unsigned char *key, size_t len, char *path, size_t cap) {
+static int read_all(int fd, void *p, size_t n) {
+  char *c = p;
+  while (n > 0) {
+    ssize_t r = read(fd, c, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    c += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+/* The bytes before the trailer of the file open at fd, when it is a regular file of this user
+ * holding the entry for key: 0, with *data (malloc'd: its caller's) and *size; else -1 and why. */
+static int read_checked(int fd, const unsigned char *key, size_t len, void **data, size_t *size, const char **why) {
+  *data = NULL;
+  *size = 0;
+  struct stat st = {0};
+  *why = "unreadable";
+  if (fstat(fd, &st) != 0) return -1;
+  if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+    *why = "not a regular file of this user";
+    return -1;
+  }
+  if (st.st_size == 0) {
+    *why = "empty";
+    return -1;
+  }
+  if (st.st_size < 0 || st.st_size >= (1 << 30)) return -1;
+  unsigned char *b = malloc((size_t)st.st_size);
+  if (!b || read_all(fd, b, (size_t)st.st_size)) {
+    free(b);
+    return -1;
+  }
+  *why = check(b, (size_t)st.st_size, key, len);
+  if (*why) {
+    free(b);
+    return -1;
+  }
+  *data = b;
+  *size = (size_t)st.st_size - TRAILER - len;
+  return 0;
+}
+
+int hl_disk_read(const char *prefix, const unsigned char *key, size_t len, void **data, size_t *size) {
+  *data = NULL;
+  *size = 0;
   if (!hl_disk_dir()) return -1;
   char file[4200];
   entry_path(file, sizeof file, prefix, key, len);
   /* (no following a planted link, no blocking on a planted pipe) */
   int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return -1;
-  struct stat st = {0};
-  const char *why = "unreadable";
-  if (fstat(fd, &st) == 0 && (!S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
-    why = "not a regular file of this user";
-  } else if (st.st_size == 0) {
-    why = "empty";
-  } else if (st.st_size > 0) {
-    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m != MAP_FAILED) {
-      why = check(m, (size_t)st.st_size, key, len);
-      munmap(m, (size_t)st.st_size);
-    }
-  }
-  if (why) {
+  const char *why;
+  if (read_checked(fd, key, len, data, size, &why)) {
     close(fd);
     unlink(file);
     if (hl_log_compiles()) fprintf(stderr, "halua: disk cache: removed a damaged entry (%s): %s\n", why, file);
@@ -216,10 +254,7 @@ int hl_disk_find(const char *prefix, const unsigned char *key, size_t len, char 
   }
   futimens(fd, NULL);   /* used now: least recently used entries are evicted first */
   close(fd);
-  /* (by its name: the loader takes a library whose name it has seen for the one it loaded then,
-   * so "/proc/self/fd/N", reused, would not do; a rename over it in between puts another whole
-   * entry for the same key there) */
-  return snprintf(path, cap, "%s", file) < (int)cap ? 0 : -1;
+  return 0;
 }
 
 int hl_disk_temp(char *path, size_t cap, const char *suffix) {
@@ -267,10 +302,7 @@ static double limit_bytes(void) {
  * build, never found again: counted and evicted like the rest until it goes) */
 static int is_entry(const char *name) {
   size_t n = strlen(name);
-  if (!((n == 18 && strcmp(name + 16, ".o") == 0) || (n == 19 && strcmp(name + 16, ".so") == 0))) return 0;
-  for (int i = 0; i < 16; i++)
-    if (!strchr("0123456789abcdef", name[i])) return 0;
-  return 1;
+  return hex16(name) && ((n == 18 && strcmp(name + 16, ".o") == 0) || (n == 19 && strcmp(name + 16, ".so") == 0));
 }
 
 typedef struct { char name[20]; time_t mtime; long mtime_ns; long long size; } file_info;
@@ -423,17 +455,6 @@ static int blob_path(char *path, size_t cap, const char *name) {
   return snprintf(path, cap, "%s/%s", blob_dir_in_use, name) < (int)cap ? 0 : -1;
 }
 
-static int read_all(int fd, void *p, size_t n) {
-  char *c = p;
-  while (n > 0) {
-    ssize_t r = read(fd, c, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    c += r;
-    n -= (size_t)r;
-  }
-  return 0;
-}
 
 int hl_disk_blob_read(const char *name, const unsigned char *key, size_t len, void **data, size_t *size) {
   *data = NULL;
@@ -442,18 +463,8 @@ int hl_disk_blob_read(const char *name, const unsigned char *key, size_t len, vo
   if (blob_path(path, sizeof path, name)) return -1;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return -1;
-  struct stat st;
-  int rc = -1;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_size > 0 && st.st_size < (1 << 30)) {
-    unsigned char *b = malloc((size_t)st.st_size);
-    if (b && !read_all(fd, b, (size_t)st.st_size) && !check(b, (size_t)st.st_size, key, len)) {
-      *data = b;
-      *size = (size_t)st.st_size - TRAILER - len;
-      rc = 0;
-    } else {
-      free(b);
-    }
-  }
+  const char *why;
+  int rc = read_checked(fd, key, len, data, size, &why);
   close(fd);
   return rc;
 }

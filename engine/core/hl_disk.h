@@ -27,10 +27,11 @@ const char *hl_disk_build_id(void);
 /* A 64-bit hash of n bytes (FNV-1a: the entries' names) */
 uint64_t hl_disk_hash(const void *p, size_t n);
 
-/* Whether there is a verified entry for key, named `<prefix><16 hex>.o`: 0 and its path, or -1.
- * The loader opens the path again: a rename in between can only put another whole entry of the
- * same key there. A damaged or foreign entry is removed (and reported under HALUA_LOG_COMPILES). */
-int hl_disk_find(const char *prefix, const unsigned char *key, size_t len, char *path, size_t cap);
+/* The entry for key, named `<prefix><16 hex>.o`, read and verified: 0 with its bytes (the
+ * trailer left out; malloc'd, at least 16-byte aligned: the caller frees them) and their size, or
+ * -1. A damaged or foreign entry is removed (and reported under HALUA_LOG_COMPILES). Read once:
+ * the bytes checked are the bytes loaded. */
+int hl_disk_read(const char *prefix, const unsigned char *key, size_t len, void **data, size_t *size);
 
 /* A new, empty temporary file in the directory (made exclusively), its name ending in suffix;
  * -1 when there is no directory or under 64 MiB free on its disk. */

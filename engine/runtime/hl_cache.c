@@ -141,9 +141,12 @@ static struct hl_kernel *compile_or_load(const hl_graph *g, const char *name, in
   size_t len = slen + ir.len;
   free(sig);
   hl_key_free(&ir);
-  char path[4400], tmp[4400];
+  char tmp[4400];
   double t0 = now_ms();
-  struct hl_kernel *k = hl_disk_find("", key, len, path, sizeof path) == 0 ? hl_kernel_load(g, name, path) : NULL;
+  void *bytes;
+  size_t nbytes;
+  struct hl_kernel *k = hl_disk_read("", key, len, &bytes, &nbytes) == 0 ? hl_kernel_load(g, name, bytes, nbytes) : NULL;
+  free(bytes);
   double load_ms = now_ms() - t0;
   *loaded = k != NULL;
   if (k) {
