@@ -8,8 +8,7 @@
 #include <string.h>
 
 static hl_lapack_routines routines;
-static const char *failure;   /* why it could not be opened, or NULL */
-static char failure_text[512];
+static char failure[512];   /* why it could not be opened, or "" */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void open_lapack(void) {
@@ -18,8 +17,7 @@ static void open_lapack(void) {
   for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *e = dlerror();
-    snprintf(failure_text, sizeof failure_text, "LAPACK could not be loaded (liblapack.so.3: %s)", e ? e : "not found");
-    failure = failure_text;
+    snprintf(failure, sizeof failure, "LAPACK could not be loaded (liblapack.so.3: %s)", e ? e : "not found");
     return;
   }
   struct {
@@ -36,8 +34,7 @@ static void open_lapack(void) {
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
     *table[i].slot = dlsym(h, table[i].name);
     if (!*table[i].slot) {
-      snprintf(failure_text, sizeof failure_text, "the LAPACK loaded (liblapack.so.3) has no %s", table[i].name);
-      failure = failure_text;
+      snprintf(failure, sizeof failure, "the LAPACK loaded (liblapack.so.3) has no %s", table[i].name);
       return;   /* (the library stays loaded: unloading one whose threads may have started is unsafe) */
     }
   }
@@ -48,7 +45,7 @@ static void open_lapack(void) {
 
 const hl_lapack_routines *hl_lapack(const char *op) {
   pthread_once(&once, open_lapack);
-  if (failure) {
+  if (failure[0]) {
     hl_error("%s: %s", op, failure);
     return NULL;
   }
