@@ -138,8 +138,12 @@ static void small_free_block(hl_storage *s, size_t padded) {
   free(s);
 }
 
+static _Thread_local size_t warm_bytes_made;
+size_t hl_storage_warm_bytes_made(void) { return warm_bytes_made; }
+
 hl_storage *hl_storage_new(size_t nbytes) {
   size_t padded = (nbytes + PAD + ALIGN - 1) / ALIGN * ALIGN;
+  if (padded <= HL_STORAGE_WARM_MAX) warm_bytes_made += padded;
   if (padded <= SMALL_MAX) {
     hl_storage *s = small_new(padded);
     if (!s) {

@@ -38,6 +38,11 @@ size_t hl_heap_bytes(void);
  * device results on their own: hl_lua_value.c). */
 size_t hl_device_heap_bytes(void);
 uint64_t hl_device_blocks_made(void);
+/* Bytes of host arrays of at most HL_STORAGE_WARM_MAX bytes that the calling thread has made so
+ * far: arrays small enough that a few megabytes of them, collected early, are reused while they
+ * are still in the caches (the GC's pacing, hl_lua_value.c). */
+enum { HL_STORAGE_WARM_MAX = 64 << 10 };
+size_t hl_storage_warm_bytes_made(void);
 /* Memory for pipelines' internal buffers (Halide's custom_malloc/custom_free): 64-byte aligned,
  * large blocks huge-page backed and reused. */
 void *hl_scratch_alloc(size_t n);

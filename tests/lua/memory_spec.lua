@@ -68,6 +68,46 @@ describe("memory", function()
     -- after the first collections every result lands in a reused block
     assert.is_true(grew < 16, "RSS grew by " .. grew .. " MB")
   end)
+  -- small results are collected after every 2 MiB of them, so a loop reuses blocks still in the
+  -- caches; a collection that takes long (a large Lua heap) makes that rule wait, never more than
+  -- a third of the time going to collections
+  local function small_results_peak(lua_heap_entries)
+    local script = os.tmpname()
+    local f = assert(io.open(script, "w"))
+    f:write(string.format([[
+      local hl = require "halua"
+      hl.default_device("cpu")
+      local keep = {}
+      for i = 1, %d do keep[i] = {i} end
+      local x = hl.ones({1000}, "float32") + 0
+      collectgarbage()
+      local base = hl.core.heap_bytes()
+      local peak = 0
+      for i = 1, 4000 do   -- 4000 results of 4 KB: 16 MB, half the large-array rule's 32 MiB
+        local r = x * 2
+        peak = math.max(peak, hl.core.heap_bytes() - base)
+      end
+      print(string.format("%%d %%d", peak, #keep))
+    ]], lua_heap_entries))
+    f:close()
+    local p = io.popen("luajit " .. script .. " 2>&1")
+    local out = p:read("*a")
+    p:close()
+    os.remove(script)
+    local peak = out:match("(%d+) %d+%s*$")
+    assert(peak, "the loop failed: " .. out)
+    return tonumber(peak)
+  end
+  it("collects small results every 2 MiB of them", function()
+    local peak = small_results_peak(0)
+    assert.is_true(peak <= 4 * 2 ^ 20, "small results piled up to " .. peak / 2 ^ 20 .. " MB")
+  end)
+  it("collects small results less often where a collection is slow (a large Lua heap)", function()
+    -- 10^6 tables make a collection take tens of milliseconds, longer than the whole loop
+    local peak = small_results_peak(1000000)
+    assert.is_true(peak >= 8 * 2 ^ 20, "small results were collected every " .. peak / 2 ^ 20 .. " MB")
+  end)
+
   it("frees what is no longer referenced", function()
     collectgarbage()
     collectgarbage()
