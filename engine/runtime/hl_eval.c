@@ -11,6 +11,7 @@
 #include "hl_extern_cufft.h"
 #include "hl_dist.h"
 #include "hl_thread_exit.h"
+#include "hl_storage.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,6 +360,21 @@ int hl_host_contiguous(const char *op, const hl_array *a, hl_array *out) {
   return rc;
 }
 
+static void broadcast_strides(const hl_array *in, int ndim, const int64_t *shape, int64_t *strides) {
+  int off = ndim - in->ndim;
+  for (int a = 0; a < ndim; a++) {
+    int ia = a - off;
+    strides[a] = ia < 0 || (in->shape[ia] == 1 && shape[a] != 1) ? 0 : in->strides[ia];
+  }
+}
+
+void hl_broadcast_view(const hl_array *a, int ndim, const int64_t *shape, hl_array *out) {
+  hl_array_copy_ref(out, a);
+  broadcast_strides(a, ndim, shape, out->strides);
+  out->ndim = ndim;
+  memcpy(out->shape, shape, sizeof(int64_t) * (size_t)ndim);
+}
+
 static int eager_view(int prim, const hl_array *in, const hl_attrs *at, const hl_type *ty, hl_array *out) {
   if (prim == HL_P_VIEW_REAL) {
     hl_array_copy_ref(out, in);
@@ -395,14 +411,9 @@ static int eager_view(int prim, const hl_array *in, const hl_attrs *at, const hl
   case HL_P_TRANSPOSE:
     for (int a = 0; a < ty->ndim; a++) out->strides[a] = in->strides[at->i[a]];
     break;
-  case HL_P_BROADCAST: {
-    int off = ty->ndim - in->ndim;
-    for (int a = 0; a < ty->ndim; a++) {
-      int ia = a - off;
-      out->strides[a] = ia < 0 || (in->shape[ia] == 1 && ty->shape[a] != 1) ? 0 : in->strides[ia];
-    }
+  case HL_P_BROADCAST:
+    broadcast_strides(in, ty->ndim, ty->shape, out->strides);
     break;
-  }
   case HL_P_SLICE:
     for (int a = 0; a < ty->ndim; a++) {
       if (ty->shape[a] > 0) out->offset += at->i[a] * in->strides[a];
@@ -647,6 +658,41 @@ int hl_scalar_like(double v, hl_dtype t, const hl_array *like, hl_array *out) {
   int rc = hl_to_device(&host, hl_array_device(like), out);
   hl_array_release(&host);
   return rc;
+}
+
+/* A Lua number in an eager op (x * 0.999) was a new 0-d array each time: a block allocated,
+ * written and freed by the collector later, and two more trips through hl_apply. The thread keeps
+ * one block per operand position instead and writes the number into it when it alone holds the
+ * block; a block that something still holds (an op that kept a reference) is left to it, since
+ * arrays never change, and a new one takes its place. */
+enum { SCALAR_SLOTS = 4 };
+static _Thread_local hl_storage *scalar_blocks[SCALAR_SLOTS];
+static _Thread_local hl_thread_exit scalar_blocks_exit;
+static void free_scalar_blocks(void *p) {
+  hl_storage **blocks = p;
+  for (int k = 0; k < SCALAR_SLOTS; k++) {
+    hl_storage_release(blocks[k]);
+    blocks[k] = NULL;
+  }
+}
+
+int hl_eager_scalar(double v, hl_dtype t, int slot, hl_array *out) {
+  if (slot < 0 || slot >= SCALAR_SLOTS) return hl_scalar_like(v, t, NULL, out);
+  hl_storage **b = &scalar_blocks[slot];
+  if (*b && __atomic_load_n(&(*b)->refcount, __ATOMIC_ACQUIRE) != 1) {
+    hl_storage_release(*b);
+    *b = NULL;
+  }
+  if (!*b) {
+    if (!(*b = hl_storage_new(16))) return -1;   /* (the widest element, complex128) */
+    hl_thread_exit_add(&scalar_blocks_exit, free_scalar_blocks, scalar_blocks);
+  }
+  memset(out, 0, sizeof *out);
+  out->dtype = t;
+  out->storage = *b;
+  hl_array_set(out, 0, v);
+  hl_storage_retain(*b);
+  return 0;
 }
 
 /* ---- programs ---- */

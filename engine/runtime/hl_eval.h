@@ -70,6 +70,12 @@ int hl_apply(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs
 /* The number v as a 0-d array of dtype t beside `like` (may be NULL): a CONST node in like's
  * trace when like is traced, else a concrete array on like's device. */
 int hl_scalar_like(double v, hl_dtype t, const hl_array *like, hl_array *out);
+/* The same for an eager op on host arrays that no trace records: the 0-d array's block is the
+ * thread's for operand position `slot` (below 4), reused while nothing else holds it. */
+int hl_eager_scalar(double v, hl_dtype t, int slot, hl_array *out);
+/* a broadcast of the concrete array a to a shape it broadcasts to (checked by the caller): a
+ * view of a's storage, stride 0 along the new and stretched axes */
+void hl_broadcast_view(const hl_array *a, int ndim, const int64_t *shape, hl_array *out);
 
 /* A compiled trace: the pruned graph, its kernel (one reference, released by hl_program_free),
  * and which outputs share a node. */

@@ -2,6 +2,7 @@
 #include "hl_complex_ops.h"
 #include <math.h>
 #include "hl_error.h"
+#include "hl_device.h"
 #include <string.h>
 
 #define SHAPE(a) (hl_shape_str((a)->ndim, (const long long *)(a)->shape).s)
@@ -103,13 +104,17 @@ int hl_op_elemwise(int prim, int nin, const hl_operand *ops, const hl_attrs *att
     if (!ops[k].is_bool) have = 1;
   }
   hl_dtype want = input_rule(prim, t);
+  /* host arrays that no trace records: numbers and broadcasts need no op of their own (a
+   * complex number's composed ops are left the general way) */
+  int plain_host = like && !like->graph && hl_array_device(like) == HL_DEVICE_CPU && !hl_dtype_is_complex(want);
   hl_array tmp[3 * MAXO];
   int ntmp = 0, rc = -1;
   const hl_array *in[MAXO];
   for (int k = 0; k < nin; k++) {
     hl_dtype tk = k < first ? HL_BOOL : want;
     if (!ops[k].array) {
-      if (hl_scalar_like(ops[k].is_bool ? (ops[k].number != 0) : ops[k].number, tk, like, &tmp[ntmp])) goto done;
+      double v = ops[k].is_bool ? (ops[k].number != 0) : ops[k].number;
+      if (plain_host ? hl_eager_scalar(v, tk, k, &tmp[ntmp]) : hl_scalar_like(v, tk, like, &tmp[ntmp])) goto done;
       in[k] = &tmp[ntmp++];
     } else if (ops[k].array->dtype != tk) {
       if (hl_op_cast(ops[k].array, tk, &tmp[ntmp])) goto done;
@@ -130,7 +135,8 @@ int hl_op_elemwise(int prim, int nin, const hl_operand *ops, const hl_attrs *att
       if (hl_trace_variable((hl_trace *)like->graph, in[k], &tmp[ntmp])) goto done;
       in[k] = &tmp[ntmp++];
     }
-    if (hl_op_broadcast_to(in[k], ndim, shape, &tmp[ntmp])) goto done;
+    if (plain_host && !in[k]->graph) hl_broadcast_view(in[k], ndim, shape, &tmp[ntmp]);
+    else if (hl_op_broadcast_to(in[k], ndim, shape, &tmp[ntmp])) goto done;
     in[k] = &tmp[ntmp++];
   }
   if (hl_dtype_is_complex(want) && prim == HL_P_POW && !ops[1].array && fabs(ops[1].number) < 100 &&

@@ -1,5 +1,6 @@
 -- The dispatch fast paths: the eager ops' kernel memo (engine/runtime/hl_eager_memo.c), small
--- arrays' reused blocks (engine/core/hl_storage.c) and jitted functions' call memo
+-- arrays' reused blocks (engine/core/hl_storage.c), Lua numbers' reused blocks and direct
+-- broadcasts (hl_eager_scalar, engine/runtime/hl_eval.c) and jitted functions' call memo
 -- (engine/lua/hl_lua_call.c). Each must give the value the slow path gives, whatever sequence of
 -- signatures, strides, sizes and cache evictions comes.
 local hl = require "halua"
@@ -120,6 +121,61 @@ describe("small arrays' blocks", function()
         end
       end
     end
+  end)
+end)
+
+describe("Lua numbers in eager ops", function()
+  it("take each operand's dtype, in every position, with no value leaking between ops", function()
+    local f = hl.array({1, 2, 3}, "float32")
+    local i = hl.array({7, -8, 9}, "int32")
+    local u = hl.array({250, 3, 4}, "uint8")
+    local h = hl.array({1.5, 2, 3}, "float16")
+    local d = hl.array({1, 2, 3}, "float64")
+    local results = {
+      {f * 2, {2, 4, 6}}, {2 - f, {1, 0, -1}}, {i * 3, {21, -24, 27}}, {hl.floor_divide(10, i), {1, -2, 1}}, {hl.mod(i, 4), {3, 0, 1}},
+      {u + 10, {4, 13, 14}},   -- uint8 wraps, as NumPy's
+      {h * 0.5, {0.75, 1, 1.5}}, {d / 3, {1 / 3, 2 / 3, 1}}, {f ^ 0.5, {1, math.sqrt(2), math.sqrt(3)}},
+      {hl.where(hl.gt(f, 1.5), f, -1), {-1, 2, 3}}, {hl.where(true, 5, f), {5, 5, 5}}, {hl.where(hl.gt(f, 2), 0, 1), {1, 1, 0}},
+      {hl.clip(f, 1.5, 2.5), {1.5, 2, 2.5}}, {hl.eq(f, 2), {false, true, false}}, {hl.gt(i, 0), {true, false, true}},
+      {hl.maximum(0, i), {7, 0, 9}},
+    }
+    -- every result still holds its own values after the others were made (the numbers' blocks
+    -- were rewritten by each later op)
+    for n, r in ipairs(results) do
+      local got = r[1]:totable()
+      for k = 1, 3 do
+        local want = r[2][k]
+        if type(want) == "boolean" then assert.are.equal(want, got[k], "result " .. n)
+        else assert(math.abs(got[k] - want) <= 1e-3 * math.max(1, math.abs(want)), string.format("result %d element %d: %s, expected %s", n, k, tostring(got[k]), tostring(want))) end
+      end
+    end
+    assert.are.equal("int32", (i * 3).dtype)
+    assert.are.equal("float32", (i * 0.5).dtype)
+    assert.are.equal("uint8", (u + 10).dtype)
+  end)
+  it("give the same values under jit, grad and vmap, and to complex and broadcast operands", function()
+    local x = hl.array({{1, 2, 3}, {4, 5, 6}}, "float32")
+    local row = hl.array({10, 20, 30}, "float32")
+    local eager = (x * 2 + row - 1):totable()
+    local jitted = hl.jit(function(a, r) return a * 2 + r - 1 end)(x, row):totable()
+    close(flat(jitted), flat(eager))
+    close(flat(eager), {11, 23, 35, 17, 29, 41})
+    local g = hl.grad(function(a) return hl.sum(a * 3 + 1) end)(x):totable()
+    close(flat(g), {3, 3, 3, 3, 3, 3})
+    local v = hl.vmap(function(r) return r * 2 + 1 end)(x):totable()
+    close(flat(v), {3, 5, 7, 9, 11, 13})
+    local z = hl.array({1, 2}, "complex64") * 2 + 1
+    close(flat(hl.real(z):totable()), {3, 5})
+    -- an eager tape (grad without jit records the op) keeps the number's value
+    local val, dr = hl.value_and_grad(function(a) local y = a * 4; local w = a * 5; return hl.sum(y + w) end)(row)
+    assert.are.equal(540, val:item())
+    close(dr:totable(), {9, 9, 9})
+  end)
+  it("keep a long loop of new numbers right (the reused blocks rewritten every op)", function()
+    local x = hl.zeros({8}) + 0
+    for n = 1, 5000 do x = x * 0.5 + n * 0.25 end
+    -- x_n = x_{n-1} / 2 + n / 4 tends to n / 2 - 1 / 2: at n = 5000, 2499.5
+    close(x:totable(), {2499.5, 2499.5, 2499.5, 2499.5, 2499.5, 2499.5, 2499.5, 2499.5}, 1e-5)
   end)
 end)
 
