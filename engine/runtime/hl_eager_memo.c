@@ -13,8 +13,17 @@ typedef struct {
 } slot;
 _Static_assert(sizeof(hl_eager_sig) % sizeof(uint64_t) == 0, "a signature hashes as whole words");
 
+enum { NLANES = 64 };
+typedef struct {
+  hl_eager_lane_key key;
+  hl_dtype dtype;
+  struct hl_kernel *kernel;   /* one reference, the lane's; NULL when empty */
+  unsigned uses;
+} lane;
+
 typedef struct {
   slot slots[NSLOTS];
+  lane lanes[NLANES];
   unsigned long generation;   /* the cache's (hl_cache_generation) when the slots were filled */
 } memo;
 
@@ -26,6 +35,10 @@ static void forget(memo *m) {
   for (int s = 0; s < NSLOTS; s++) {
     hl_kernel_release(m->slots[s].kernel);
     m->slots[s].kernel = NULL;
+  }
+  for (int s = 0; s < NLANES; s++) {
+    hl_kernel_release(m->lanes[s].kernel);
+    m->lanes[s].kernel = NULL;
   }
 }
 static void forget_at_exit(void *m) { forget(m); }
@@ -61,15 +74,18 @@ static slot *slot_of(const hl_eager_sig *sig) {
   return &mine.slots[(h >> 40) % NSLOTS];
 }
 
-struct hl_kernel *hl_eager_memo_find(const hl_eager_sig *sig) {
-  /* an entry left the cache (evicted, cleared): its kernel is to be freed, so the memo lets
-   * go of all it holds rather than keep it alive */
+/* An entry left the cache (evicted, cleared): its kernel is to be freed, so the memo lets go of
+ * all it holds rather than keep it alive. 1 when it did. */
+static int stale(void) {
   unsigned long gen = hl_cache_generation();
-  if (gen != mine.generation) {
-    forget(&mine);
-    mine.generation = gen;
-    return NULL;
-  }
+  if (gen == mine.generation) return 0;
+  forget(&mine);
+  mine.generation = gen;
+  return 1;
+}
+
+struct hl_kernel *hl_eager_memo_find(const hl_eager_sig *sig) {
+  if (stale()) return NULL;
   slot *s = slot_of(sig);
   if (!s->kernel || memcmp(&s->sig, sig, sizeof *sig) != 0) return NULL;
   if (++s->uses % 64 == 0) return NULL;   /* the cache's lookup keeps it recent (hl_eager_memo.h) */
@@ -88,3 +104,41 @@ void hl_eager_memo_put(const hl_eager_sig *sig, struct hl_kernel *k) {
 }
 
 void hl_eager_memo_forget(void) { forget(&mine); }
+
+static lane *lane_of(const hl_eager_lane_key *key) {
+  unsigned h = (unsigned)key->prim * 31u + (unsigned)key->nin * 7u + key->broadcast * 131u;
+  for (int k = 0; k < key->nin; k++) h = h * 17u + (unsigned)key->dtype[k];
+  return &mine.lanes[h % NLANES];
+}
+
+static int same_key(const hl_eager_lane_key *a, const hl_eager_lane_key *b) {
+  if (a->prim != b->prim || a->nin != b->nin || a->broadcast != b->broadcast) return 0;
+  for (int k = 0; k < a->nin; k++)
+    if (a->dtype[k] != b->dtype[k]) return 0;
+  return 1;
+}
+
+struct hl_kernel *hl_eager_lane_find(const hl_eager_lane_key *key, hl_dtype *dtype, int *refresh) {
+  *refresh = 0;
+  if (stale()) return NULL;
+  lane *l = lane_of(key);
+  if (!l->kernel || !same_key(&l->key, key)) return NULL;
+  if (++l->uses % 64 == 0) {   /* (as the memo's slots: the cache's lookup keeps it recent) */
+    *refresh = 1;
+    return NULL;
+  }
+  hl_kernel_retain(l->kernel);
+  hl_cache_count_hit();
+  *dtype = l->dtype;
+  return l->kernel;
+}
+
+void hl_eager_lane_put(const hl_eager_lane_key *key, struct hl_kernel *k, hl_dtype dtype) {
+  hl_thread_exit_add(&memo_exit, forget_at_exit, &mine);
+  lane *l = lane_of(key);
+  hl_kernel_retain(k);
+  hl_kernel_release(l->kernel);
+  l->key = *key;
+  l->dtype = dtype;
+  l->kernel = k;
+}

@@ -30,4 +30,18 @@ struct hl_kernel *hl_eager_memo_find(const hl_eager_sig *sig);
 void hl_eager_memo_put(const hl_eager_sig *sig, struct hl_kernel *k);
 /* Lets go of this thread's remembered kernels (after hl_cache_clear, so that they are freed). */
 void hl_eager_memo_forget(void);
+
+/* The memo's lane for the bulk of eager arithmetic: an elementwise primitive without attributes
+ * over operands of one shape that are each contiguous or one value broadcast (all strides 0),
+ * run as a rank-1 kernel. Its key is small and compared field by field, and it answers the
+ * result's dtype too, so such an op needs no signature, hash or inference. */
+enum { HL_LANE_MAX_IN = 3 };
+typedef struct {
+  int32_t prim, nin, dtype[HL_LANE_MAX_IN];
+  uint32_t broadcast;   /* bit k: operand k is one value broadcast */
+} hl_eager_lane_key;
+/* The kernel (retained for the caller) and the result's dtype, or NULL: not remembered, or, every
+ * 64th use, to be looked up again where the cache sees it (*refresh set), as hl_eager_memo_find. */
+struct hl_kernel *hl_eager_lane_find(const hl_eager_lane_key *key, hl_dtype *dtype, int *refresh);
+void hl_eager_lane_put(const hl_eager_lane_key *key, struct hl_kernel *k, hl_dtype dtype);
 #endif

@@ -242,18 +242,17 @@ static int stride_class(const hl_array *a) {
   return s == 1 ? HL_STRIDE_UNIT : s == 0 ? HL_STRIDE_ZERO : HL_STRIDE_ANY;
 }
 
-/* Run prim on views `in` into the allocated view `out` through a cached shape-generic kernel. */
-static int run_single(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out) {
+/* The cached shape-generic kernel of prim over views `in` into the view `out`, retained for the
+ * caller: the thread's memo's, else the cache's (compiled or loaded there). `refresh` passes the
+ * memo by, so that the cache sees the use. */
+static struct hl_kernel *eager_kernel(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, const hl_array *out,
+                                      int refresh) {
   int stride[HL_MEMO_MAX_IN];
   for (int k = 0; k < nin && k < HL_MEMO_MAX_IN; k++) stride[k] = stride_class(in[k]);
   hl_eager_sig sig;
   int memo = hl_eager_sig_make(&sig, prim, nin, in, stride, attrs, out) == 0;
-  struct hl_kernel *kern = memo ? hl_eager_memo_find(&sig) : NULL;
-  if (kern) {
-    int rc = hl_kernel_run(kern, in, &out);
-    hl_kernel_release(kern);
-    return rc;
-  }
+  struct hl_kernel *kern = memo && !refresh ? hl_eager_memo_find(&sig) : NULL;
+  if (kern) return kern;
   hl_graph *g = &eager_graph;
   hl_thread_exit_add(&eager_graph_exit, free_eager_graph, g);
   hl_graph_reset(g);
@@ -265,18 +264,89 @@ static int run_single(int prim, int nin, const hl_array *const *in, const hl_att
     pa.i[0] = k;
     pa.i[1] = k < HL_MEMO_MAX_IN ? stride[k] : stride_class(in[k]);   /* (the memo's, when it took them) */
     memcpy(pa.shape, in[k]->shape, sizeof(int64_t) * (size_t)in[k]->ndim);
-    if ((ids[k] = hl_graph_add(g, HL_P_PARAM, 0, NULL, &pa)) < 0) return -1;
+    if ((ids[k] = hl_graph_add(g, HL_P_PARAM, 0, NULL, &pa)) < 0) return NULL;
     g->nparams++;
   }
   int id = hl_graph_add(g, prim, nin, ids, attrs);
-  if (id < 0 || hl_graph_set_outputs(g, 1, &id)) return -1;
+  if (id < 0 || hl_graph_set_outputs(g, 1, &id)) return NULL;
   kern = hl_cache_get(g, hl_prims[prim].name);
-  if (!kern) return -1;
+  if (!kern) return NULL;
   /* (the result's type is the node's, as the signature assumes) */
   if (memo && g->nodes[id].type.dtype == out->dtype && g->nodes[id].type.ndim == out->ndim) hl_eager_memo_put(&sig, kern);
+  return kern;
+}
+
+/* Run prim on views `in` into the allocated view `out` through a cached shape-generic kernel. */
+static int run_single(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out) {
+  struct hl_kernel *kern = eager_kernel(prim, nin, in, attrs, out, 0);
+  if (!kern) return -1;
   int rc = hl_kernel_run(kern, in, &out);
   hl_kernel_release(kern);
   return rc;
+}
+
+/* a rank-1 view of the n elements of a, which is contiguous or (broadcast) one value */
+static void flat_view(const hl_array *a, int64_t n, int broadcast, hl_array *v) {
+  v->dtype = a->dtype;
+  v->ndim = 1;
+  v->shape[0] = n;
+  v->strides[0] = broadcast ? 0 : 1;
+  v->offset = a->offset;
+  v->storage = a->storage;
+  v->graph = NULL;
+  v->node = 0;
+  v->weak = 0;
+}
+
+static int all_strides_zero(const hl_array *a) {
+  for (int d = 0; d < a->ndim; d++)
+    if (a->strides[d] != 0 && a->shape[d] != 1) return 0;
+  return 1;
+}
+
+int hl_eager_elemwise_lane(int prim, int nin, const hl_array *const *in, hl_array *out) {
+  if (nin < 1 || nin > HL_LANE_MAX_IN || hl_prims[prim].kind != HL_K_ELEMWISE || hl_prims[prim].attrs != HL_A_NONE ||
+      prim == HL_P_STOP_GRADIENT)
+    return 0;
+  const hl_array *a = in[0];
+  int64_t n = hl_shape_size(a->ndim, a->shape);
+  if (n == 0) return 0;
+  hl_eager_lane_key key = {.prim = prim, .nin = nin};
+  hl_array v[HL_LANE_MAX_IN + 1];
+  const hl_array *vin[HL_LANE_MAX_IN];
+  for (int k = 0; k < nin; k++) {
+    const hl_array *x = in[k];
+    if (x->graph || hl_array_device(x) != HL_DEVICE_CPU || x->ndim != a->ndim ||
+        memcmp(x->shape, a->shape, sizeof(int64_t) * (size_t)a->ndim) != 0)
+      return 0;
+    int broadcast = all_strides_zero(x) && n > 1;
+    if (!broadcast && !hl_array_is_contiguous(x)) return 0;
+    key.dtype[k] = x->dtype;
+    key.broadcast |= (uint32_t)broadcast << k;
+    flat_view(x, n, broadcast, &v[k]);
+    vin[k] = &v[k];
+  }
+  hl_dtype dtype;
+  int refresh;
+  struct hl_kernel *kern = hl_eager_lane_find(&key, &dtype, &refresh);
+  if (!kern) {
+    hl_type tin[HL_LANE_MAX_IN], ty;
+    static const hl_attrs none;
+    for (int k = 0; k < nin; k++) tin[k] = (hl_type){.dtype = v[k].dtype, .ndim = 1, .shape = {n}};
+    if (hl_infer(prim, nin, tin, &none, &ty)) return 0;   /* (the general path says why, with the operands' shapes) */
+    dtype = ty.dtype;
+    flat_view(&(hl_array){.dtype = dtype}, n, 0, &v[nin]);
+    if (!(kern = eager_kernel(prim, nin, vin, NULL, &v[nin], refresh))) return -1;
+    hl_eager_lane_put(&key, kern, dtype);
+  }
+  int rc = hl_array_alloc(out, dtype, a->ndim, a->shape);
+  if (!rc) {
+    flat_view(out, n, 0, &v[nin]);
+    hl_array *vout = &v[nin];
+    if ((rc = hl_kernel_run(kern, vin, &vout))) hl_array_release(out);
+  }
+  hl_kernel_release(kern);
+  return rc ? -1 : 1;
 }
 
 /* Elementwise over same-shaped views: merge axes that are contiguous in every operand (and drop

@@ -144,6 +144,8 @@ int hl_op_elemwise(int prim, int nin, const hl_operand *ops, const hl_attrs *att
     rc = hl_complex_int_pow(in[0], (int)ops[1].number, out);   /* z ^ 3: products, as NumPy's (and JAX's integer_pow) */
   else if (hl_dtype_is_complex(want) && hl_complex_composed(prim))
     rc = hl_complex_apply(prim, nin, in, out);
+  else if (plain_host && !attrs && (rc = hl_eager_elemwise_lane(prim, nin, in, out)) != 0)
+    rc = rc < 0 ? -1 : 0;
   else
     rc = hl_apply(prim, nin, in, attrs, out);
 done:

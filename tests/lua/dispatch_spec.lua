@@ -1,6 +1,7 @@
 -- The dispatch fast paths: the eager ops' kernel memo (engine/runtime/hl_eager_memo.c), small
 -- arrays' reused blocks (engine/core/hl_storage.c), Lua numbers' reused blocks and direct
--- broadcasts (hl_eager_scalar, engine/runtime/hl_eval.c) and jitted functions' call memo
+-- broadcasts (hl_eager_scalar, engine/runtime/hl_eval.c), the memo's lane for elementwise ops on
+-- contiguous operands (hl_eager_elemwise_lane) and jitted functions' call memo
 -- (engine/lua/hl_lua_call.c). Each must give the value the slow path gives, whatever sequence of
 -- signatures, strides, sizes and cache evictions comes.
 local hl = require "halua"
@@ -176,6 +177,49 @@ describe("Lua numbers in eager ops", function()
     for n = 1, 5000 do x = x * 0.5 + n * 0.25 end
     -- x_n = x_{n-1} / 2 + n / 4 tends to n / 2 - 1 / 2: at n = 5000, 2499.5
     close(x:totable(), {2499.5, 2499.5, 2499.5, 2499.5, 2499.5, 2499.5, 2499.5, 2499.5}, 1e-5)
+  end)
+end)
+
+describe("the eager lane (contiguous or one-value operands, one rank-1 kernel)", function()
+  -- the same op on the same values through the lane (contiguous operands) and through the general
+  -- path (transposes of transposed copies: strided views), which must agree element for element
+  it("gives the general path's values and dtypes for unary, binary and three-operand ops in every dtype", function()
+    for _, dt in ipairs({"float32", "float64", "int32", "int64", "uint8", "float16"}) do
+      local a = hl.array({{1, 2, 3}, {4, 5, 6}}, dt)
+      local b = hl.array({{6, 5, 4}, {3, 2, 1}}, dt)
+      local at, bt = hl.transpose(hl.transpose(a) + 0), hl.transpose(hl.transpose(b) + 0)   -- strided views
+      local cases = {
+        {function(x, y) return x + y end}, {function(x, y) return x - y end}, {function(x, y) return x * y end},
+        {function(x, y) return hl.maximum(x, y) end}, {function(x, y) return hl.lt(x, y) end},
+        {function(x, y) return hl.where(hl.gt(x, y), x, y) end}, {function(x) return -x end},
+        {function(x) return hl.abs(x) end}, {function(x, y) return x * 2 + y end}, {function(x) return hl.sqrt(x) end},
+      }
+      for n, c in ipairs(cases) do
+        local fast, general = c[1](a, b), c[1](at, bt)
+        assert.are.equal(general.dtype, fast.dtype, dt .. " case " .. n)
+        assert.are.same(general.shape, fast.shape, dt .. " case " .. n)
+        assert.are.same(general:totable(), fast:totable(), dt .. " case " .. n)
+      end
+    end
+  end)
+  it("takes offset rows, one-element arrays, 0-d arrays broadcast and empty arrays", function()
+    local m = hl.array({{1, 2, 3}, {4, 5, 6}, {7, 8, 9}})
+    close((m[2] + m[3]):totable(), {11, 13, 15})             -- rows at an offset in one block
+    close((m[3] * hl.array(2)):totable(), {14, 16, 18})     -- a 0-d array: one value broadcast
+    close((hl.array(3) - m[1]):totable(), {2, 1, 0})
+    close((hl.array({5}) * hl.array({4})):totable(), {20})
+    assert.are.equal(12, (hl.array(3) * hl.array(4)):item())
+    local e = hl.zeros({0, 3}) + hl.zeros({0, 3})
+    assert.are.same({0, 3}, e.shape)
+    close((m[2]:reshape({3, 1}) + m[1]):totable()[3], {7, 8, 9})   -- a row broadcast: the general path
+  end)
+  it("keeps an op's errors, with the operands' own shapes", function()
+    local ok, err = pcall(function() return hl.array({{1, 2}, {3, 4}}) + hl.array({{1, 2, 3}, {4, 5, 6}}) end)
+    assert.is_false(ok)
+    assert.matches("halua: add: cannot broadcast shapes %[2,2%] and %[2,3%]", err)
+    ok, err = pcall(function() return hl.floor_divide(hl.array({1, 2}, "complex64"), hl.array({1, 2}, "complex64")) end)
+    assert.is_false(ok)
+    assert.matches("halua: floor_divide: complex64 is not supported yet", err)
   end)
 end)
 
