@@ -48,12 +48,13 @@ static hl_array *check_array(lua_State *L, int idx, const char *op) {
   return a;
 }
 
-/* The result of an op: a tracer result shares its env (trace) with an input tracer. */
-static void push_result(lua_State *L, hl_array *r, int first, int last) {
+/* The result of an op: a tracer result shares its env (trace) with an input tracer. mt: the
+ * array metatable's index, or 0 (hl_lua_push_value_mt). */
+static void push_result_mt(lua_State *L, hl_array *r, int first, int last, int mt) {
   int trace_idx = 0;
   if (r->graph) {
     for (int k = first; k <= last && !trace_idx; k++) {
-      hl_array *a = to_array(L, k);
+      hl_array *a = mt ? hl_lua_to_array_mt(L, k, mt) : to_array(L, k);
       if (a && a->graph == r->graph) {
         lua_getfenv(L, k);
         lua_rawgeti(L, -1, 1);
@@ -62,9 +63,10 @@ static void push_result(lua_State *L, hl_array *r, int first, int last) {
       }
     }
   }
-  push_array(L, r, trace_idx);
+  hl_lua_push_value_mt(L, r, trace_idx, mt);
   if (trace_idx) lua_remove(L, trace_idx);
 }
+static void push_result(lua_State *L, hl_array *r, int first, int last) { push_result_mt(L, r, first, last, 0); }
 
 static int array_gc(lua_State *L) {
   hl_array *a = lua_touserdata(L, 1);
@@ -283,7 +285,8 @@ static int l_full(lua_State *L) {
   return 1;
 }
 
-/* ---- elementwise ops: one closure per primitive, upvalue 1 = prim, 2 = name ---- */
+/* ---- elementwise ops: one closure per primitive, upvalue 1 = prim, 2 = name, 3 = the array
+ * metatable ---- */
 
 static void get_operand(lua_State *L, int idx, hl_operand *o, const char *op) {
   memset(o, 0, sizeof *o);
@@ -293,7 +296,7 @@ static void get_operand(lua_State *L, int idx, hl_operand *o, const char *op) {
   } else if (t == LUA_TBOOLEAN) {
     o->number = lua_toboolean(L, idx);
     o->is_bool = 1;
-  } else if (!(o->array = to_array(L, idx))) {
+  } else if (!(o->array = hl_lua_to_array_mt(L, idx, lua_upvalueindex(3)))) {
     hl_lua_arg_error(L, op, idx, idx, "an array or a number");
   } else if (hl_is_leaked(o->array)) {
     hl_lua_raisef(L, "halua: %s: " HL_LEAKED_TRACER, op);
@@ -312,7 +315,7 @@ static int l_elemwise(lua_State *L) {
   for (int k = 0; k < n; k++) get_operand(L, k + 1, &ops[k], name);
   hl_array r;
   if (hl_op_elemwise(prim, n, ops, NULL, &r)) return raise(L);
-  push_result(L, &r, 1, n);
+  push_result_mt(L, &r, 1, n, lua_upvalueindex(3));
   return 1;
 }
 
@@ -1472,7 +1475,8 @@ int luaopen_halua_core(lua_State *L) {
     if (p == HL_P_CAST) continue;
     lua_pushinteger(L, p);
     lua_pushstring(L, hl_prims[p].name);
-    lua_pushcclosure(L, kind == HL_K_ELEMWISE ? l_elemwise : l_reduce, 2);
+    luaL_getmetatable(L, ARRAY_MT);
+    lua_pushcclosure(L, kind == HL_K_ELEMWISE ? l_elemwise : l_reduce, 3);
     lua_setfield(L, prims, hl_prims[p].name);
   }
   lua_setfield(L, core, "prims");

@@ -10,6 +10,9 @@
 #define CALL_MEMO_MT "halua.call_memo"
 /* (a function of more array arguments takes the general path each call: jit.lua's signature) */
 enum { MEMO_ENTRIES = 4, MEMO_MAX_ARGS = 16 };
+/* the functions below have the memo metatable as upvalue 1 and the array metatable as upvalue 2,
+ * which spares their checks a lookup in the registry */
+#define ARRAY_MT_UPVALUE lua_upvalueindex(2)
 
 typedef struct {
   int8_t dtype, device, ndim;
@@ -30,7 +33,7 @@ typedef struct {
 /* the concrete array at idx and its signature; NULL when it is not one (a number, a tracer, a
  * table) */
 static const hl_array *arg_of(lua_State *L, int idx, arg_sig *s) {
-  hl_array *a = lua_type(L, idx) == LUA_TUSERDATA ? hl_lua_to_array(L, idx) : NULL;
+  hl_array *a = lua_type(L, idx) == LUA_TUSERDATA ? hl_lua_to_array_mt(L, idx, ARRAY_MT_UPVALUE) : NULL;
   if (!a || hl_live_trace(a)) return NULL;
   s->dtype = (int8_t)a->dtype;
   s->device = (int8_t)hl_array_device(a);
@@ -56,6 +59,7 @@ static int l_call_memo(lua_State *L) {
 }
 
 /* the memo at idx: its metatable is upvalue 1 of the functions below (no lookup by name) */
+
 static call_memo *check_memo(lua_State *L, int idx) {
   call_memo *m = lua_touserdata(L, idx);
   if (!m || !lua_getmetatable(L, idx) || !lua_rawequal(L, -1, lua_upvalueindex(1)))
@@ -128,7 +132,7 @@ static int l_call_memo_run(lua_State *L) {
   int nargs = lua_gettop(L) - 2;
   const hl_array *arrays[MEMO_MAX_ARGS];
   int slot = find_entry(L, m, 3, nargs, arrays);
-  if (slot >= 0) return hl_lua_program_run_arrays(L, m->e[slot].program, nargs, arrays);
+  if (slot >= 0) return hl_lua_program_run_arrays(L, m->e[slot].program, nargs, arrays, ARRAY_MT_UPVALUE);
   lua_remove(L, 1);   /* fallback, args... */
   lua_call(L, nargs, LUA_MULTRET);
   return lua_gettop(L);
@@ -143,9 +147,10 @@ void hl_lua_register_call(lua_State *L, int core_idx) {
   };
   luaL_newmetatable(L, CALL_MEMO_MT);
   int mt = lua_gettop(L);
-  for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++) {   /* each with the metatable as upvalue 1 */
+  for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++) {
     lua_pushvalue(L, mt);
-    lua_pushcclosure(L, fns[k].func, 1);
+    luaL_getmetatable(L, ARRAY_MT);
+    lua_pushcclosure(L, fns[k].func, 2);
     lua_setfield(L, core_idx, fns[k].name);
   }
   lua_pop(L, 1);

@@ -169,15 +169,26 @@ hl_array *hl_lua_to_array(lua_State *L, int idx) {
   return ok ? a : NULL;
 }
 
+hl_array *hl_lua_to_array_mt(lua_State *L, int idx, int mt) {
+  hl_array *a = lua_touserdata(L, idx);
+  if (!a || !lua_getmetatable(L, idx)) return NULL;
+  int ok = lua_rawequal(L, -1, mt);
+  lua_pop(L, 1);
+  return ok ? a : NULL;
+}
+
 /* Move an engine array into a new userdata (takes ownership). Tracers keep their trace alive. */
-hl_array *hl_lua_push_value(lua_State *L, const hl_array *src, int trace_idx) {
+hl_array *hl_lua_push_value(lua_State *L, const hl_array *src, int trace_idx) { return hl_lua_push_value_mt(L, src, trace_idx, 0); }
+
+hl_array *hl_lua_push_value_mt(lua_State *L, const hl_array *src, int trace_idx, int mt) {
   /* the GC step comes first: once the userdata exists it owns src, and an error raised before
    * that (out of memory, a finalizer's error) leaves src with the caller (halua_push_array
    * relies on this to hand a wrapped buffer back to the host) */
   if (src->storage) heap_check(L);
   hl_array *a = lua_newuserdata(L, sizeof(hl_array));
   *a = *src;
-  push_array_mt(L);
+  if (mt) lua_pushvalue(L, mt);
+  else push_array_mt(L);
   lua_setmetatable(L, -2);
   if (a->graph && trace_idx) {
     lua_newtable(L);
@@ -203,7 +214,7 @@ hl_program *hl_lua_check_program(lua_State *L, int idx) { return &((hl_lua_progr
 
 /* the results as they come from the program: past a few, in a userdata (an error raised later
  * frees it with the rest of the call's stack) */
-int hl_lua_program_run_arrays(lua_State *L, hl_program *p, int nargs, const hl_array *const *args) {
+int hl_lua_program_run_arrays(lua_State *L, hl_program *p, int nargs, const hl_array *const *args, int mt) {
   enum { ONSTACK = 16 };
   for (int k = 0; k < nargs; k++)
     if (hl_is_leaked(args[k])) hl_lua_raisef(L, "halua: jit: " HL_LEAKED_TRACER);
@@ -215,7 +226,7 @@ int hl_lua_program_run_arrays(lua_State *L, hl_program *p, int nargs, const hl_a
     for (int k = 0; k < n; k++) hl_array_release(&outs[k]);
     hl_lua_raisef(L, "halua: jit: too many results (%d) for Lua's stack", n);
   }
-  for (int k = 0; k < n; k++) hl_lua_push_value(L, &outs[k], 0);
+  for (int k = 0; k < n; k++) hl_lua_push_value_mt(L, &outs[k], 0, mt);
   return n;
 }
 
@@ -228,5 +239,5 @@ int hl_lua_program_run(lua_State *L, hl_program *p, int first) {
     args[k] = hl_lua_to_array(L, first + k);
     if (!args[k]) hl_lua_arg_error(L, "jit", first + k, first + k, "an array");
   }
-  return hl_lua_program_run_arrays(L, p, nargs, args);
+  return hl_lua_program_run_arrays(L, p, nargs, args, 0);
 }

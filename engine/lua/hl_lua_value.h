@@ -10,12 +10,17 @@
 #define PROGRAM_MT "halua.program"
 
 hl_array *hl_lua_to_array(lua_State *L, int idx);   /* NULL when idx holds no array */
+/* The same with the array metatable at index mt (a closure's upvalue): the registry lookup it
+ * saves was half the check's cost on an eager op's path. */
+hl_array *hl_lua_to_array_mt(lua_State *L, int idx, int mt);
 /* Makes the table at mt (registered as ARRAY_MT) the one the two above check and set. */
 void hl_lua_register_array_mt(lua_State *L, int mt);
 /* Move an engine array into a new userdata (takes ownership once the userdata exists: an error
  * raised before, such as out of memory, leaves src with the caller). A tracer keeps the trace at
  * trace_idx alive (0: none). */
 hl_array *hl_lua_push_value(lua_State *L, const hl_array *src, int trace_idx);
+/* the same with the array metatable at index mt */
+hl_array *hl_lua_push_value_mt(lua_State *L, const hl_array *src, int trace_idx, int mt);
 /* a concrete array (hl_lua_push_value without a trace) */
 void hl_lua_push_array(lua_State *L, hl_array *a);
 /* a tracer of the trace at trace_idx; takes ownership */
@@ -35,8 +40,9 @@ hl_program *hl_lua_check_program(lua_State *L, int idx);
 /* Runs p on the arrays from stack index `first` to the top; pushes its outputs, returns their
  * count (core.program_run) */
 int hl_lua_program_run(lua_State *L, hl_program *p, int first);
-/* the same with the arrays already taken from the stack */
-int hl_lua_program_run_arrays(lua_State *L, hl_program *p, int nargs, const hl_array *const *args);
+/* the same with the arrays already taken from the stack; mt: the array metatable's index, or 0
+ * (hl_lua_push_value_mt) */
+int hl_lua_program_run_arrays(lua_State *L, hl_program *p, int nargs, const hl_array *const *args, int mt);
 /* A collection when kernels held only by (possibly dead) jitted functions grow large: call after
  * building a program. */
 void hl_lua_kernel_check(lua_State *L);
