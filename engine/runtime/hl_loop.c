@@ -137,7 +137,7 @@ void hl_run_end(uint64_t previous) {
     }
   }
   nkept = w;
-  if (!nkept) {
+  if (!nkept && kept) {
     free(kept);
     kept = NULL;
     cap_kept = 0;
