@@ -59,7 +59,6 @@ static int l_call_memo(lua_State *L) {
 }
 
 /* the memo at idx: its metatable is upvalue 1 of the functions below (no lookup by name) */
-
 static call_memo *check_memo(lua_State *L, int idx) {
   call_memo *m = lua_touserdata(L, idx);
   if (!m || !lua_getmetatable(L, idx) || !lua_rawequal(L, -1, lua_upvalueindex(1)))
