@@ -302,15 +302,11 @@ static int resolve(loader *ld) {
         o->addr[i] = d->addr;
         continue;
       }
-      d = ld->scope ? find_def(ld->scope->defs, ld->scope->ndefs, name) : NULL;
-      if (d && (s->st_shndx == SHN_UNDEF || (s->st_shndx < o->nsec && o->discarded[s->st_shndx]))) {
-        o->addr[i] = d->addr;
-        o->external[i] = EXTERNAL;
-        continue;
-      }
       int undefined = s->st_shndx == SHN_UNDEF || (s->st_shndx < o->nsec && o->discarded[s->st_shndx]);
       if (!undefined) continue;
-      void *p = *name ? dlsym(RTLD_DEFAULT, name) : NULL;
+      /* the scope's definition, else the process's */
+      d = ld->scope ? find_def(ld->scope->defs, ld->scope->ndefs, name) : NULL;
+      void *p = d ? (void *)d->addr : *name ? dlsym(RTLD_DEFAULT, name) : NULL;
       o->addr[i] = (uintptr_t)p;
       /* (a missing one fails the load where a relocation uses it: assemblers list some unused) */
       o->external[i] = p || bind == STB_WEAK ? EXTERNAL : MISSING;
