@@ -5,6 +5,7 @@
 #include <string.h>
 
 enum { NSLOTS = 64 };   /* direct-mapped by the signature's hash */
+enum { REFRESH_EVERY = 64 };   /* every so many uses of a slot or lane, the cache's lookup instead (hl_eager_memo.h) */
 
 typedef struct {
   hl_eager_sig sig;
@@ -88,7 +89,7 @@ struct hl_kernel *hl_eager_memo_find(const hl_eager_sig *sig) {
   if (stale()) return NULL;
   slot *s = slot_of(sig);
   if (!s->kernel || memcmp(&s->sig, sig, sizeof *sig) != 0) return NULL;
-  if (++s->uses % 64 == 0) return NULL;   /* the cache's lookup keeps it recent (hl_eager_memo.h) */
+  if (++s->uses % REFRESH_EVERY == 0) return NULL;
   hl_kernel_retain(s->kernel);
   hl_cache_count_hit();
   return s->kernel;
@@ -123,7 +124,7 @@ struct hl_kernel *hl_eager_lane_find(const hl_eager_lane_key *key, hl_dtype *dty
   if (stale()) return NULL;
   lane *l = lane_of(key);
   if (!l->kernel || !same_key(&l->key, key)) return NULL;
-  if (++l->uses % 64 == 0) {   /* (as the memo's slots: the cache's lookup keeps it recent) */
+  if (++l->uses % REFRESH_EVERY == 0) {
     *refresh = 1;
     return NULL;
   }

@@ -73,9 +73,10 @@ int hl_scalar_like(double v, hl_dtype t, const hl_array *like, hl_array *out);
 /* The same for an eager op on host arrays that no trace records: the 0-d array's block is the
  * thread's for operand position `slot` (below 4), reused while nothing else holds it. */
 int hl_eager_scalar(double v, hl_dtype t, int slot, hl_array *out);
-/* An eager elementwise op through the memo's lane (hl_eager_memo.h): operands of one shape, on
- * the host and traced by nothing, each contiguous or one value broadcast. 1: done, out is the
- * result; 0: not such an op (nothing done); -1: failed. */
+/* An eager elementwise op through the memo's lane (hl_eager_memo.h). The operands are the
+ * caller's to have broadcast to one shape, and traced by nothing (hl_op_elemwise's). 1: done,
+ * out is the result; 0: not such an op, or operands not each on the host and contiguous or one
+ * value broadcast (nothing done); -1: failed. */
 int hl_eager_elemwise_lane(int prim, int nin, const hl_array *const *in, hl_array *out);
 /* a broadcast of the concrete array a to a shape it broadcasts to (checked by the caller): a
  * view of a's storage, stride 0 along the new and stretched axes */

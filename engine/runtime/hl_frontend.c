@@ -104,8 +104,9 @@ int hl_op_elemwise(int prim, int nin, const hl_operand *ops, const hl_attrs *att
     if (!ops[k].is_bool) have = 1;
   }
   hl_dtype want = input_rule(prim, t);
-  /* host arrays that no trace records: numbers and broadcasts need no op of their own (a
-   * complex number's composed ops are left the general way) */
+  /* host arrays that no trace records (`like` is a traced operand wherever there is one):
+   * numbers and broadcasts need no op of their own (a complex number's composed ops are left the
+   * general way) */
   int plain_host = like && !like->graph && hl_array_device(like) == HL_DEVICE_CPU && !hl_dtype_is_complex(want);
   hl_array tmp[3 * MAXO];
   int ntmp = 0, rc = -1;
@@ -135,7 +136,7 @@ int hl_op_elemwise(int prim, int nin, const hl_operand *ops, const hl_attrs *att
       if (hl_trace_variable((hl_trace *)like->graph, in[k], &tmp[ntmp])) goto done;
       in[k] = &tmp[ntmp++];
     }
-    if (plain_host && !in[k]->graph) hl_broadcast_view(in[k], ndim, shape, &tmp[ntmp]);
+    if (plain_host) hl_broadcast_view(in[k], ndim, shape, &tmp[ntmp]);
     else if (hl_op_broadcast_to(in[k], ndim, shape, &tmp[ntmp])) goto done;
     in[k] = &tmp[ntmp++];
   }
