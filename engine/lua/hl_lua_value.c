@@ -56,7 +56,7 @@ int hl_lua_arg_error(lua_State *L, const char *op, int argn, int idx, const char
  * `c * 2 + c` ran 2-3.5x slower than with a collection after every 2 MiB (on 1,000 to 16,000
  * float32, this 2-vCPU machine, the 0.15 ms collection included). So after 2 MiB of new arrays
  * of at most 64 KiB (hl_storage_warm_bytes_made), a collection runs, unless the time since the
- * last one is less than twice that one took: a Lua heap of the user's that makes collections
+ * last one is less than twice what a collection takes (the lesser of the last two): a Lua heap of the user's that makes collections
  * slow makes them rarer, and they never take more than a third of the time. Larger arrays do not
  * fit the caches a few at a time; the rule above paces them.
  *
@@ -69,7 +69,10 @@ int hl_lua_arg_error(lua_State *L, const char *op, int argn, int idx, const char
 static size_t gc_host_max = GC_MIN_BYTES, gc_device_floor = GC_MIN_BYTES, gc_device_max = GC_MIN_BYTES;
 static uint64_t gc_device_mark;   /* hl_device_blocks_made() at the last collection */
 static _Thread_local size_t gc_warm_next = GC_WARM_BYTES;   /* hl_storage_warm_bytes_made() that calls for one */
-static _Thread_local uint64_t gc_last_end_ns, gc_last_cost_ns;
+/* when the last collection ended, and what a collection costs: the lesser of the last two, so
+ * that one collection the machine slowed (a preempted thread) does not hold the rule back and let
+ * tens of MiB pile up at once */
+static _Thread_local uint64_t gc_last_end_ns, gc_cost_ns, gc_prev_cost_ns;
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -89,7 +92,7 @@ static size_t host_bytes(size_t device) {
 static bool gc_warm_due(void) {
   size_t made = hl_storage_warm_bytes_made();
   if (made < gc_warm_next) return false;
-  if (now_ns() - gc_last_end_ns >= 2 * gc_last_cost_ns) return true;
+  if (now_ns() - gc_last_end_ns >= 2 * gc_cost_ns) return true;
   gc_warm_next = made + GC_WARM_BYTES / 8;   /* look again soon */
   return false;
 }
@@ -107,7 +110,9 @@ static void heap_check(lua_State *L) {
   uint64_t start = now_ns();
   lua_gc(L, LUA_GCCOLLECT, 0);
   gc_last_end_ns = now_ns();
-  gc_last_cost_ns = gc_last_end_ns - start;
+  uint64_t cost = gc_last_end_ns - start;
+  gc_cost_ns = cost < gc_prev_cost_ns || !gc_prev_cost_ns ? cost : gc_prev_cost_ns;
+  gc_prev_cost_ns = cost;
   gc_warm_next = hl_storage_warm_bytes_made() + GC_WARM_BYTES;
   size_t device = hl_device_heap_bytes(), host = host_bytes(device);
   size_t lua_bytes = (size_t)lua_gc(L, LUA_GCCOUNT, 0) << 10;
