@@ -537,6 +537,22 @@ hl_objimage *hl_objload(const unsigned char *const *objs, const size_t *sizes, s
   return im;
 }
 
+hl_objimage *hl_objload_functions(const char *const *names, void *const *addrs, size_t n) {
+  hl_objimage *im = calloc(1, sizeof *im);
+  if (!im) return NULL;
+  size_t cap = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (find_def(im->defs, im->ndefs, names[i])) continue;
+    sym_def *d = push(&im->defs, &im->ndefs, &cap, names[i], (uintptr_t)addrs[i]);
+    if (!d) {
+      hl_objload_free(im);
+      return NULL;
+    }
+    d->type = STT_FUNC;
+  }
+  return im;
+}
+
 void *hl_objload_symbol(const hl_objimage *im, const char *name) {
   const sym_def *d = im ? find_def(im->defs, im->ndefs, name) : NULL;
   return d ? (void *)d->addr : NULL;
@@ -546,7 +562,7 @@ size_t hl_objload_bytes(const hl_objimage *im) { return im ? im->size : 0; }
 
 void hl_objload_free(hl_objimage *im) {
   if (!im) return;
-  munmap(im->base, im->size);
+  if (im->base) munmap(im->base, im->size);
   free_syms(im->defs, im->ndefs);
   free_syms(im->funcs, im->nfuncs);
   free(im);

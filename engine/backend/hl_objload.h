@@ -39,6 +39,11 @@ typedef struct hl_objimage hl_objimage;
 hl_objimage *hl_objload(const unsigned char *const *objs, const size_t *sizes, size_t n, const hl_objimage *scope, char *why,
                         size_t cap);
 
+/* A scope of n functions that live elsewhere (names[i] at addrs[i]: code another compiler loaded,
+ * such as Halide's JIT runtime), for hl_objload's `scope`; it maps nothing. The first of two
+ * equal names stands, as in a search through libraries in order. NULL when out of memory. */
+hl_objimage *hl_objload_functions(const char *const *names, void *const *addrs, size_t n);
+
 /* The address of a global symbol the image's objects define, or NULL. */
 void *hl_objload_symbol(const hl_objimage *im, const char *name);
 
