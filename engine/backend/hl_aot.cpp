@@ -93,9 +93,6 @@ bool write_image(const char *path, const std::vector<std::vector<unsigned char>>
   return fclose(f) == 0 && ok;
 }
 
-/* Halide's runtime, loaded once per process (hl_aot_ready): every pipeline's calls into it */
-hl_objimage *runtime_image = nullptr;
-
 /* the objects of a kernel's file (bytes past the last are the store's trailer), calling into
  * scope (the runtime) */
 hl_objimage *load_image(const unsigned char *b, size_t size, const hl_objimage *scope, std::string &why) {
@@ -166,37 +163,24 @@ std::string hl_aot_signature(const Target &t) {
          "|cores " + std::to_string(std::thread::hardware_concurrency());
 }
 
-static int aot_state = 0;   /* 0: not tried, 1: ready, -1: failed or given up */
-static std::string aot_failure;
+namespace {
 
-void hl_aot_disable(const char *why) {
-  aot_state = -1;
-  aot_failure = why;
-}
+/* What a pipeline's calls into Halide's runtime resolve against: for host pipelines the runtime
+ * compiled ahead of time, for CUDA pipelines the JIT's runtime with its CUDA module, which made
+ * the engine's device buffers (hl_device.cpp): a buffer's device interface and memory are that
+ * runtime's, so a pipeline must call the same one. Set up once per process each. */
+struct RuntimeScope {
+  int state = 0;   /* 0: not tried, 1: ready, -1: failed or given up */
+  std::string failure;
+  hl_objimage *image = nullptr;   /* (for the process's life) */
+};
+RuntimeScope scopes[2];
 
-bool hl_aot_ready(const Target &t, std::string &why) {
-  if (aot_state) {
-    why = aot_failure;
-    return aot_state > 0;
-  }
-  aot_state = -1;
-  aot_failure = "no usable cache directory";
-  if (!hl_disk_dir()) {   /* (hl_disk_dir said why, when there was a reason to) */
-    why = aot_failure;
-    return false;
-  }
-  /* set up once per process; a failure is said once, and kernels are JIT-compiled */
-  auto fail = [&](const std::string &reason) {
-    why = aot_failure = reason;
-    fprintf(stderr, "halua: warning: %s; pipelines are JIT-compiled and cached in memory only\n", reason.c_str());
-    return false;
-  };
-  /* pipelines call the engine's extern stages (matmul, sort, LAPACK, transposes) by name: the
-   * library that holds them (loaded privately by Lua's require) joins the global scope */
-  Dl_info self;
-  if (!dladdr((const void *)&hl_aot_ready, &self) || !self.dli_fname ||
-      !dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL))
-    return fail("the engine library cannot be found for its extern stages");
+RuntimeScope &scope_for(const Target &t) { return scopes[t.has_feature(Target::CUDA) ? 1 : 0]; }
+
+/* Halide's runtime for host pipelines: loaded from the cache, else compiled into it (once per
+ * machine, about half a second), with the engine's handlers; NULL and why */
+hl_objimage *host_runtime(const Target &t, std::string &why) {
   /* (one runtime for every build of halua: entries of old builds share it) */
   std::string sig = "runtime|" + runtime_signature(t);
   const unsigned char *key = (const unsigned char *)sig.data();
@@ -208,44 +192,110 @@ bool hl_aot_ready(const Target &t, std::string &why) {
                         : nullptr;
   free(bytes);
   if (!rt) {
-    /* once per machine (about half a second): Halide's runtime for this target, as an object
-     * loaded like the pipelines */
     char obj[4200], file[4200];
-    if (hl_disk_temp(obj, sizeof obj, ".o")) return fail("no room for a temporary file in the cache directory");
+    if (hl_disk_temp(obj, sizeof obj, ".o")) {
+      why = "no room for a temporary file in the cache directory";
+      return nullptr;
+    }
     if (hl_disk_temp(file, sizeof file, ".o")) {
       unlink(obj);
-      return fail("no room for a temporary file in the cache directory");
+      why = "no room for a temporary file in the cache directory";
+      return nullptr;
     }
     try {
       compile_standalone_runtime(obj, t.without_feature(Target::JIT).without_feature(Target::NoRuntime));
     } catch (const std::exception &e) {
       unlink(obj);
       unlink(file);
-      return fail(std::string("compiling Halide's runtime failed: ") + e.what());
+      why = std::string("compiling Halide's runtime failed: ") + e.what();
+      return nullptr;
     }
     rt = store_and_load({obj}, file, nullptr, load_why);
     unlink(obj);
     if (!rt) {
       unlink(file);
-      return fail("loading Halide's runtime failed: " + load_why);
+      why = "loading Halide's runtime failed: " + load_why;
+      return nullptr;
     }
     hl_disk_store("runtime-", key, sig.size(), file);
   }
-  std::string missing;
-  if (!install_handlers(rt, missing)) {
+  if (!install_handlers(rt, why)) {
     hl_objload_free(rt);
-    return fail(missing);
+    return nullptr;
   }
-  runtime_image = rt;   /* (for the process's life) */
-  aot_state = 1;
-  aot_failure.clear();
+  return rt;
+}
+
+/* The JIT's runtime for CUDA pipelines, as a scope of its exported functions (the main runtime's
+ * first, then its CUDA module's, the order in which the JIT links a pipeline against them). Its
+ * handlers are the ones every run's context carries (hl_kernel_run), as for JIT-compiled
+ * pipelines. NULL and why. */
+hl_objimage *cuda_runtime(const Target &t, std::string &why) {
+  std::vector<Internal::JITModule> runtimes;
+  try {
+    runtimes = Internal::JITSharedRuntime::get(nullptr, t.with_feature(Target::JIT), true);
+  } catch (const std::exception &e) {
+    why = std::string("building Halide's CUDA runtime failed: ") + e.what();
+    return nullptr;
+  }
+  std::vector<const char *> names;
+  std::vector<void *> addrs;
+  for (const Internal::JITModule &m : runtimes)
+    for (const auto &e : m.exports()) {
+      names.push_back(e.first.c_str());
+      addrs.push_back(e.second.address);
+    }
+  hl_objimage *im = names.empty() ? nullptr : hl_objload_functions(names.data(), addrs.data(), names.size());
+  if (!im) why = names.empty() ? "Halide's CUDA runtime exports nothing" : "out of memory";
+  return im;
+}
+
+}  // namespace
+
+void hl_aot_disable(const Target &t, const char *why) {
+  RuntimeScope &s = scope_for(t);
+  s.state = -1;
+  s.failure = why;
+}
+
+bool hl_aot_ready(const Target &t, std::string &why) {
+  RuntimeScope &s = scope_for(t);
+  if (s.state) {
+    why = s.failure;
+    return s.state > 0;
+  }
+  s.state = -1;
+  s.failure = "no usable cache directory";
+  if (!hl_disk_dir()) {   /* (hl_disk_dir said why, when there was a reason to) */
+    why = s.failure;
+    return false;
+  }
+  /* set up once per process; a failure is said once, and kernels are JIT-compiled */
+  const char *which = t.has_feature(Target::CUDA) ? "CUDA pipelines" : "pipelines";
+  auto fail = [&](const std::string &reason) {
+    why = s.failure = reason;
+    fprintf(stderr, "halua: warning: %s; %s are JIT-compiled and cached in memory only\n", reason.c_str(), which);
+    return false;
+  };
+  /* pipelines call the engine's extern stages (matmul, sort, LAPACK, transposes) by name: the
+   * library that holds them (loaded privately by Lua's require) joins the global scope */
+  Dl_info self;
+  if (!dladdr((const void *)&hl_aot_ready, &self) || !self.dli_fname ||
+      !dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL))
+    return fail("the engine library cannot be found for its extern stages");
+  std::string reason;
+  hl_objimage *rt = t.has_feature(Target::CUDA) ? cuda_runtime(t, reason) : host_runtime(t, reason);
+  if (!rt) return fail(reason);
+  s.image = rt;
+  s.state = 1;
+  s.failure.clear();
   return true;
 }
 
-hl_aot_entry hl_aot_load(const void *file, size_t size, const std::string &symbol, void **handle) {
+hl_aot_entry hl_aot_load(const void *file, size_t size, const std::string &symbol, const Target &t, void **handle) {
   *handle = nullptr;
   std::string why;
-  hl_objimage *im = load_image((const unsigned char *)file, size, runtime_image, why);
+  hl_objimage *im = load_image((const unsigned char *)file, size, scope_for(t).image, why);
   if (!im) {
     hl_error("loading a cached pipeline failed: %s", why.c_str());
     return nullptr;
@@ -296,17 +346,17 @@ hl_aot_entry hl_aot_compile(const Module &m, const std::string &symbol, const ch
     throw;
   }
   *llvm_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  hl_aot_entry entry = hl_aot_load_objects({obj}, symbol, kernel_file, link_ms, handle);
+  hl_aot_entry entry = hl_aot_load_objects({obj}, symbol, kernel_file, m.target(), link_ms, handle);
   unlink(obj.c_str());
   return entry;
 }
 
 hl_aot_entry hl_aot_load_objects(const std::vector<std::string> &objs, const std::string &symbol, const char *kernel_file,
-                                 double *link_ms, void **handle, bool disable_on_failure) {
+                                 const Target &t, double *link_ms, void **handle, bool disable_on_failure) {
   *handle = nullptr;
   auto t1 = std::chrono::steady_clock::now();
   std::string why;
-  hl_objimage *im = store_and_load(objs, kernel_file, runtime_image, why);
+  hl_objimage *im = store_and_load(objs, kernel_file, scope_for(t).image, why);
   hl_aot_entry entry = im ? (hl_aot_entry)hl_objload_symbol(im, (symbol + "_argv").c_str()) : nullptr;
   if (im && !entry) {
     hl_objload_free(im);
@@ -319,8 +369,9 @@ hl_aot_entry hl_aot_load_objects(const std::vector<std::string> &objs, const std
     /* the disk path does not work here (a directory that cannot be written, code the loader
      * refuses): once said, the process JIT-compiles from now on instead of compiling everything
      * twice */
-    fprintf(stderr, "halua: warning: %s; pipelines are JIT-compiled and cached in memory only\n", why.c_str());
-    hl_aot_disable(why.c_str());
+    fprintf(stderr, "halua: warning: %s; %s are JIT-compiled and cached in memory only\n", why.c_str(),
+            t.has_feature(Target::CUDA) ? "CUDA pipelines" : "pipelines");
+    hl_aot_disable(t, why.c_str());
   }
   return entry;
 }

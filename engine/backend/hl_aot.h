@@ -1,8 +1,10 @@
-/* Host pipelines compiled ahead of time into object code (the disk cache's entries,
- * engine/core/hl_disk.h) and loaded without a linker (hl_objload.h), against one Halide runtime
- * compiled once per machine (itself an entry of the cache, loaded the same way) instead of the
- * JIT runtime that Halide builds in every process (~300 ms). Calls go through the pipeline's argv
- * entry point, as for JIT kernels.
+/* Pipelines compiled ahead of time into object code (the disk cache's entries,
+ * engine/core/hl_disk.h) and loaded without a linker (hl_objload.h). Host pipelines call one
+ * Halide runtime compiled once per machine (itself an entry of the cache, loaded the same way)
+ * instead of the JIT runtime that Halide builds in every process (~300 ms). CUDA pipelines (their
+ * host code, with the PTX inside) call the JIT's runtime and its CUDA module, which the engine's
+ * device buffers belong to (hl_device.cpp) and which a GPU process builds anyway. Calls go through
+ * the pipeline's argv entry point, as for JIT kernels.
  *
  * A kernel's file holds its objects one after another: a header ("HLOBJS01", their count), each
  * one's size, then the objects, each starting on 16 bytes; the disk store's trailer follows. */
@@ -14,9 +16,10 @@
 
 typedef int (*hl_aot_entry)(void **args);
 
-/* The runtime, compiled (first use on this machine) or loaded, with the engine's handlers for
- * errors, allocation and parallel loops; false and why when it cannot be had (then kernels are
- * JIT-compiled as before). Call with the compiler lock held. */
+/* The runtime that pipelines for target t call, ready: for the host, compiled (first use on this
+ * machine) or loaded, with the engine's handlers for errors, allocation and parallel loops; for
+ * CUDA, the JIT's. False and why when it cannot be had (then kernels for t are JIT-compiled as
+ * before). Call with the compiler lock held. */
 bool hl_aot_ready(const Halide::Target &t, std::string &why);
 
 /* The engine's handlers for the loaded runtime (hl_backend.cpp, which owns a run's context:
@@ -30,26 +33,27 @@ int hl_backend_runtime_par_for(void *uc, int (*f)(void *, int, uint8_t *), int m
  * else the lowering reads (HALUA_FUSED_MATMUL, the core count). */
 std::string hl_aot_signature(const Halide::Target &t);
 
-/* No more ahead-of-time kernels in this process (hl_aot_ready says no, with why). */
-void hl_aot_disable(const char *why);
+/* No more ahead-of-time kernels for t's runtime in this process (hl_aot_ready says no, with why). */
+void hl_aot_disable(const Halide::Target &t, const char *why);
 
-/* Compiles m (whose function is `symbol`) to an object, written as a kernel's file at kernel_file, and
- * loads it, adding the time LLVM took and the time writing and loading took to *llvm_ms and
- * *link_ms; on a failure, warns and disables ahead-of-time kernels for the process. *handle is
- * the image, for hl_aot_unload when the kernel is freed. */
+/* Compiles m (whose function is `symbol`) to an object, written as a kernel's file at kernel_file,
+ * and loads it against the runtime of m's target, adding the time LLVM took and the time writing
+ * and loading took to *llvm_ms and *link_ms; on a failure, warns and disables ahead-of-time
+ * kernels for that runtime in the process. *handle is the image, for hl_aot_unload when the
+ * kernel is freed. */
 hl_aot_entry hl_aot_compile(const Halide::Module &m, const std::string &symbol, const char *kernel_file, double *llvm_ms,
                             double *link_ms, void **handle);
 
-/* The same from object files already compiled (Module::compile, the NoRuntime target): writes
- * them as one kernel's file at kernel_file and loads them as one image (the objects are the
- * caller's to remove). With disable_on_failure false a failure is the caller's to handle (NULL,
+/* The same from object files already compiled for target t (Module::compile, the NoRuntime
+ * target): writes them as one kernel's file at kernel_file and loads them as one image (the
+ * objects are the caller's to remove). With disable_on_failure false a failure is the caller's to handle (NULL,
  * nothing said). */
 hl_aot_entry hl_aot_load_objects(const std::vector<std::string> &objs, const std::string &symbol, const char *kernel_file,
-                                 double *link_ms, void **handle, bool disable_on_failure = true);
+                                 const Halide::Target &t, double *link_ms, void **handle, bool disable_on_failure = true);
 
-/* Loads a kernel's file (size bytes at file, a disk entry's: read only, not kept); NULL with
- * hl_error when it is not one or has no `symbol`. */
-hl_aot_entry hl_aot_load(const void *file, size_t size, const std::string &symbol, void **handle);
+/* Loads a kernel's file (size bytes at file, a disk entry's: read only, not kept) against the
+ * runtime of target t; NULL with hl_error when it is not one or has no `symbol`. */
+hl_aot_entry hl_aot_load(const void *file, size_t size, const std::string &symbol, const Halide::Target &t, void **handle);
 /* Another function of an object hl_aot_load or hl_aot_compile loaded; NULL when it has none. */
 hl_aot_entry hl_aot_symbol(void *handle, const std::string &symbol);
 /* With HALUA_PERF_MAP=1, names the image's functions for perf ("NAME: function" in

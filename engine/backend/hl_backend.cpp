@@ -1,7 +1,7 @@
 /* Compilation and the call path. A kernel is a Halide pipeline called through its argv entry
  * point with halide_buffer_t views of the engine's arrays (zero copy): compiled ahead of time
- * into object code of the disk cache (host pipelines, hl_aot.cpp) or JIT-compiled (CUDA
- * pipelines, pipelines with compiled loops, and everything when the disk cache is off). */
+ * into object code of the disk cache (host and CUDA pipelines, hl_aot.cpp) or JIT-compiled (when
+ * the disk cache is off or cannot be used). */
 #include "hl_backend.h"
 #include "hl_aot.h"
 #include "hl_lower.h"
@@ -220,21 +220,30 @@ int hl_backend_runtime_par_for(void *uc, int (*f)(void *, int, uint8_t *), int m
   return hl_pool_par_for(uc, (hl_task_fn)f, min, extent, closure);
 }
 
-/* A CUDA pipeline needs the JIT's device runtime; the rest can live in the disk cache (a compiled
- * loop's stage names its loop by its slot in the program: hl_eval.h). */
+/* Host and CUDA pipelines live in the disk cache, each kind loaded against its runtime (hl_aot.h;
+ * a compiled loop's stage names its loop by its slot in the program: hl_eval.h). */
 extern "C" char *hl_kernel_disk_signature(const hl_graph *g) {
-  if (g->device != HL_DEVICE_CPU) return nullptr;
+  if (g->device != HL_DEVICE_CPU && g->device != HL_DEVICE_CUDA) return nullptr;
   std::lock_guard<std::mutex> guard(compiler_lock);
-  static std::string signature;   /* the same for the whole process: made once */
+  static std::string signature[2];   /* the same for the whole process: made once per device */
+  std::string &sig = signature[g->device == HL_DEVICE_CUDA];
   try {
-    Target t = hl_device_target(HL_DEVICE_CPU);
+    Target t = hl_device_target(g->device);
     std::string why;
     if (!hl_aot_ready(t.without_feature(Target::JIT), why)) return nullptr;   /* (said once there) */
-    if (signature.empty()) signature = hl_aot_signature(t);
-    return strdup(signature.c_str());
+    if (sig.empty()) sig = hl_aot_signature(t);
+    return strdup(sig.c_str());
   } catch (const std::exception &e) {
     return nullptr;
   }
+}
+
+/* A CUDA module's device code: the PTX that Halide embeds in its host code */
+static std::string module_ptx(const Module &m) {
+  for (const Buffer<> &b : m.buffers())
+    if (b.name().find("gpu_source_kernels") != std::string::npos)
+      return std::string((const char *)b.data(), strnlen((const char *)b.data(), (size_t)b.size_in_bytes()));
+  return std::string();
 }
 
 /* g's Halide pipeline, lowered and scheduled for its device, with its arguments */
@@ -322,7 +331,7 @@ static void compile_parts(hl_kernel *k, const char *kernel_file, Lap &lap) {
     lap(k->phase_ms[2]);
     if (compiled) {
       double link_ms = 0;
-      hl_aot_entry first = hl_aot_load_objects(objs, part_symbol(0), kernel_file, &link_ms, &k->so, false);
+      hl_aot_entry first = hl_aot_load_objects(objs, part_symbol(0), kernel_file, t, &link_ms, &k->so, false);
       for (const std::string &o : objs) unlink(o.c_str());
       lap(k->phase_ms[3]);
       if (first && all_parts(k, first, n)) {
@@ -405,7 +414,7 @@ static hl_kernel *hl_kernel_load_real(const hl_graph *g, const char *name, const
     delete k;
     return nullptr;
   }
-  k->aot = hl_aot_load(file, size, k->plan ? part_symbol(0) : k->symbol, &k->so);
+  k->aot = hl_aot_load(file, size, k->plan ? part_symbol(0) : k->symbol, k->target, &k->so);
   for (size_t q = 0; k->aot && k->plan && q < k->plan->parts.size(); q++) {
     k->parts.push_back(hl_kernel_part());
     k->parts[q].aot = hl_aot_symbol(k->so, part_symbol(k->plan->same_as[q]));
@@ -457,6 +466,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, co
       Target t = k->target.without_feature(Target::JIT).with_feature(Target::NoRuntime);
       Module m = k->pipeline.compile_to_module(k->args, k->symbol, t);
       lap(k->phase_ms[1]);
+      if (k->cuda) k->ptx = module_ptx(m);
       k->aot = hl_aot_compile(m, k->symbol, kernel_file, &k->phase_ms[2], &k->phase_ms[3], &k->so);
       if (!k->aot) unlink(kernel_file);   /* (said once by hl_aot_compile; the JIT takes over) */
       /* the loaded object is all a run needs: the Halide pipeline is let go (hl_kernel_stmt and
@@ -470,9 +480,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, co
       k->symbol = jit_symbol();
       Module m = k->pipeline.compile_to_module(k->args, k->symbol, k->target);
       lap(k->phase_ms[1]);
-      for (const Buffer<> &b : m.buffers())
-        if (b.name().find("gpu_source_kernels") != std::string::npos)
-          k->ptx.assign((const char *)b.data(), strnlen((const char *)b.data(), (size_t)b.size_in_bytes()));
+      if (k->cuda) k->ptx = module_ptx(m);
       k->module = Internal::JITModule(m, m.get_function_by_name(k->symbol), jit_deps(g->device));
       k->entry = k->module.argv_function();
       lap(k->phase_ms[2]);
@@ -721,7 +729,22 @@ static char *kernel_text(hl_kernel *k, const hl_graph *g, bool assembly) {
 extern "C" char *hl_kernel_stmt(hl_kernel *k, const hl_graph *g) { return kernel_text(k, g, false); }
 extern "C" char *hl_kernel_asm(hl_kernel *k, const hl_graph *g) { return kernel_text(k, g, true); }
 
-extern "C" const char *hl_kernel_ptx(const hl_kernel *k) { return k->ptx.c_str(); }
+extern "C" const char *hl_kernel_ptx(hl_kernel *k, const hl_graph *g) {
+  if (!k->cuda || !k->ptx.empty()) return k->ptx.c_str();
+  /* loaded from the disk cache, whose entry holds the PTX inside the host code: g is lowered
+   * again for it, as hl_kernel_stmt does (the kernels are the same: one IR, one target) */
+  try {
+    std::lock_guard<std::mutex> guard(compiler_lock);
+    RealGraph rg(g);
+    std::vector<Argument> args;
+    Pipeline p = build_pipeline(rg.g, k->target, args);
+    k->ptx = module_ptx(p.compile_to_module(args, kAotSymbol, k->target.without_feature(Target::JIT)));
+  } catch (const std::exception &e) {
+    hl_error("lower: the pipeline's PTX could not be made again: %s", e.what());
+    return nullptr;
+  }
+  return k->ptx.c_str();
+}
 
 extern "C" void hl_kernel_retain(hl_kernel *k) { k->refs.fetch_add(1, std::memory_order_relaxed); }
 

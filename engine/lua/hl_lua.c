@@ -1225,12 +1225,15 @@ static int l_program_asm(lua_State *L) {
 
 static int l_program_ptx(lua_State *L) {
   hl_lua_program *u = luaL_checkudata(L, 1, PROGRAM_MT);
-  lua_pushstring(L, hl_kernel_ptx(u->p.kernel));
+  const char *ptx = hl_kernel_ptx(u->p.kernel, &u->p.g);
+  if (!ptx) return raise(L);
+  lua_pushstring(L, ptx);
   return 1;
 }
 
-/* the PTX of the loop bodies and conditions the graph runs, nested loops included, each loop once */
-static void push_loop_ptx(lua_State *L, const hl_graph *g, int list) {
+/* the PTX of the loop bodies and conditions the graph runs, nested loops included, each loop once;
+ * -1 with hl_error when one cannot be had */
+static int push_loop_ptx(lua_State *L, const hl_graph *g, int list) {
   for (int i = 0; i < g->nnodes; i++) {
     int id = hl_graph_distinct_loop(g, i);
     const hl_loop *l = id < 0 ? NULL : hl_loop_get(id);
@@ -1238,18 +1241,21 @@ static void push_loop_ptx(lua_State *L, const hl_graph *g, int list) {
     const hl_program *parts[2] = {&l->body, &l->cond};
     for (int k = 0; k < 2; k++) {
       if (!parts[k]->kernel) continue;
-      lua_pushstring(L, hl_kernel_ptx(parts[k]->kernel));
+      const char *ptx = hl_kernel_ptx(parts[k]->kernel, &parts[k]->g);
+      if (!ptx) return -1;
+      lua_pushstring(L, ptx);
       lua_rawseti(L, list, (int)lua_objlen(L, list) + 1);
-      push_loop_ptx(L, &parts[k]->g, list);
+      if (push_loop_ptx(L, &parts[k]->g, list)) return -1;
     }
   }
+  return 0;
 }
 
 /* program_loop_ptx(program) -> {ptx, ...} (empty strings for cpu programs) */
 static int l_program_loop_ptx(lua_State *L) {
   hl_lua_program *u = luaL_checkudata(L, 1, PROGRAM_MT);
   lua_newtable(L);
-  push_loop_ptx(L, &u->p.g, lua_gettop(L));
+  if (push_loop_ptx(L, &u->p.g, lua_gettop(L))) return raise(L);
   return 1;
 }
 

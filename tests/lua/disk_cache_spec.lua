@@ -766,24 +766,68 @@ finish()
     end
   end)
 
-  it("a CUDA pipeline is compiled in every process, never written or loaded", function()
-    -- compiling for CUDA (to PTX) needs no GPU
+  it("a CUDA pipeline is written by the first process and loaded by the next, its PTX the same", function()
+    -- compiling for CUDA (to PTX) and loading the host code needs no GPU: its calls resolve against
+    -- Halide's JIT runtime for CUDA, which the process builds without a driver
     local dir = tmpdir()
     local script = HEADER .. [==[
 local f = hl.jit(function(a) return hl.tanh(a * 2) + 1 end, {device = "cuda", name = "cudaf"})
-result.ptx = #f:lower(hl.ones({4})):ptx()
+result.ptx = f:lower(hl.ones({4})):ptx()
 info("info")
 finish()
 ]==]
-    for run_no = 1, 2 do
-      local r = run(script, {HALUA_CACHE_DIR = dir})
-      local res = succeeded(r)
-      assert(res.ptx > 0, r.text)
-      assert.are.equal(1, #lines(r, "halua: compiled cudaf in "), "run " .. run_no .. ":\n" .. r.text)
-      assert.are.same({}, lines(r, "halua: loaded cudaf "), "run " .. run_no .. ":\n" .. r.text)
-      assert.are.equal(0, res.info.disk_hits, r.text)
-      assert.are.same({}, listing(dir).entries, "run " .. run_no .. ": no entry for a CUDA pipeline")
+    local r1 = run(script, {HALUA_CACHE_DIR = dir})
+    local res1 = succeeded(r1)
+    assert.truthy(res1.ptx:find(".entry", 1, true), r1.text)
+    assert.are.equal(1, #lines(r1, "halua: compiled cudaf in "), r1.text)
+    assert.are.equal(1, res1.info.disk_misses, r1.text)
+    local entries = listing(dir).entries
+    assert.are.equal(1, #entries, "one entry, the CUDA pipeline's:\n" .. table.concat(listing(dir).all, "\n"))
+    assert.are.same({}, listing(dir).runtimes, "no host runtime: CUDA pipelines call the JIT's")
+    local r2 = run(script, {HALUA_CACHE_DIR = dir})
+    local res2 = succeeded(r2)
+    assert.are.same({}, lines(r2, "halua: compiled "), r2.text)
+    assert.are.equal(1, #lines(r2, "halua: loaded cudaf from the disk cache in "), r2.text)
+    assert.are.equal(1, res2.info.disk_hits, r2.text)
+    assert.are.equal(res1.ptx, res2.ptx, "the loaded kernel's PTX, lowered again, is the compiled one's")
+    -- a damaged CUDA entry is removed and compiled again, as any other
+    damage_entries(dir, function(b) return b:sub(1, #b - 40) end)
+    local r3 = run(script, {HALUA_CACHE_DIR = dir})
+    local res3 = succeeded(r3)
+    assert.are.equal(1, #lines(r3, DAMAGED), r3.text)
+    assert.are.equal(1, #lines(r3, "halua: compiled cudaf in "), r3.text)
+    assert.are.equal(res1.ptx, res3.ptx)
+  end)
+
+  it("on a GPU, CUDA pipelines (jitted and eager) load in a second process and give the same values", function()
+    local probe = succeeded(run(HEADER .. "result.gpu = #hl.devices() > 1\nfinish()\n", {HALUA_CACHE_DIR = "off"}))
+    if not probe.gpu then
+      pending("no GPU here: the CPU test above checks writing, loading and the PTX")
+      return
     end
+    local dir = tmpdir()
+    local script = HEADER .. [==[
+local x = hl.device_put(hl.arange(6), "cuda")
+local f = hl.jit(function(a) return hl.tanh(a * 2) + a:sum() end, {name = "cudaf"})
+local y, e = f(x), hl.exp(x)
+result.values = {f = y:to("cpu"):totable(), e = e:to("cpu"):totable()}
+result.device = y.device
+info("info")
+finish()
+]==]
+    local r1 = run(script, {HALUA_CACHE_DIR = dir})
+    local res1 = succeeded(r1)
+    check_values(res1.values, r1.text)
+    assert.are.equal("cuda", res1.device)
+    assert(res1.info.disk_misses >= 2, r1.text)
+    local r2 = run(script, {HALUA_CACHE_DIR = dir})
+    local res2 = succeeded(r2)
+    check_values(res2.values, r2.text)
+    assert.are.same(res1.values, res2.values)
+    assert.are.same({}, lines(r2, "halua: compiled "), r2.text)
+    assert.are.equal(1, #lines(r2, "halua: loaded cudaf from the disk cache in "), r2.text)
+    assert.are.equal(res1.info.disk_misses, res2.info.disk_hits, r2.text)
+    assert.are.equal(0, res2.info.disk_misses, r2.text)
   end)
 
   it("HALUA_CACHE_DIR=off: no disk cache, no files anywhere, right values", function()
