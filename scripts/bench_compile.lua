@@ -4,6 +4,7 @@
 --   luajit scripts/bench_compile.lua [--rounds N] [PROBE ...]   every probe (or those named), N rounds
 --                                                               (default 3), the median of each
 --   luajit scripts/bench_compile.lua --one PROBE                 one probe in this process: "PROBE ms"
+-- The probes' arrays are made on the default device: HALUA_DEVICE=cuda times CUDA pipelines.
 -- The first call of each probe includes tracing and, for the jitted ones, one run.
 local hl = require "halua"
 package.path = (arg[0]:match("^(.*/)") or "./") .. "?.lua;" .. package.path
@@ -88,9 +89,11 @@ local function sh(cmd)
   local status = os.execute(cmd)
   assert(status == 0 or status == true, "bench_compile: failed: " .. cmd)
 end
--- Halide's runtime, compiled once into a seed directory that every cold directory starts from
+-- Halide's runtime for host pipelines, compiled once into a seed directory that every cold
+-- directory starts from (on the host: with HALUA_DEVICE=cuda the probes run on the GPU, whose
+-- pipelines call the runtime Halide builds in each process)
 sh("mkdir -p '" .. base .. "/seed'")
-run("first_pipeline", "HALUA_CACHE_DIR='" .. base .. "/seed'")
+run("first_pipeline", "HALUA_DEVICE=cpu HALUA_CACHE_DIR='" .. base .. "/seed'")
 local modes = {"off", "cold", "warm"}
 local times = {}
 for round = 1, rounds do
