@@ -3,7 +3,8 @@
  * loader must get right: calls into libm, data in another object, pointers in relocated
  * constants, an external variable through the GOT, zeroed data, a weak definition overridden by
  * a strong one, a COMDAT group two objects both carry; then a call out of 32-bit reach, calls
- * into a scope (another image, as pipelines call Halide's runtime), a destructor (not run), what the loader refuses (thread-locals, constructors, a symbol
+ * into a scope (another image, as pipelines call Halide's runtime, or a table of functions, as
+ * CUDA pipelines call the JIT's), a destructor (not run), what the loader refuses (thread-locals, constructors, a symbol
  * the process lacks, a name defined twice, not ELF, truncated), and damaged objects, which must
  * fail or load but never crash. */
 #define _GNU_SOURCE
@@ -148,6 +149,10 @@ static void expect_refusal(blob *objs, size_t n, const char *words, const char *
   CHECK(strstr(why, words) != NULL, "%s: the reason \"%s\" lacks \"%s\"", what, why, words);
 }
 
+/* functions a table scope names (3c) */
+static int times_five(int x) { return 5 * x; }
+static int times_eleven(int x) { return 11 * x; }
+
 int main(void) {
   if (!mkdtemp(dir)) return 2;
   blob ab[2] = {compile("a", "c", SRC_A), compile("b", "c", SRC_B)};
@@ -231,6 +236,28 @@ int main(void) {
   }
   hl_objload_free(scope);
   expect_refusal(&user, 1, "calls scoped_fn, which is not in the process", "no scope");
+
+  /* 3c. a scope of functions that live elsewhere (hl_objload_functions: as CUDA pipelines call
+   * the JIT's runtime): the first of two equal names stands, and the table maps nothing */
+  {
+    const char *names[] = {"scoped_fn", "scoped_fn", "other_fn"};
+    void *addrs[] = {(void *)times_five, (void *)times_eleven, (void *)times_eleven};
+    hl_objimage *table = hl_objload_functions(names, addrs, 3);
+    CHECK(table != NULL, "a table of functions");
+    CHECK(table && hl_objload_bytes(table) == 0, "a table maps nothing");
+    CHECK(table && hl_objload_symbol(table, "scoped_fn") == (void *)times_five, "the first of two equal names stands");
+    const unsigned char *p = user.b;
+    size_t n = user.n;
+    im = table ? hl_objload(&p, &n, 1, table, why, sizeof why) : NULL;
+    CHECK(im != NULL, "loading against a table of functions: %s", why);
+    int (*use)(void) = im ? (int (*)(void))hl_objload_symbol(im, "use_scope") : NULL;
+    CHECK(use && use() == 35, "a call into the table's function");
+    hl_objload_free(im);
+    hl_objload_free(table);
+    hl_objimage *empty = hl_objload_functions(NULL, NULL, 0);
+    CHECK(empty != NULL && hl_objload_symbol(empty, "scoped_fn") == NULL, "an empty table");
+    hl_objload_free(empty);
+  }
 
   /* 4. what the loader refuses, with its reason */
   blob tls = compile("tls", "c", "__thread int t; int get_t(void) { return t; }\n");
