@@ -314,7 +314,9 @@ static void compile_parts(hl_kernel *k, const char *kernel_file, Lap &lap) {
   std::vector<Pipeline> pipes(n);
   std::vector<std::vector<Argument>> args(n);
   k->parts.assign(n, hl_kernel_part());
-  std::vector<int> distinct = plan.distinct();   /* the parts compiled: the first of each program */
+  /* the parts compiled (the first of each program), the costliest first: processes take them in
+   * turn (hl_compile_jobs.h) */
+  std::vector<int> distinct = plan.distinct_costliest_first();
   Target t = k->target.without_feature(Target::JIT).with_feature(Target::NoRuntime);   /* (ahead of time) */
   int jobs = kernel_file ? hl_compile_jobs(distinct.size()) : 1;
   bool serial_aot = kernel_file != nullptr;

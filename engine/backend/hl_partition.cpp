@@ -20,6 +20,31 @@ std::vector<int> hl_plan::distinct() const {
   return d;
 }
 
+/* a part's compile cost in rough units of an elementwise stage, measured on the MLP train step's
+ * parts (2026-11-28: 3 products and 11 other stages 178 ms, 1 product and 16 others 83 ms, none
+ * and 14 others 45 ms) */
+static int compile_cost(const hl_graph &g) {
+  int cost = 1;
+  for (int i = 0; i < g.nnodes; i++) {
+    switch (hl_prims[g.nodes[i].prim].kind) {
+      case HL_K_MATMUL: cost += 8; break;
+      case HL_K_REDUCE: cost += 2; break;
+      case HL_K_SOURCE:
+      case HL_K_VIEW: break;   /* (values in their readers: no stage of their own) */
+      default: cost += 1; break;
+    }
+  }
+  return cost;
+}
+
+std::vector<int> hl_plan::distinct_costliest_first() const {
+  std::vector<int> d = distinct();
+  std::vector<int> cost(parts.size(), 0);
+  for (int q : d) cost[q] = compile_cost(parts[q].g);
+  std::stable_sort(d.begin(), d.end(), [&](int a, int b) { return cost[a] > cost[b]; });
+  return d;
+}
+
 void hl_plan::clear() {
   for (hl_part &p : parts) hl_graph_free(&p.g);
   parts.clear();

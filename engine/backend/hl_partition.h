@@ -78,6 +78,10 @@ struct hl_plan {
   };
   std::vector<constant> constants;
   std::vector<int> distinct() const;   /* the parts whose program is their own: those compiled */
+  /* the same, the costliest to compile first (by a part's stages: a matrix product is a tiled
+   * kernel of many vector statements, a reduction has an update, an elementwise node is one
+   * statement), so that workers taking them in turn finish together: the longest first */
+  std::vector<int> distinct_costliest_first() const;
   hl_plan() = default;
   void clear();   /* (no parts, no buffers between them) */
   hl_plan(const hl_plan &) = delete;
