@@ -119,8 +119,7 @@ int to_buffer(const hl_array *complex_array, int rank, halide_buffer_t *b, halid
   } else {
     b->host = (uint8_t *)hl_array_data(a);
   }
-  Type t = hl_halide_type(a->dtype);
-  b->type = t;
+  b->type = hl_buffer_type(a->dtype);
   b->dimensions = rank;
   b->dim = dims;
   for (int j = 0; j < rank; j++) {
@@ -515,7 +514,7 @@ static int run_parts(hl_kernel *k, halide_buffer_t *bufs, RunContext *ctx) {
   /* the constants its parts read from buffers (hl_plan::constants): 0-d, on the plan's values,
    * which the pipelines only read */
   for (int c = 0; c < nc; c++) {
-    constants[c].type = hl_halide_type(plan.constants[c].dtype);
+    constants[c].type = hl_buffer_type(plan.constants[c].dtype);
     constants[c].host = (uint8_t *)const_cast<void *>(static_cast<const void *>(&plan.constants[c].value));
   }
   JITUserContext *pctx = ctx;
@@ -532,7 +531,7 @@ static int run_parts(hl_kernel *k, halide_buffer_t *bufs, RunContext *ctx) {
       const hl_type &t = plan.between[j];
       halide_buffer_t &b = between[j];
       b = halide_buffer_t();
-      b.type = hl_halide_type(t.dtype);
+      b.type = hl_buffer_type(t.dtype);
       b.dimensions = t.ndim;
       b.dim = &dims[(size_t)j * HL_MAX_DIMS];
       int64_t stride = 1;

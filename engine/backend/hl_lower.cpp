@@ -33,6 +33,19 @@ Type hl_halide_type(hl_dtype t) {
   throw CompileError("halua: no Halide type for dtype " + std::string(hl_dtype_name(t)));
 }
 
+namespace {
+struct BufferTypes {
+  halide_type_t of[HL_NDTYPES];
+  BufferTypes() {
+    for (int d = 0; d < HL_NDTYPES; d++)
+      of[d] = hl_dtype_is_complex((hl_dtype)d) ? halide_type_t() : (halide_type_t)hl_halide_type((hl_dtype)d);
+  }
+};
+const BufferTypes buffer_types;
+}  // namespace
+
+halide_type_t hl_buffer_type(hl_dtype t) { return buffer_types.of[t]; }
+
 /* ---- float16 and bfloat16 ----
  * Buffers hold their bit patterns as uint16 and pipelines compute in float32 (as JAX does on the
  * CPU): a parameter is decoded when read, every node of those dtypes rounds its float32 result

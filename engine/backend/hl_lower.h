@@ -29,6 +29,10 @@ struct hl_lowered {
 };
 
 Halide::Type hl_halide_type(hl_dtype t);    /* a buffer's element type */
+/* the same as a run's buffer descriptor holds it, from a table (it is on every run's path, where
+ * building a Halide::Type was 5% of a small eager op); a complex dtype's is empty: such arrays
+ * bind as their float pairs */
+halide_type_t hl_buffer_type(hl_dtype t);
 Halide::Type hl_compute_type(hl_dtype t);   /* a Func's value type: float32 for float16 and bfloat16 */
 /* float16/bfloat16: float32 to the dtype's bits, bits to float32, any value to the float32 that
  * holds its nearest dtype value (see hl_lower.cpp) */

@@ -34,6 +34,17 @@ static int hl_broadcast_shapes_quiet(int n, const hl_array *const *arrays, int *
 }
 
 int hl_broadcast_shapes(const char *op, int n, const hl_array *const *arrays, int *ndim, int64_t *shape) {
+  /* operands of one shape, as most are: that shape (the general rule below walks every axis of
+   * every operand) */
+  int same = n > 0;
+  for (int k = 1; k < n && same; k++)
+    same = arrays[k]->ndim == arrays[0]->ndim &&
+           !memcmp(arrays[k]->shape, arrays[0]->shape, sizeof(int64_t) * (size_t)arrays[0]->ndim);
+  if (same) {
+    *ndim = arrays[0]->ndim;
+    memcpy(shape, arrays[0]->shape, sizeof(int64_t) * (size_t)arrays[0]->ndim);
+    return 0;
+  }
   int r = 0;
   for (int k = 0; k < n; k++) r = arrays[k]->ndim > r ? arrays[k]->ndim : r;
   for (int a = 0; a < r; a++) shape[a] = 1;
