@@ -70,6 +70,7 @@ struct hl_kernel {
   std::string name;     /* for messages: the primitive or the jitted function */
   std::string symbol;   /* the compiled function's unique name */
   std::string ptx;   /* CUDA pipelines: the device code, for inspection and ptxas checks */
+  bool ptx_known = false;   /* ptx holds it (a kernel loaded from disk makes it on request) */
   /* a program cut into several pipelines: the plan, and each part's code (the fields above
    * that hold one pipeline's code are then unused) */
   std::unique_ptr<hl_plan> plan;
@@ -220,7 +221,10 @@ int hl_backend_runtime_par_for(void *uc, int (*f)(void *, int, uint8_t *), int m
 }
 
 /* Host and CUDA pipelines live in the disk cache, each kind loaded against its runtime (hl_aot.h;
- * a compiled loop's stage names its loop by its slot in the program: hl_eval.h). */
+ * a compiled loop's stage names its loop by its slot in the program: hl_eval.h). A CUDA
+ * pipeline's lowering also reads whether this process has cuBLAS and cuFFT (their extern stages,
+ * else the host's), so its key says so: an entry with a library's stage must not load where the
+ * library is missing or switched off, nor one without it where it would serve. */
 extern "C" char *hl_kernel_disk_signature(const hl_graph *g) {
   if (g->device != HL_DEVICE_CPU && g->device != HL_DEVICE_CUDA) return nullptr;
   std::lock_guard<std::mutex> guard(compiler_lock);
@@ -231,7 +235,10 @@ extern "C" char *hl_kernel_disk_signature(const hl_graph *g) {
     std::string why;
     if (!hl_aot_ready(t.without_feature(Target::JIT), why)) return nullptr;   /* (said once there) */
     if (sig.empty()) sig = hl_aot_signature(t);
-    return strdup(sig.c_str());
+    std::string key = sig;
+    if (g->device == HL_DEVICE_CUDA)   /* (read each time: the variables that switch them off may change) */
+      key += std::string("|cublas ") + (hl_cublas_available() ? "1" : "0") + "|cufft " + (hl_cufft_available() ? "1" : "0");
+    return strdup(key.c_str());
   } catch (const std::exception &e) {
     return nullptr;
   }
@@ -468,6 +475,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, co
       Module m = k->pipeline.compile_to_module(k->args, k->symbol, t);
       lap(k->phase_ms[1]);
       if (k->cuda) k->ptx = module_ptx(m);
+      k->ptx_known = true;
       k->aot = hl_aot_compile(m, k->symbol, kernel_file, &k->phase_ms[2], &k->phase_ms[3], &k->so);
       if (!k->aot) unlink(kernel_file);   /* (said once by hl_aot_compile; the JIT takes over) */
       /* the loaded object is all a run needs: the Halide pipeline is let go (hl_kernel_stmt and
@@ -482,6 +490,7 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, co
       Module m = k->pipeline.compile_to_module(k->args, k->symbol, k->target);
       lap(k->phase_ms[1]);
       if (k->cuda) k->ptx = module_ptx(m);
+      k->ptx_known = true;
       k->module = Internal::JITModule(m, m.get_function_by_name(k->symbol), jit_deps(g->device));
       k->entry = k->module.argv_function();
       lap(k->phase_ms[2]);
@@ -731,15 +740,17 @@ extern "C" char *hl_kernel_stmt(hl_kernel *k, const hl_graph *g) { return kernel
 extern "C" char *hl_kernel_asm(hl_kernel *k, const hl_graph *g) { return kernel_text(k, g, true); }
 
 extern "C" const char *hl_kernel_ptx(hl_kernel *k, const hl_graph *g) {
-  if (!k->cuda || !k->ptx.empty()) return k->ptx.c_str();
+  if (!k->cuda) return "";
+  std::lock_guard<std::mutex> guard(compiler_lock);   /* (kernels are shared between threads) */
+  if (k->ptx_known) return k->ptx.c_str();
   /* loaded from the disk cache, whose entry holds the PTX inside the host code: g is lowered
-   * again for it, as hl_kernel_stmt does (the kernels are the same: one IR, one target) */
+   * again for it, as hl_kernel_stmt does (the same kernels; their names' numbers may differ) */
   try {
-    std::lock_guard<std::mutex> guard(compiler_lock);
     RealGraph rg(g);
     std::vector<Argument> args;
     Pipeline p = build_pipeline(rg.g, k->target, args);
     k->ptx = module_ptx(p.compile_to_module(args, kAotSymbol, k->target.without_feature(Target::JIT)));
+    k->ptx_known = true;
   } catch (const std::exception &e) {
     hl_error("lower: the pipeline's PTX could not be made again: %s", e.what());
     return nullptr;

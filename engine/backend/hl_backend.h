@@ -38,7 +38,8 @@ char *hl_kernel_stmt(hl_kernel *k, const hl_graph *g);
 /* The host assembly, the same way. */
 char *hl_kernel_asm(hl_kernel *k, const hl_graph *g);
 /* A CUDA kernel's device code (PTX), "" for host kernels; g as for hl_kernel_stmt (a kernel
- * loaded from the disk cache lowers it again, once). NULL + hl_error when that fails. */
+ * loaded from the disk cache lowers it again, once: the same kernels, though the numbers in their
+ * names may differ from the loaded code's). NULL + hl_error when that fails. */
 const char *hl_kernel_ptx(hl_kernel *k, const hl_graph *g);
 /* Kernels are shared (the cache's entry, programs, a running eager op): each holder retains
  * one reference and releases it; the last release frees the kernel and its code. A new kernel

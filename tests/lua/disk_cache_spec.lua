@@ -799,6 +799,32 @@ finish()
     assert.are.equal(res1.ptx, res3.ptx)
   end)
 
+  it("a CUDA pipeline's entry is keyed by whether cuBLAS served its products: HALUA_NO_CUBLAS=1 compiles its own", function()
+    -- a product lowers to cuBLAS's extern stage where the library is there and allowed, else to a
+    -- Halide product: an entry of one kind must never load in a process of the other
+    local dir = tmpdir()
+    local script = HEADER .. [==[
+local f = hl.jit(function(a, b) return hl.matmul(a, b) * 2 end, {device = "cuda", name = "cudamm"})
+result.cublas = f:lower(hl.ones({8, 8}), hl.ones({8, 8})):stmt():find("hl_stage_cublas_matmul", 1, true) ~= nil
+info("info")
+finish()
+]==]
+    local r1 = succeeded(run(script, {HALUA_CACHE_DIR = dir}))
+    local r2 = run(script, {HALUA_CACHE_DIR = dir, HALUA_NO_CUBLAS = "1"})
+    local res2 = succeeded(r2)
+    assert.is_false(res2.cublas, r2.text)
+    if r1.cublas then   -- (the CUDA toolkit's cuBLAS is on this machine: two kinds, two entries)
+      assert.are.equal(1, #lines(r2, "halua: compiled cudamm in "), "no cuBLAS: its own entry\n" .. r2.text)
+      assert.are.same({}, lines(r2, "halua: loaded cudamm "), r2.text)
+    end
+    for _, env in ipairs({{HALUA_CACHE_DIR = dir}, {HALUA_CACHE_DIR = dir, HALUA_NO_CUBLAS = "1"}}) do
+      local r = run(script, env)
+      local res = succeeded(r)
+      assert.are.equal(1, #lines(r, "halua: loaded cudamm from the disk cache in "), "each kind loads its own\n" .. r.text)
+      assert.are.equal(env.HALUA_NO_CUBLAS == nil and r1.cublas, res.cublas, r.text)
+    end
+  end)
+
   it("on a GPU, CUDA pipelines (jitted and eager) load in a second process and give the same values", function()
     local probe = succeeded(run(HEADER .. "result.gpu = #hl.devices() > 1\nfinish()\n", {HALUA_CACHE_DIR = "off"}))
     if not probe.gpu then
