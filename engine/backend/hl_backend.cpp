@@ -222,9 +222,10 @@ int hl_backend_runtime_par_for(void *uc, int (*f)(void *, int, uint8_t *), int m
 
 /* Host and CUDA pipelines live in the disk cache, each kind loaded against its runtime (hl_aot.h;
  * a compiled loop's stage names its loop by its slot in the program: hl_eval.h). A CUDA
- * pipeline's lowering also reads whether this process has cuBLAS and cuFFT (their extern stages,
- * else the host's), so its key says so: an entry with a library's stage must not load where the
- * library is missing or switched off, nor one without it where it would serve. */
+ * pipeline's lowering also reads whether this process has cuBLAS (for a product) and cuFFT (for
+ * a transform): their extern stages, else the host's. Its key says so, so that an entry with a
+ * library's stage never loads where the library is missing or switched off, nor one without it
+ * where it would serve. */
 extern "C" char *hl_kernel_disk_signature(const hl_graph *g) {
   if (g->device != HL_DEVICE_CPU && g->device != HL_DEVICE_CUDA) return nullptr;
   std::lock_guard<std::mutex> guard(compiler_lock);
@@ -236,8 +237,16 @@ extern "C" char *hl_kernel_disk_signature(const hl_graph *g) {
     if (!hl_aot_ready(t.without_feature(Target::JIT), why)) return nullptr;   /* (said once there) */
     if (sig.empty()) sig = hl_aot_signature(t);
     std::string key = sig;
-    if (g->device == HL_DEVICE_CUDA)   /* (read each time: the variables that switch them off may change) */
-      key += std::string("|cublas ") + (hl_cublas_available() ? "1" : "0") + "|cufft " + (hl_cufft_available() ? "1" : "0");
+    /* (read each time: the variables that switch them off may change; and only for the graphs
+     * whose lowering asks, so that a process that never multiplies or transforms on the GPU
+     * does not load those libraries) */
+    bool products = false, transforms = false;
+    for (int i = 0; g->device == HL_DEVICE_CUDA && i < g->nnodes; i++) {
+      products = products || hl_prims[g->nodes[i].prim].kind == HL_K_MATMUL;
+      transforms = transforms || hl_prims[g->nodes[i].prim].kind == HL_K_FFT;
+    }
+    if (products) key += std::string("|cublas ") + (hl_cublas_available() ? "1" : "0");
+    if (transforms) key += std::string("|cufft ") + (hl_cufft_available() ? "1" : "0");
     return strdup(key.c_str());
   } catch (const std::exception &e) {
     return nullptr;
