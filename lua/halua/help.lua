@@ -21,6 +21,9 @@ return function(hl)
   local function walk()
     local by_name, by_fn = {}, {}
     local E = entries()
+    -- the namespaces loaded on first use (init.lua) are listed too
+    local mt = getmetatable(hl)
+    if mt and mt.load_all then mt.load_all() end
     local function note(name, f)
       by_name[name] = f
       local old = by_fn[f]

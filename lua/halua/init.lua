@@ -587,7 +587,6 @@ indexing = require("halua.indexing")(hl, core, {as_array = as_array, axis_spec =
 require("halua.linalg")(hl, core, {as_array = as_array})
 require("halua.complex")(hl, core, {as_array = as_array, methods = methods})
 require("halua.sorting")(hl, core, {as_array = as_array, norm_axis = norm_axis, methods = methods})
-require("halua.fft")(hl, core, {as_array = as_array})
 local ad_internals
 hl.rules, ad_internals = require("halua.ad")(hl, core)
 hl.random = require("halua.random")(hl, core, {named = named, ad = ad_internals})
@@ -600,9 +599,30 @@ require("halua.lax")(hl, core, {methods = methods, named = named})
 require("halua.nn")(hl, core, {as_array = as_array, named = named, methods = methods})
 require("halua.nn_conv")(hl, core, {as_array = as_array, named = named})
 require("halua.nn_layers")(hl, core, {as_array = as_array, named = named})
-hl.optim = require("halua.optim")(hl, core, {named = named})
-require("halua.dist")(hl, core, {as_array = as_array})
 require("halua.help")(hl)
+
+-- Namespaces loaded on their first use: their modules add nothing outside hl.fft, hl.optim and
+-- hl.dist (their derivative rules live in rules.lua). Lua's collector walks every live object
+-- at each full collection, and the engine runs one after every 2 MiB of small arrays
+-- (hl_lua_value.c): each module not loaded is heap those collections skip. hl.help loads them
+-- all before listing (help.lua), through load_all.
+local lazy = {
+  fft = function() require("halua.fft")(hl, core, {as_array = as_array}) end,
+  optim = function() hl.optim = require("halua.optim")(hl, core, {named = named}) end,
+  dist = function() require("halua.dist")(hl, core, {as_array = as_array}) end,
+}
+setmetatable(hl, {
+  __index = function(t, k)
+    local load = lazy[k]
+    if not load then return nil end
+    lazy[k] = nil
+    load()
+    return rawget(t, k)
+  end,
+  load_all = function()
+    for _, k in ipairs({"fft", "optim", "dist"}) do local _ = hl[k] end
+  end,
+})
 
 -- HALUA_DEVICE chooses the default device for a whole run (e.g. HALUA_DEVICE=cuda)
 local env_device = os.getenv("HALUA_DEVICE")

@@ -9,7 +9,7 @@ local M = {}
 local function report(msg)
   local hl = package.loaded.halua
   local started, rank, size = false, 0, 1
-  if hl and hl.dist then started, rank, size = hl.dist.started() end
+  if hl and rawget(hl, "dist") then started, rank, size = hl.dist.started() end   -- (never loaded: never started)
   if started and size > 1 then
     hl.dist.abort(string.format("halua: rank %d of %d failed: %s", rank, size, msg), 1)
   end

@@ -10,6 +10,8 @@ local not_api = {core = true, rules = true, methods = true}
 
 -- qualified name -> function, for every function reachable from hl (own walk, not help's)
 local function public_functions()
+  local mt = getmetatable(hl)   -- (the namespaces loaded on first use: init.lua)
+  if mt and mt.load_all then mt.load_all() end
   local out, seen = {}, {}
   local function visit(t, prefix)
     if seen[t] then return end
