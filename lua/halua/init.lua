@@ -584,7 +584,6 @@ require("halua.numpy_search")(hl, core, numpy_shared)
 require("halua.numpy_shape")(hl, core, numpy_shared)
 require("halua.io")(hl, core, {placed = placed})
 indexing = require("halua.indexing")(hl, core, {as_array = as_array, axis_spec = axis_spec})
-require("halua.linalg")(hl, core, {as_array = as_array})
 require("halua.complex")(hl, core, {as_array = as_array, methods = methods})
 require("halua.sorting")(hl, core, {as_array = as_array, norm_axis = norm_axis, methods = methods})
 local ad_internals
@@ -601,13 +600,15 @@ require("halua.nn_conv")(hl, core, {as_array = as_array, named = named})
 require("halua.nn_layers")(hl, core, {as_array = as_array, named = named})
 require("halua.help")(hl)
 
--- Namespaces loaded on their first use: their modules add nothing outside hl.fft, hl.optim and
--- hl.dist (their derivative rules live in rules.lua). Lua's collector walks every live object
+-- Namespaces loaded on their first use: their modules add nothing outside hl.fft, hl.linalg,
+-- hl.optim and hl.dist (their derivative rules live in rules.lua, which reaches hl.linalg only
+-- when a rule runs). Lua's collector walks every live object
 -- at each full collection, and the engine runs one after every 2 MiB of small arrays
 -- (hl_lua_value.c): each module not loaded is heap those collections skip. hl.help loads them
 -- all before listing (help.lua), through load_all.
 local lazy = {
   fft = function() require("halua.fft")(hl, core, {as_array = as_array}) end,
+  linalg = function() require("halua.linalg")(hl, core, {as_array = as_array}) end,
   optim = function() hl.optim = require("halua.optim")(hl, core, {named = named}) end,
   dist = function() require("halua.dist")(hl, core, {as_array = as_array}) end,
 }
@@ -620,7 +621,7 @@ setmetatable(hl, {
     return rawget(t, k)
   end,
   load_all = function()
-    for _, k in ipairs({"fft", "optim", "dist"}) do local _ = hl[k] end
+    for _, k in ipairs({"fft", "linalg", "optim", "dist"}) do local _ = hl[k] end
   end,
 })
 
