@@ -192,30 +192,28 @@ hl_objimage *host_runtime(const Target &t, std::string &why) {
                         : nullptr;
   free(bytes);
   if (!rt) {
-    char obj[4200], file[4200];
-    if (hl_disk_temp(obj, sizeof obj, ".o")) {
-      why = "no room for a temporary file in the cache directory";
+    auto fail = [&](const std::string &reason) {
+      why = reason;
       return nullptr;
-    }
+    };
+    char obj[4200], file[4200];
+    if (hl_disk_temp(obj, sizeof obj, ".o")) return fail("no room for a temporary file in the cache directory");
     if (hl_disk_temp(file, sizeof file, ".o")) {
       unlink(obj);
-      why = "no room for a temporary file in the cache directory";
-      return nullptr;
+      return fail("no room for a temporary file in the cache directory");
     }
     try {
       compile_standalone_runtime(obj, t.without_feature(Target::JIT).without_feature(Target::NoRuntime));
     } catch (const std::exception &e) {
       unlink(obj);
       unlink(file);
-      why = std::string("compiling Halide's runtime failed: ") + e.what();
-      return nullptr;
+      return fail(std::string("compiling Halide's runtime failed: ") + e.what());
     }
     rt = store_and_load({obj}, file, nullptr, load_why);
     unlink(obj);
     if (!rt) {
       unlink(file);
-      why = "loading Halide's runtime failed: " + load_why;
-      return nullptr;
+      return fail("loading Halide's runtime failed: " + load_why);
     }
     hl_disk_store("runtime-", key, sig.size(), file);
   }
@@ -250,6 +248,12 @@ hl_objimage *cuda_runtime(const Target &t, std::string &why) {
   return im;
 }
 
+/* said once when t's pipelines stop going to the disk (the process JIT-compiles them instead) */
+void warn_memory_only(const Target &t, const std::string &why) {
+  fprintf(stderr, "halua: warning: %s; %s are JIT-compiled and cached in memory only\n", why.c_str(),
+          t.has_feature(Target::CUDA) ? "CUDA pipelines" : "pipelines");
+}
+
 }  // namespace
 
 void hl_aot_disable(const Target &t, const char *why) {
@@ -271,10 +275,9 @@ bool hl_aot_ready(const Target &t, std::string &why) {
     return false;
   }
   /* set up once per process; a failure is said once, and kernels are JIT-compiled */
-  const char *which = t.has_feature(Target::CUDA) ? "CUDA pipelines" : "pipelines";
   auto fail = [&](const std::string &reason) {
     why = s.failure = reason;
-    fprintf(stderr, "halua: warning: %s; %s are JIT-compiled and cached in memory only\n", reason.c_str(), which);
+    warn_memory_only(t, reason);
     return false;
   };
   /* pipelines call the engine's extern stages (matmul, sort, LAPACK, transposes) by name: the
@@ -369,8 +372,7 @@ hl_aot_entry hl_aot_load_objects(const std::vector<std::string> &objs, const std
     /* the disk path does not work here (a directory that cannot be written, code the loader
      * refuses): once said, the process JIT-compiles from now on instead of compiling everything
      * twice */
-    fprintf(stderr, "halua: warning: %s; %s are JIT-compiled and cached in memory only\n", why.c_str(),
-            t.has_feature(Target::CUDA) ? "CUDA pipelines" : "pipelines");
+    warn_memory_only(t, why);
     hl_aot_disable(t, why.c_str());
   }
   return entry;

@@ -30,7 +30,8 @@ void hl_backend_runtime_free(void *uc, void *p);
 int hl_backend_runtime_par_for(void *uc, int (*f)(void *, int, uint8_t *), int min, int extent, uint8_t *closure);
 
 /* What a disk key holds besides the IR: Halide's library, the target, halua's build and what
- * else the lowering reads (HALUA_FUSED_MATMUL, the core count). */
+ * else the lowering reads (HALUA_FUSED_MATMUL, the core count; a CUDA graph's key adds whether
+ * cuBLAS and cuFFT serve the process: hl_kernel_disk_signature). */
 std::string hl_aot_signature(const Halide::Target &t);
 
 /* No more ahead-of-time kernels for t's runtime in this process (hl_aot_ready says no, with why). */
@@ -46,8 +47,8 @@ hl_aot_entry hl_aot_compile(const Halide::Module &m, const std::string &symbol, 
 
 /* The same from object files already compiled for target t (Module::compile, the NoRuntime
  * target): writes them as one kernel's file at kernel_file and loads them as one image (the
- * objects are the caller's to remove). With disable_on_failure false a failure is the caller's to handle (NULL,
- * nothing said). */
+ * objects are the caller's to remove). With disable_on_failure false a failure is the caller's
+ * to handle (NULL, nothing said). */
 hl_aot_entry hl_aot_load_objects(const std::vector<std::string> &objs, const std::string &symbol, const char *kernel_file,
                                  const Halide::Target &t, double *link_ms, void **handle, bool disable_on_failure = true);
 
