@@ -70,7 +70,7 @@ struct hl_kernel {
   std::string name;     /* for messages: the primitive or the jitted function */
   std::string symbol;   /* the compiled function's unique name */
   std::string ptx;   /* CUDA pipelines: the device code, for inspection and ptxas checks */
-  bool ptx_known = false;   /* ptx holds it (a kernel loaded from disk makes it on request) */
+  bool ptx_pending = false;   /* loaded from disk: ptx is made on request (hl_kernel_ptx) */
   /* a program cut into several pipelines: the plan, and each part's code (the fields above
    * that hold one pipeline's code are then unused) */
   std::unique_ptr<hl_plan> plan;
@@ -423,6 +423,7 @@ static hl_kernel *hl_kernel_load_real(const hl_graph *g, const char *name, const
   hl_kernel *k = new hl_kernel;
   set_target(k, g->device);
   k->symbol = kAotSymbol;
+  k->ptx_pending = k->cuda;
   try {
     std::unique_ptr<hl_plan> plan(new hl_plan);
     if (hl_plan_make(g, *plan)) k->plan = std::move(plan);
@@ -484,7 +485,6 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, co
       Module m = k->pipeline.compile_to_module(k->args, k->symbol, t);
       lap(k->phase_ms[1]);
       if (k->cuda) k->ptx = module_ptx(m);
-      k->ptx_known = true;
       k->aot = hl_aot_compile(m, k->symbol, kernel_file, &k->phase_ms[2], &k->phase_ms[3], &k->so);
       if (!k->aot) unlink(kernel_file);   /* (said once by hl_aot_compile; the JIT takes over) */
       /* the loaded object is all a run needs: the Halide pipeline is let go (hl_kernel_stmt and
@@ -499,7 +499,6 @@ extern "C" hl_kernel *hl_kernel_compile(const hl_graph *g0, const char *name, co
       Module m = k->pipeline.compile_to_module(k->args, k->symbol, k->target);
       lap(k->phase_ms[1]);
       if (k->cuda) k->ptx = module_ptx(m);
-      k->ptx_known = true;
       k->module = Internal::JITModule(m, m.get_function_by_name(k->symbol), jit_deps(g->device));
       k->entry = k->module.argv_function();
       lap(k->phase_ms[2]);
@@ -686,6 +685,15 @@ extern "C" void hl_kernel_compile_phases(const hl_kernel *k, double ms[4]) {
   for (int i = 0; i < 4; i++) ms[i] = k->phase_ms[i];
 }
 
+/* k's Halide pipeline, which a kernel loaded from the disk cache lacks: g (its graph) is lowered
+ * again for it, once. One pipeline only (not a cut program's). Call with the compiler lock held;
+ * throws what the lowering reports. */
+static void ensure_pipeline(hl_kernel *k, const hl_graph *g) {
+  if (k->pipeline.defined()) return;
+  RealGraph rg(g);
+  k->pipeline = build_pipeline(rg.g, k->target, k->args);
+}
+
 /* Halide's lowered loop nest (stmt) or the host assembly (asm), through a temporary file. A
  * kernel loaded from the disk cache has no Halide pipeline: g is lowered again for it. */
 static char *kernel_text(hl_kernel *k, const hl_graph *g, bool assembly) {
@@ -721,10 +729,7 @@ static char *kernel_text(hl_kernel *k, const hl_graph *g, bool assembly) {
         text += head + ss.str();
       }
     }
-    if (!k->plan && !k->pipeline.defined()) {
-      RealGraph rg(g);
-      k->pipeline = build_pipeline(rg.g, k->target, k->args);
-    }
+    if (!k->plan) ensure_pipeline(k, g);
     if (!k->plan) {
       if (assembly) k->pipeline.compile_to_assembly(path, k->args, k->symbol, t);
       else k->pipeline.compile_to_lowered_stmt(path, k->args, Halide::Text, t);
@@ -751,15 +756,13 @@ extern "C" char *hl_kernel_asm(hl_kernel *k, const hl_graph *g) { return kernel_
 extern "C" const char *hl_kernel_ptx(hl_kernel *k, const hl_graph *g) {
   if (!k->cuda) return "";
   std::lock_guard<std::mutex> guard(compiler_lock);   /* (kernels are shared between threads) */
-  if (k->ptx_known) return k->ptx.c_str();
-  /* loaded from the disk cache, whose entry holds the PTX inside the host code: g is lowered
-   * again for it, as hl_kernel_stmt does (the same kernels; their names' numbers may differ) */
+  if (!k->ptx_pending) return k->ptx.c_str();
+  /* loaded from the disk cache, whose entry holds the PTX inside the host code: made from the
+   * pipeline lowered again (the same kernels; their names' numbers may differ) */
   try {
-    RealGraph rg(g);
-    std::vector<Argument> args;
-    Pipeline p = build_pipeline(rg.g, k->target, args);
-    k->ptx = module_ptx(p.compile_to_module(args, kAotSymbol, k->target.without_feature(Target::JIT)));
-    k->ptx_known = true;
+    ensure_pipeline(k, g);
+    k->ptx = module_ptx(k->pipeline.compile_to_module(k->args, k->symbol, k->target.without_feature(Target::JIT)));
+    k->ptx_pending = false;
   } catch (const std::exception &e) {
     hl_error("lower: the pipeline's PTX could not be made again: %s", e.what());
     return nullptr;
