@@ -56,9 +56,10 @@ int hl_lua_arg_error(lua_State *L, const char *op, int argn, int idx, const char
  * `c * 2 + c` ran 2-3.5x slower than with a collection after every 2 MiB (on 1,000 to 16,000
  * float32, this 2-vCPU machine, the 0.15 ms collection included). So after 2 MiB of new arrays
  * of at most 64 KiB (hl_storage_warm_bytes_made), a collection runs, unless the time since the
- * last one is less than twice what a collection takes (the lesser of the last two): a Lua heap of the user's that makes collections
- * slow makes them rarer, and they never take more than a third of the time. Larger arrays do not
- * fit the caches a few at a time; the rule above paces them.
+ * last one is less than twice what a collection takes (the lesser of the last two): a Lua heap
+ * of the user's that makes collections slow makes them rarer, and they never take more than a
+ * third of the time. Larger arrays do not fit the caches a few at a time; the rule above paces
+ * them.
  *
  * The thresholds are process-wide like the byte counts they are compared with; embedders run a
  * lua_State per thread, so they are read and written atomically. The early rule's marks are the

@@ -602,10 +602,10 @@ require("halua.help")(hl)
 
 -- Namespaces loaded on their first use: their modules add nothing outside hl.fft, hl.linalg,
 -- hl.optim and hl.dist (their derivative rules live in rules.lua, which reaches hl.linalg only
--- when a rule runs). Lua's collector walks every live object
--- at each full collection, and the engine runs one after every 2 MiB of small arrays
--- (hl_lua_value.c): each module not loaded is heap those collections skip. hl.help loads them
--- all before listing (help.lua), through load_all.
+-- when a rule runs). Lua's collector walks every live object and string at each full
+-- collection, and the engine runs one after every 2 MiB of small arrays (hl_lua_value.c): each
+-- module not loaded is heap those collections skip. hl.help loads them all before listing
+-- (help.lua), through load_all.
 local lazy = {
   fft = function() require("halua.fft")(hl, core, {as_array = as_array}) end,
   linalg = function() require("halua.linalg")(hl, core, {as_array = as_array}) end,
@@ -621,7 +621,7 @@ setmetatable(hl, {
     return rawget(t, k)
   end,
   load_all = function()
-    for _, k in ipairs({"fft", "linalg", "optim", "dist"}) do local _ = hl[k] end
+    for k in pairs(lazy) do local _ = hl[k] end   -- (clearing a visited key is allowed in pairs)
   end,
 })
 
