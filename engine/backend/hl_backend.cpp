@@ -240,13 +240,15 @@ extern "C" char *hl_kernel_disk_signature(const hl_graph *g) {
     /* (read each time: the variables that switch them off may change; and only for the graphs
      * whose lowering asks, so that a process that never multiplies or transforms on the GPU
      * does not load those libraries) */
-    bool products = false, transforms = false;
-    for (int i = 0; g->device == HL_DEVICE_CUDA && i < g->nnodes; i++) {
-      products = products || hl_prims[g->nodes[i].prim].kind == HL_K_MATMUL;
-      transforms = transforms || hl_prims[g->nodes[i].prim].kind == HL_K_FFT;
+    if (g->device == HL_DEVICE_CUDA) {
+      bool products = false, transforms = false;
+      for (int i = 0; i < g->nnodes; i++) {
+        products = products || hl_prims[g->nodes[i].prim].kind == HL_K_MATMUL;
+        transforms = transforms || hl_prims[g->nodes[i].prim].kind == HL_K_FFT;
+      }
+      if (products) key += std::string("|cublas ") + (hl_cublas_available() ? "1" : "0");
+      if (transforms) key += std::string("|cufft ") + (hl_cufft_available() ? "1" : "0");
     }
-    if (products) key += std::string("|cublas ") + (hl_cublas_available() ? "1" : "0");
-    if (transforms) key += std::string("|cufft ") + (hl_cufft_available() ? "1" : "0");
     return strdup(key.c_str());
   } catch (const std::exception &e) {
     return nullptr;
