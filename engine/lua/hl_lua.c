@@ -36,11 +36,6 @@
 #define push_array hl_lua_push_value
 #define check_trace hl_lua_check_trace
 
-static const char *op_name(lua_State *L) {
-  const char *n = lua_tostring(L, lua_upvalueindex(2));
-  return n ? n : "op";
-}
-
 static hl_array *check_array(lua_State *L, int idx, const char *op) {
   hl_array *a = to_array(L, idx);
   if (!a) hl_lua_arg_error(L, op, idx, idx, "an array");
@@ -54,7 +49,7 @@ static void push_result_mt(lua_State *L, hl_array *r, int first, int last, int m
   int trace_idx = 0;
   if (r->graph) {
     for (int k = first; k <= last && !trace_idx; k++) {
-      hl_array *a = mt ? hl_lua_to_array_mt(L, k, mt) : to_array(L, k);
+      hl_array *a = to_array(L, k);
       if (a && a->graph == r->graph) {
         lua_getfenv(L, k);
         lua_rawgeti(L, -1, 1);
@@ -68,9 +63,11 @@ static void push_result_mt(lua_State *L, hl_array *r, int first, int last, int m
 }
 static void push_result(lua_State *L, hl_array *r, int first, int last) { push_result_mt(L, r, first, last, 0); }
 
+/* (the three functions below check their array too: debug.setmetatable can give the array
+ * metatable to any value) */
 static int array_gc(lua_State *L) {
-  hl_array *a = lua_touserdata(L, 1);
-  hl_array_release(a);
+  hl_array *a = to_array(L, 1);
+  if (a) hl_array_release(a);
   return 0;
 }
 
@@ -291,22 +288,30 @@ static int l_full(lua_State *L) {
 static void get_operand(lua_State *L, int idx, hl_operand *o, const char *op) {
   memset(o, 0, sizeof *o);
   int t = lua_type(L, idx);
-  if (t == LUA_TNUMBER) o->number = lua_tonumber(L, idx);
-  else if (symdim_value(L, idx, &o->number)) {
+  if (t == LUA_TNUMBER) {
+    o->number = lua_tonumber(L, idx);
   } else if (t == LUA_TBOOLEAN) {
     o->number = lua_toboolean(L, idx);
     o->is_bool = 1;
-  } else if (!(o->array = hl_lua_to_array_mt(L, idx, lua_upvalueindex(3)))) {
+  } else if (t == 10 /* LUA_TCDATA */ && symdim_value(L, idx, &o->number)) {
+  } else if (!(o->array = to_array(L, idx))) {
     hl_lua_arg_error(L, op, idx, idx, "an array or a number");
   } else if (hl_is_leaked(o->array)) {
     hl_lua_raisef(L, "halua: %s: " HL_LEAKED_TRACER, op);
   }
 }
 
+/* The closures of elementwise primitives and reductions have the primitive's row of hl_prims as
+ * upvalue 1 (a light userdata: no conversion from a number) and the array metatable as upvalue 2
+ * (no lookup in the registry for the result). */
+static int closure_prim(lua_State *L) {
+  return (int)((const hl_prim_info *)lua_touserdata(L, lua_upvalueindex(1)) - hl_prims);
+}
+
 static int l_elemwise(lua_State *L) {
-  int prim = (int)lua_tointeger(L, lua_upvalueindex(1));
+  int prim = closure_prim(L);
   int n = hl_prims[prim].arity;
-  const char *name = op_name(L);
+  const char *name = hl_prims[prim].name;
   if (lua_gettop(L) < n) {
     lua_pushfstring(L, "halua: %s: takes %d operands, got %d", name, n, lua_gettop(L));
     return lua_error(L);
@@ -315,7 +320,7 @@ static int l_elemwise(lua_State *L) {
   for (int k = 0; k < n; k++) get_operand(L, k + 1, &ops[k], name);
   hl_array r;
   if (hl_op_elemwise(prim, n, ops, NULL, &r)) return raise(L);
-  push_result_mt(L, &r, 1, n, lua_upvalueindex(3));
+  push_result_mt(L, &r, 1, n, lua_upvalueindex(2));
   return 1;
 }
 
@@ -334,8 +339,8 @@ static int l_cast(lua_State *L) {
 
 /* reduce(prim, x, mask) -> reduced array (axes removed) */
 static int l_reduce(lua_State *L) {
-  int prim = (int)lua_tointeger(L, lua_upvalueindex(1));
-  const char *name = op_name(L);
+  int prim = closure_prim(L);
+  const char *name = hl_prims[prim].name;
   hl_array *x = check_array(L, 1, name);
   hl_attrs at = {0};
   at.i[0] = (int64_t)luaL_checknumber(L, 2);
@@ -752,9 +757,9 @@ static int push_symbolic_shape(lua_State *L, const hl_array *x, int size) {
 
 /* Properties read by __index: returns nil when not a property. */
 static int l_property(lua_State *L) {
-  hl_array *x = lua_touserdata(L, 1);
+  hl_array *x = to_array(L, 1);
   const char *k = lua_tostring(L, 2);
-  if (!k) return 0;
+  if (!x || !k) return 0;
   switch (k[0]) {
   case 'n':
     if (!strcmp(k, "ndim")) {
@@ -793,7 +798,8 @@ static int l_property(lua_State *L) {
 }
 
 static int array_len(lua_State *L) {
-  hl_array *x = lua_touserdata(L, 1);
+  hl_array *x = to_array(L, 1);
+  if (!x) return hl_lua_arg_error(L, "len", 1, 1, "an array");
   if (x->ndim == 0) return raisef(L, "halua: len: a 0-d array has no length (use x:item())");
   lua_pushnumber(L, (double)x->shape[0]);
   return 1;
@@ -1374,6 +1380,12 @@ static int l_heap_bytes(lua_State *L) {
   return 1;
 }
 
+/* collections() -> how many full collections this thread's ops have asked for (memory_spec) */
+static int l_collections(lua_State *L) {
+  lua_pushnumber(L, (double)hl_lua_collections());
+  return 1;
+}
+
 static const luaL_Reg core_funcs[] = {
     {"array", l_array},
     {"full", l_full},
@@ -1438,6 +1450,7 @@ static const luaL_Reg core_funcs[] = {
     {"sync", l_sync},
     {"cache_clear", l_cache_clear},
     {"heap_bytes", l_heap_bytes},
+    {"collections", l_collections},
     {"arg_error", l_arg_error},
     {"prim_names", l_prim_names},
     {NULL, NULL},
@@ -1458,6 +1471,7 @@ int luaopen_halua_core(lua_State *L) {
   lua_setfield(L, -2, "__le");
   int mt = lua_gettop(L);
   hl_lua_register_array_mt(L, mt);
+  hl_lua_start_cycle_marks(L);
   luaL_newmetatable(L, TRACE_MT);
   lua_pushcfunction(L, trace_gc);
   lua_setfield(L, -2, "__gc");
@@ -1479,10 +1493,9 @@ int luaopen_halua_core(lua_State *L) {
     hl_prim_kind kind = hl_prims[p].kind;
     if (kind != HL_K_ELEMWISE && kind != HL_K_REDUCE) continue;
     if (p == HL_P_CAST) continue;
-    lua_pushinteger(L, p);
-    lua_pushstring(L, hl_prims[p].name);
+    lua_pushlightuserdata(L, (void *)&hl_prims[p]);
     luaL_getmetatable(L, ARRAY_MT);
-    lua_pushcclosure(L, kind == HL_K_ELEMWISE ? l_elemwise : l_reduce, 3);
+    lua_pushcclosure(L, kind == HL_K_ELEMWISE ? l_elemwise : l_reduce, 2);
     lua_setfield(L, prims, hl_prims[p].name);
   }
   lua_setfield(L, core, "prims");

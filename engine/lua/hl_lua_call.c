@@ -11,7 +11,7 @@
 /* (a function of more array arguments takes the general path each call: jit.lua's signature) */
 enum { MEMO_ENTRIES = 4, MEMO_MAX_ARGS = 16 };
 /* the functions below have the memo metatable as upvalue 1 and the array metatable as upvalue 2,
- * which spares their checks a lookup in the registry */
+ * which spares their results a lookup in the registry */
 #define ARRAY_MT_UPVALUE lua_upvalueindex(2)
 
 typedef struct {
@@ -28,12 +28,16 @@ typedef struct {
 typedef struct {
   memo_entry e[MEMO_ENTRIES];
   int next;   /* the entry the next add replaces: round robin */
+  uint64_t tag;   /* memo_tag(): a memo's, checked as an array's tag is (hl_lua_value.c) */
 } call_memo;
+
+static const char memo_key;
+static uint64_t memo_tag(void) { return (uint64_t)(uintptr_t)&memo_key ^ 0xca11a5a100000000ull; }
 
 /* the concrete array at idx and its signature; NULL when it is not one (a number, a tracer, a
  * table) */
 static const hl_array *arg_of(lua_State *L, int idx, arg_sig *s) {
-  hl_array *a = lua_type(L, idx) == LUA_TUSERDATA ? hl_lua_to_array_mt(L, idx, ARRAY_MT_UPVALUE) : NULL;
+  hl_array *a = hl_lua_to_array(L, idx);
   if (!a || hl_live_trace(a)) return NULL;
   s->dtype = (int8_t)a->dtype;
   s->device = (int8_t)hl_array_device(a);
@@ -51,6 +55,7 @@ static int same(const arg_sig *x, const arg_sig *y) {
 static int l_call_memo(lua_State *L) {
   call_memo *m = lua_newuserdata(L, sizeof *m);
   memset(m, 0, sizeof *m);
+  m->tag = memo_tag();
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_setmetatable(L, -2);
   lua_createtable(L, MEMO_ENTRIES, 0);
@@ -58,12 +63,10 @@ static int l_call_memo(lua_State *L) {
   return 1;
 }
 
-/* the memo at idx: its metatable is upvalue 1 of the functions below (no lookup by name) */
+/* the memo at idx */
 static call_memo *check_memo(lua_State *L, int idx) {
   call_memo *m = lua_touserdata(L, idx);
-  if (!m || !lua_getmetatable(L, idx) || !lua_rawequal(L, -1, lua_upvalueindex(1)))
-    luaL_argerror(L, idx, "expected a call memo");
-  lua_pop(L, 1);
+  if (!m || lua_objlen(L, idx) != sizeof *m || m->tag != memo_tag()) luaL_argerror(L, idx, "expected a call memo");
   return m;
 }
 

@@ -106,10 +106,48 @@ static bool gc_due(void) {
   return device >= __atomic_load_n(&gc_device_max, __ATOMIC_RELAXED) || hl_device_blocks_made() - mark >= GC_DEVICE_BLOCKS;
 }
 
+/* Lua's own collection cycles free small arrays too, and a loop of ops on a few elements each
+ * makes far more Lua garbage (a userdata per result) than array bytes: Lua collects it every few
+ * thousand ops, long before 2 MiB of arrays. So each finished cycle moves the early rule's mark
+ * as a collection of its own does, and such a loop makes none of its own (they had been a
+ * twentieth of an eager `a + b`). A cycle is seen by a userdata that nothing references: the
+ * cycle that finds it dead runs its finalizer, which makes the next one. */
+static const char cycle_mark_key;
+
+static void new_cycle_mark(lua_State *L) {
+  lua_newuserdata(L, 1);
+  lua_pushlightuserdata(L, (void *)&cycle_mark_key);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+  lua_setmetatable(L, -2);
+  lua_pop(L, 1);
+}
+
+/* (when the state closes, LuaJIT runs finalizers until none is left, ten rounds at most: the
+ * marks made then end with it) */
+static int cycle_mark_gc(lua_State *L) {
+  gc_warm_next = hl_storage_warm_bytes_made() + GC_WARM_BYTES;
+  new_cycle_mark(L);
+  return 0;
+}
+
+void hl_lua_start_cycle_marks(lua_State *L) {
+  lua_pushlightuserdata(L, (void *)&cycle_mark_key);
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, cycle_mark_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_rawset(L, LUA_REGISTRYINDEX);
+  new_cycle_mark(L);
+}
+
+static _Thread_local uint64_t collections;
+
+uint64_t hl_lua_collections(void) { return collections; }
+
 static void heap_check(lua_State *L) {
   if (!gc_due()) return;
   uint64_t start = now_ns();
   lua_gc(L, LUA_GCCOLLECT, 0);
+  collections++;
   gc_last_end_ns = now_ns();
   uint64_t cost = gc_last_end_ns - start;
   gc_cost_ns = cost < gc_prev_cost_ns || !gc_prev_cost_ns ? cost : gc_prev_cost_ns;
@@ -151,8 +189,8 @@ void hl_lua_kernel_check(lua_State *L) {
 
 /* ---- arrays ---- */
 
-/* The array metatable is also in the registry under this address: every operand check and every
- * result reaches it with a light userdata key instead of interning ARRAY_MT's string. */
+/* The array metatable is also in the registry under this address: every result reaches it with
+ * a light userdata key instead of interning ARRAY_MT's string. */
 static const char array_mt_key;
 
 void hl_lua_register_array_mt(lua_State *L, int mt) {
@@ -166,21 +204,23 @@ static void push_array_mt(lua_State *L) {
   lua_rawget(L, LUA_REGISTRYINDEX);
 }
 
-hl_array *hl_lua_to_array(lua_State *L, int idx) {
-  hl_array *a = lua_touserdata(L, idx);
-  if (!a || !lua_getmetatable(L, idx)) return NULL;
-  push_array_mt(L);
-  int ok = lua_rawequal(L, -1, -2);
-  lua_pop(L, 2);
-  return ok ? a : NULL;
-}
+/* An array's userdata: the record, then a tag that says it is one. Checking the tag and the
+ * userdata's size costs two calls into Lua; comparing its metatable with the array metatable
+ * cost four (lua_getmetatable, lua_rawequal, lua_settop), about 140 instructions per operand,
+ * a sixth of an eager `a + b`. The tag is this library's address of array_mt_key with the top
+ * bit set: no pointer, which is what other userdata of this size hold, and chosen anew by each
+ * process's address layout. Only C code writes a userdata's bytes, so a script cannot forge it. */
+typedef struct {
+  hl_array a;
+  uint64_t tag;
+} array_box;
 
-hl_array *hl_lua_to_array_mt(lua_State *L, int idx, int mt) {
-  hl_array *a = lua_touserdata(L, idx);
-  if (!a || !lua_getmetatable(L, idx)) return NULL;
-  int ok = lua_rawequal(L, -1, mt);
-  lua_pop(L, 1);
-  return ok ? a : NULL;
+static uint64_t array_tag(void) { return (uint64_t)(uintptr_t)&array_mt_key ^ 0xa11a5a1a00000000ull; }
+
+hl_array *hl_lua_to_array(lua_State *L, int idx) {
+  array_box *b = lua_touserdata(L, idx);
+  /* (a light userdata has no size: lua_objlen gives 0) */
+  return b && lua_objlen(L, idx) == sizeof *b && b->tag == array_tag() ? &b->a : NULL;
 }
 
 /* Move an engine array into a new userdata (takes ownership). Tracers keep their trace alive. */
@@ -191,8 +231,10 @@ hl_array *hl_lua_push_value_mt(lua_State *L, const hl_array *src, int trace_idx,
    * that (out of memory, a finalizer's error) leaves src with the caller (halua_push_array
    * relies on this to hand a wrapped buffer back to the host) */
   if (src->storage) heap_check(L);
-  hl_array *a = lua_newuserdata(L, sizeof(hl_array));
-  *a = *src;
+  array_box *b = lua_newuserdata(L, sizeof *b);
+  b->a = *src;
+  b->tag = array_tag();
+  hl_array *a = &b->a;
   if (mt) lua_pushvalue(L, mt);
   else push_array_mt(L);
   lua_setmetatable(L, -2);

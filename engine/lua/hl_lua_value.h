@@ -10,11 +10,13 @@
 #define PROGRAM_MT "halua.program"
 
 hl_array *hl_lua_to_array(lua_State *L, int idx);   /* NULL when idx holds no array */
-/* The same with the array metatable at index mt (a closure's upvalue): the registry lookup it
- * saves was half the check's cost on an eager op's path. */
-hl_array *hl_lua_to_array_mt(lua_State *L, int idx, int mt);
-/* Makes the table at mt (registered as ARRAY_MT) the one the two above check and set. */
+/* Makes the table at mt (registered as ARRAY_MT) the one arrays pushed below are given. */
 void hl_lua_register_array_mt(lua_State *L, int mt);
+/* Has each finished cycle of Lua's collector count as a collection for the early rule of
+ * engine memory (hl_lua_value.c); once per lua_State, when the binding opens. */
+void hl_lua_start_cycle_marks(lua_State *L);
+/* how many full collections the rules of engine memory have run on this thread */
+uint64_t hl_lua_collections(void);
 /* Move an engine array into a new userdata (takes ownership once the userdata exists: an error
  * raised before, such as out of memory, leaves src with the caller). A tracer keeps the trace at
  * trace_idx alive (0: none). */

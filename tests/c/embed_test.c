@@ -105,6 +105,31 @@ static void test_errors_of_push(lua_State *L) {
   CHECK(releases == 0);
 }
 
+/* Userdata of other libraries are not arrays, even of an array's size and holding an array's
+ * record: an array's userdata says it is one (hl_lua_value.c). */
+static void test_foreign_userdata(lua_State *L) {
+  int top = lua_gettop(L);
+  CHECK(halua_dostring(L, "return hl.ones({2, 3}) * 5", "=real", 1) == HALUA_OK);
+  size_t size = lua_objlen(L, -1);
+  const unsigned char *real = lua_touserdata(L, -1);
+  for (int kind = 0; kind < 3; kind++) {
+    /* zeros; the record of an array without the rest; the record in a larger userdata */
+    size_t n = kind == 2 ? size + 8 : size;
+    unsigned char *fake = lua_newuserdata(L, n);
+    memset(fake, 0, n);
+    if (kind > 0) memcpy(fake, real, size - 8);
+    halua_array view;
+    CHECK_ERR(halua_to_array(L, -1, &view), HALUA_ETYPE, "to_array", "a userdata, expected an array");
+    lua_pushvalue(L, -1);
+    CHECK(halua_setglobal(L, "FAKE") == HALUA_OK);
+    CHECK(halua_dostring(L, "return pcall(function() return hl.add(hl.ones(1), FAKE) end)", "=fake", 2) == HALUA_OK);
+    CHECK(!lua_toboolean(L, -2) && strstr(lua_tostring(L, -1), "halua: add: argument 2 is a userdata, expected an array or a number"));
+    lua_pop(L, 3);
+  }
+  CHECK(halua_to_array(L, -1, &(halua_array){0}) == HALUA_OK);   /* the real one still is */
+  lua_settop(L, top);
+}
+
 static void test_zero_copy(lua_State *L) {
   float buf[6] = {1, 2, 3, 4, 5, 6};
   int64_t shape[2] = {2, 3};
@@ -430,6 +455,7 @@ int main(int argc, char **argv) {
   }
   CHECK(halua_dostring(L, "hl = halua", "=alias", 0) == HALUA_OK);
   test_errors_of_push(L);
+  test_foreign_userdata(L);
   test_zero_copy(L);
   test_strides_and_dtypes(L);
   test_errors_of_reading(L);

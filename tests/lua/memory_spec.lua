@@ -109,6 +109,42 @@ describe("memory", function()
     assert.is_true(peak >= 16 * 2 ^ 20, "small results were collected every " .. peak / 2 ^ 20 .. " MB")
   end)
 
+  it("leaves results of a few elements to Lua's own cycles, which free them first", function()
+    -- each result is a 200-byte userdata and 32 bytes of array: Lua's incremental collector
+    -- finishes a cycle every few thousand ops, long before 2 MiB of arrays, and each cycle
+    -- moves the early rule's mark, so the loop asks for no full collection of its own
+    local script = os.tmpname()
+    local f = assert(io.open(script, "w"))
+    f:write([[
+      local hl = require "halua"
+      hl.default_device("cpu")
+      local a, b = hl.ones({8}) + 0, hl.ones({8}) + 0
+      local x = hl.ones({1000}) + 0
+      collectgarbage()
+      local base, peak = hl.core.heap_bytes(), 0
+      local c0 = hl.core.collections()
+      for i = 1, 200000 do
+        local r = a + b
+        if i % 1000 == 0 then peak = math.max(peak, hl.core.heap_bytes() - base) end
+      end
+      local small = hl.core.collections() - c0
+      c0 = hl.core.collections()
+      for i = 1, 8000 do local r = x * 2 end   -- 32 MB of 4 KB results: the early rule's
+      print(string.format("%d %d %d", small, peak, hl.core.collections() - c0))
+    ]])
+    f:close()
+    local p = io.popen("luajit " .. script .. " 2>&1")
+    local out = p:read("*a")
+    p:close()
+    os.remove(script)
+    local small, peak, larger = out:match("(%d+) (%d+) (%d+)%s*$")
+    assert(small, "the loop failed: " .. out)
+    assert.are.equal(0, tonumber(small))
+    assert.is_true(tonumber(peak) <= 2 * 2 ^ 20, "small results piled up to " .. peak / 2 ^ 20 .. " MB")
+    -- results of 4 KB outpace Lua's cycles: the early rule still collects every few MiB
+    assert.is_true(tonumber(larger) >= 4, "only " .. larger .. " collections over 32 MB of small results")
+  end)
+
   it("frees what is no longer referenced", function()
     collectgarbage()
     collectgarbage()
