@@ -9,8 +9,6 @@ static const struct { const char *name; size_t bytes; char kind; int rank; } dty
 };
 
 const char *hl_dtype_name(hl_dtype t) { return t < HL_NDTYPES ? dtype_info[t].name : "?"; }
-size_t hl_dtype_size(hl_dtype t) { return dtype_info[t].bytes; }
-char hl_dtype_kind(hl_dtype t) { return dtype_info[t].kind; }
 
 int hl_dtype_from_name(const char *name) {
   for (int i = 0; i < HL_NDTYPES; i++)

@@ -12,8 +12,24 @@ typedef enum {
 } hl_dtype;
 
 const char *hl_dtype_name(hl_dtype t);
-size_t hl_dtype_size(hl_dtype t);
-char hl_dtype_kind(hl_dtype t);            /* 'b', 'u', 'i', 'f' or 'c' */
+/* bytes per element, and the kind: 'b', 'u', 'i', 'f' or 'c' (inline: an eager op asks for
+ * both several times, and a call each cost more than the lookup) */
+static inline size_t hl_dtype_size(hl_dtype t) {
+  static const unsigned char bytes[] = {
+#define X(e, name, size, kind, rank) size,
+#include "hl_dtypes.def"
+#undef X
+  };
+  return bytes[t];
+}
+static inline char hl_dtype_kind(hl_dtype t) {
+  static const char kinds[] = {
+#define X(e, name, size, kind, rank) kind,
+#include "hl_dtypes.def"
+#undef X
+  };
+  return kinds[t];
+}
 int hl_dtype_from_name(const char *name);  /* -1 when unknown */
 hl_dtype hl_dtype_promote(hl_dtype a, hl_dtype b);
 /* elements of a shape (1 for rank 0) */

@@ -70,18 +70,31 @@ static call_memo *check_memo(lua_State *L, int idx) {
   return m;
 }
 
+/* whether the array a, on device `device`, has the signature s (no signature is made for a call:
+ * the shapes are compared where they are) */
+static int fits(const hl_array *a, int device, const arg_sig *s) {
+  if ((int)a->dtype != s->dtype || device != s->device || a->ndim != s->ndim) return 0;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] != s->shape[d]) return 0;
+  return 1;
+}
+
 /* the entry (0-based) whose signature the arguments from stack index `first` match, or -1; the
  * arguments' arrays in `arrays` */
 static int find_entry(lua_State *L, const call_memo *m, int first, int nargs, const hl_array **arrays) {
-  arg_sig s[MEMO_MAX_ARGS];
+  int device[MEMO_MAX_ARGS];
   if (nargs > MEMO_MAX_ARGS) return -1;
-  for (int k = 0; k < nargs; k++)
-    if (!(arrays[k] = arg_of(L, first + k, &s[k]))) return -1;
+  for (int k = 0; k < nargs; k++) {
+    const hl_array *a = hl_lua_to_array(L, first + k);
+    if (!a || hl_live_trace(a)) return -1;   /* (a number, a tracer, a table) */
+    arrays[k] = a;
+    device[k] = hl_array_device(a);
+  }
   for (int i = 0; i < MEMO_ENTRIES; i++) {
     const memo_entry *e = &m->e[i];
     if (!e->used || e->nargs != nargs) continue;
     int match = 1;
-    for (int k = 0; match && k < nargs; k++) match = same(&s[k], &e->args[k]);
+    for (int k = 0; match && k < nargs; k++) match = fits(arrays[k], device[k], &e->args[k]);
     if (match) return i;
   }
   return -1;

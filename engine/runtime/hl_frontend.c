@@ -37,9 +37,7 @@ int hl_broadcast_shapes(const char *op, int n, const hl_array *const *arrays, in
   /* operands of one shape, as most are: that shape (the general rule below walks every axis of
    * every operand) */
   int same = n > 0;
-  for (int k = 1; k < n && same; k++)
-    same = arrays[k]->ndim == arrays[0]->ndim &&
-           !memcmp(arrays[k]->shape, arrays[0]->shape, sizeof(int64_t) * (size_t)arrays[0]->ndim);
+  for (int k = 1; k < n && same; k++) same = hl_same_shape(arrays[k], arrays[0]);
   if (same) {
     *ndim = arrays[0]->ndim;
     memcpy(shape, arrays[0]->shape, sizeof(int64_t) * (size_t)arrays[0]->ndim);
@@ -135,10 +133,11 @@ int hl_op_elemwise(int prim, int nin, const hl_operand *ops, const hl_attrs *att
       in[k] = ops[k].array;
     }
   }
-  int ndim;
+  int ndim = 0, same = 1;
   int64_t shape[HL_MAX_DIMS];
-  if (hl_broadcast_shapes(name, nin, in, &ndim, shape)) goto done;
-  for (int k = 0; k < nin; k++) {
+  for (int k = 1; k < nin && same; k++) same = hl_same_shape(in[k], in[0]);
+  if (!same && hl_broadcast_shapes(name, nin, in, &ndim, shape)) goto done;
+  for (int k = 0; k < nin && !same; k++) {
     if (in[k]->ndim == ndim && !memcmp(in[k]->shape, shape, sizeof(int64_t) * (size_t)ndim)) continue;
     /* a concrete operand meeting a tracer joins its trace at its own shape and is broadcast
      * there: broadcast first, the trace captured the broadcast view, at the tracer's shape (a

@@ -127,6 +127,10 @@ uint64_t hl_run_begin(void) {
 }
 
 void hl_run_end(uint64_t previous) {
+  if (!nkept) {   /* (most runs: no loop's results are kept, and the list is already freed) */
+    current_run = previous;
+    return;
+  }
   int w = 0;
   for (int k = 0; k < nkept; k++) {
     if (kept[k].run == current_run) {
