@@ -2,6 +2,7 @@
 #include "hl_backend.h"
 #include "hl_cache.h"
 #include "hl_thread_exit.h"
+#include "hl_tls.h"
 #include <string.h>
 
 enum { NSLOTS = 64 };   /* direct-mapped by the signature's hash */
@@ -65,29 +66,32 @@ int hl_eager_sig_make(hl_eager_sig *sig, int prim, int nin, const hl_array *cons
   return 0;
 }
 
-static slot *slot_of(const hl_eager_sig *sig) {
+/* (the lookups below take the thread's memo once and pass it on: hl_tls.h) */
+static slot *slot_of(memo *m, const hl_eager_sig *sig) {
   uint64_t h = 0;
   for (size_t k = 0; k < sizeof *sig; k += sizeof(uint64_t)) {
     uint64_t w;
     memcpy(&w, (const char *)sig + k, sizeof w);
     h = (h ^ w) * 0x9E3779B97F4A7C15ull;
   }
-  return &mine.slots[(h >> 40) % NSLOTS];
+  return &m->slots[(h >> 40) % NSLOTS];
 }
 
 /* An entry left the cache (evicted, cleared): its kernel is to be freed, so the memo lets go of
  * all it holds rather than keep it alive. 1 when it did. */
-static int stale(void) {
+static int stale(memo *m) {
   unsigned long gen = hl_cache_generation();
-  if (gen == mine.generation) return 0;
-  forget(&mine);
-  mine.generation = gen;
+  if (gen == m->generation) return 0;
+  forget(m);
+  m->generation = gen;
   return 1;
 }
 
 struct hl_kernel *hl_eager_memo_find(const hl_eager_sig *sig) {
-  if (stale()) return NULL;
-  slot *s = slot_of(sig);
+  memo *m = &mine;
+  HL_TLS_KEEP(m);
+  if (stale(m)) return NULL;
+  slot *s = slot_of(m, sig);
   if (!s->kernel || memcmp(&s->sig, sig, sizeof *sig) != 0) return NULL;
   if (++s->uses % REFRESH_EVERY == 0) return NULL;
   hl_kernel_retain(s->kernel);
@@ -97,7 +101,7 @@ struct hl_kernel *hl_eager_memo_find(const hl_eager_sig *sig) {
 
 void hl_eager_memo_put(const hl_eager_sig *sig, struct hl_kernel *k) {
   hl_thread_exit_add(&memo_exit, forget_at_exit, &mine);
-  slot *s = slot_of(sig);
+  slot *s = slot_of(&mine, sig);
   hl_kernel_retain(k);
   hl_kernel_release(s->kernel);
   memcpy(&s->sig, sig, sizeof *sig);
@@ -106,10 +110,10 @@ void hl_eager_memo_put(const hl_eager_sig *sig, struct hl_kernel *k) {
 
 void hl_eager_memo_forget(void) { forget(&mine); }
 
-static lane *lane_of(const hl_eager_lane_key *key) {
+static lane *lane_of(memo *m, const hl_eager_lane_key *key) {
   unsigned h = (unsigned)key->prim * 31u + (unsigned)key->nin * 7u + key->broadcast * 131u;
   for (int k = 0; k < key->nin; k++) h = h * 17u + (unsigned)key->dtype[k];
-  return &mine.lanes[h % NLANES];
+  return &m->lanes[h % NLANES];
 }
 
 static int same_key(const hl_eager_lane_key *a, const hl_eager_lane_key *b) {
@@ -121,8 +125,10 @@ static int same_key(const hl_eager_lane_key *a, const hl_eager_lane_key *b) {
 
 struct hl_kernel *hl_eager_lane_find(const hl_eager_lane_key *key, hl_dtype *dtype, int *refresh) {
   *refresh = 0;
-  if (stale()) return NULL;
-  lane *l = lane_of(key);
+  memo *m = &mine;
+  HL_TLS_KEEP(m);
+  if (stale(m)) return NULL;
+  lane *l = lane_of(m, key);
   if (!l->kernel || !same_key(&l->key, key)) return NULL;
   if (++l->uses % REFRESH_EVERY == 0) {
     *refresh = 1;
@@ -136,7 +142,7 @@ struct hl_kernel *hl_eager_lane_find(const hl_eager_lane_key *key, hl_dtype *dty
 
 void hl_eager_lane_put(const hl_eager_lane_key *key, struct hl_kernel *k, hl_dtype dtype) {
   hl_thread_exit_add(&memo_exit, forget_at_exit, &mine);
-  lane *l = lane_of(key);
+  lane *l = lane_of(&mine, key);
   hl_kernel_retain(k);
   hl_kernel_release(l->kernel);
   l->key = *key;

@@ -3,6 +3,7 @@
 #include "hl_device.h"
 #include "hl_error.h"
 #include "hl_interrupt.h"
+#include "hl_tls.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,8 +128,10 @@ uint64_t hl_run_begin(void) {
 }
 
 void hl_run_end(uint64_t previous) {
+  uint64_t *run = &current_run;
+  HL_TLS_KEEP(run);   /* (hl_tls.h) */
   if (!nkept) {   /* (most runs: no loop's results are kept, and the list is already freed) */
-    current_run = previous;
+    *run = previous;
     return;
   }
   int w = 0;
