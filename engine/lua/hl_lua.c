@@ -287,17 +287,18 @@ static int l_full(lua_State *L) {
 
 static void get_operand(lua_State *L, int idx, hl_operand *o, const char *op) {
   memset(o, 0, sizeof *o);
+  if ((o->array = to_array(L, idx))) {   /* (first: most operands are arrays) */
+    if (hl_is_leaked(o->array)) hl_lua_raisef(L, "halua: %s: " HL_LEAKED_TRACER, op);
+    return;
+  }
   int t = lua_type(L, idx);
   if (t == LUA_TNUMBER) {
     o->number = lua_tonumber(L, idx);
   } else if (t == LUA_TBOOLEAN) {
     o->number = lua_toboolean(L, idx);
     o->is_bool = 1;
-  } else if (t == 10 /* LUA_TCDATA */ && symdim_value(L, idx, &o->number)) {
-  } else if (!(o->array = to_array(L, idx))) {
+  } else if (!(t == 10 /* LUA_TCDATA */ && symdim_value(L, idx, &o->number))) {
     hl_lua_arg_error(L, op, idx, idx, "an array or a number");
-  } else if (hl_is_leaked(o->array)) {
-    hl_lua_raisef(L, "halua: %s: " HL_LEAKED_TRACER, op);
   }
 }
 

@@ -265,3 +265,49 @@ describe("the shell (lua/halua/repl.lua, started by scripts/halua)", function()
     assert.are.equal("text", show("text"))
   end)
 end)
+
+-- Some modules load on the first use of the namespace they add (init.lua): every name they add
+-- must load its module when a script uses it first, in a new process
+describe("modules loaded on first use", function()
+  local function run(code)
+    local script = os.tmpname()
+    local f = assert(io.open(script, "w"))
+    f:write('local hl = require "halua"\n', code)
+    f:close()
+    local p = io.popen("luajit " .. script .. " 2>&1")
+    local out = p:read("*a")
+    p:close()
+    os.remove(script)
+    return out
+  end
+  -- what the deferred modules add: the names load_all brings, in a process that used none
+  local added = run([[
+    local before, mbefore = {}, {}
+    for k in pairs(hl) do before[k] = true end
+    for k in pairs(hl.methods) do mbefore[k] = true end
+    getmetatable(hl).load_all()
+    for k in pairs(hl) do if not before[k] then io.write("hl ", k, "\n") end end
+    for k in pairs(hl.methods) do if not mbefore[k] then io.write("method ", k, "\n") end end
+  ]])
+  local names, methods = {}, {}
+  for kind, k in added:gmatch("(%a+) ([%w_]+)") do table.insert(kind == "hl" and names or methods, k) end
+  table.sort(names)
+  table.sort(methods)
+
+  it("defers the modules of these names", function()
+    -- (a list here too, so that a module that stops being deferred, or a name it stops adding, is seen)
+    assert.are.same({"dist", "fft", "linalg", "optim"}, names)
+    -- none adds methods: arrays find theirs in a plain table, which nothing would load on a miss
+    assert.are.same({}, methods)
+  end)
+  it("loads each name's module when the name is used first", function()
+    for _, k in ipairs(names) do
+      local out = run(string.format([[
+        assert(rawget(hl, %q) == nil, "loaded before its first use")
+        local v = hl[%q]
+        io.write(type(v), " ", tostring(rawget(hl, %q) == v))
+      ]], k, k, k))
+      assert.truthy(out:match("^function true$") or out:match("^table true$"), k .. ": " .. out)
+    end
+  end)
+end)
