@@ -89,54 +89,76 @@ static size_t host_bytes(size_t device) {
   return all > device ? all - device : 0;
 }
 
-/* the early rule: 2 MiB of new small arrays, and a collection costs at most a third of the time */
-static bool gc_warm_due(void) {
+/* Lua's own collection cycles free small arrays too, and a loop of ops on a few elements each
+ * makes far more Lua garbage (a userdata per result) than array bytes: Lua finishes a cycle every
+ * few thousand ops, long before 2 MiB of arrays. So a cycle that finished since the last mark
+ * counts as a collection of the rule's own, and such a loop asks for none (they had been a
+ * twentieth of an eager `a + b`). The mark is an empty table that only a weak table in the
+ * registry holds: the first cycle to finish after it is made clears it from there. (A finalizer
+ * would say so at once, but LuaJIT runs finalizers at lua_close after it has unloaded this
+ * library, and one that makes the next mark would run in every round there.) Each lua_State has
+ * its own mark. */
+static const char cycle_mark_key;
+
+/* a new mark in the weak table at the top of the stack */
+static void new_mark_in(lua_State *L) {
+  lua_newtable(L);
+  lua_rawseti(L, -2, 1);
+}
+
+/* whether a cycle of L's collector finished since its mark was made (then a new one is made) */
+static bool cycle_finished(lua_State *L) {
+  lua_pushlightuserdata(L, (void *)&cycle_mark_key);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+  bool finished = false;
+  if (lua_istable(L, -1)) {
+    lua_rawgeti(L, -1, 1);
+    finished = lua_isnil(L, -1);
+    lua_pop(L, 1);
+    if (finished) new_mark_in(L);
+  }
+  lua_pop(L, 1);
+  return finished;
+}
+
+static void new_cycle_mark(lua_State *L) {
+  lua_pushlightuserdata(L, (void *)&cycle_mark_key);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+  if (lua_istable(L, -1)) new_mark_in(L);
+  lua_pop(L, 1);
+}
+
+void hl_lua_start_cycle_marks(lua_State *L) {
+  lua_pushlightuserdata(L, (void *)&cycle_mark_key);
+  lua_createtable(L, 1, 0);
+  lua_createtable(L, 0, 1);
+  lua_pushliteral(L, "v");
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
+  new_mark_in(L);
+  lua_rawset(L, LUA_REGISTRYINDEX);
+}
+
+/* the early rule: 2 MiB of new small arrays since the last collection (the rule's own, or a
+ * cycle of Lua's), and a collection costs at most a third of the time */
+static bool gc_warm_due(lua_State *L) {
   size_t made = hl_storage_warm_bytes_made();
   if (made < gc_warm_next) return false;
+  if (cycle_finished(L)) {
+    gc_warm_next = made + GC_WARM_BYTES;
+    return false;
+  }
   if (now_ns() - gc_last_end_ns >= 2 * gc_cost_ns) return true;
   gc_warm_next = made + GC_WARM_BYTES / 8;   /* look again soon */
   return false;
 }
 
-static bool gc_due(void) {
+static bool gc_due(lua_State *L) {
   size_t device = hl_device_heap_bytes(), host = host_bytes(device);
-  if (host >= __atomic_load_n(&gc_host_max, __ATOMIC_RELAXED) || gc_warm_due()) return true;
+  if (host >= __atomic_load_n(&gc_host_max, __ATOMIC_RELAXED) || gc_warm_due(L)) return true;
   if (device < __atomic_load_n(&gc_device_floor, __ATOMIC_RELAXED)) return false;
   uint64_t mark = __atomic_load_n(&gc_device_mark, __ATOMIC_RELAXED);   /* (before the count: a newer mark can only be lower) */
   return device >= __atomic_load_n(&gc_device_max, __ATOMIC_RELAXED) || hl_device_blocks_made() - mark >= GC_DEVICE_BLOCKS;
-}
-
-/* Lua's own collection cycles free small arrays too, and a loop of ops on a few elements each
- * makes far more Lua garbage (a userdata per result) than array bytes: Lua collects it every few
- * thousand ops, long before 2 MiB of arrays. So each finished cycle moves the early rule's mark
- * as a collection of its own does, and such a loop makes none of its own (they had been a
- * twentieth of an eager `a + b`). A cycle is seen by a userdata that nothing references: the
- * cycle that finds it dead runs its finalizer, which makes the next one. */
-static const char cycle_mark_key;
-
-static void new_cycle_mark(lua_State *L) {
-  lua_newuserdata(L, 1);
-  lua_pushlightuserdata(L, (void *)&cycle_mark_key);
-  lua_rawget(L, LUA_REGISTRYINDEX);
-  lua_setmetatable(L, -2);
-  lua_pop(L, 1);
-}
-
-/* (when the state closes, LuaJIT runs finalizers until none is left, ten rounds at most: the
- * marks made then end with it) */
-static int cycle_mark_gc(lua_State *L) {
-  gc_warm_next = hl_storage_warm_bytes_made() + GC_WARM_BYTES;
-  new_cycle_mark(L);
-  return 0;
-}
-
-void hl_lua_start_cycle_marks(lua_State *L) {
-  lua_pushlightuserdata(L, (void *)&cycle_mark_key);
-  lua_createtable(L, 0, 1);
-  lua_pushcfunction(L, cycle_mark_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_rawset(L, LUA_REGISTRYINDEX);
-  new_cycle_mark(L);
 }
 
 static _Thread_local uint64_t collections;
@@ -144,9 +166,10 @@ static _Thread_local uint64_t collections;
 uint64_t hl_lua_collections(void) { return collections; }
 
 static void heap_check(lua_State *L) {
-  if (!gc_due()) return;
+  if (!gc_due(L)) return;
   uint64_t start = now_ns();
   lua_gc(L, LUA_GCCOLLECT, 0);
+  new_cycle_mark(L);   /* (this collection cleared the last: it counts below) */
   collections++;
   gc_last_end_ns = now_ns();
   uint64_t cost = gc_last_end_ns - start;
@@ -209,7 +232,8 @@ static void push_array_mt(lua_State *L) {
  * cost four (lua_getmetatable, lua_rawequal, lua_settop), about 140 instructions per operand,
  * a sixth of an eager `a + b`. The tag is this library's address of array_mt_key with the top
  * bit set: no pointer, which is what other userdata of this size hold, and chosen anew by each
- * process's address layout. Only C code writes a userdata's bytes, so a script cannot forge it. */
+ * process's address layout. Only C code writes a userdata's bytes (or LuaJIT's FFI, which can
+ * write any memory), so a script cannot forge it by accident. */
 typedef struct {
   hl_array a;
   uint64_t tag;

@@ -112,12 +112,13 @@ static void test_foreign_userdata(lua_State *L) {
   CHECK(halua_dostring(L, "return hl.ones({2, 3}) * 5", "=real", 1) == HALUA_OK);
   size_t size = lua_objlen(L, -1);
   const unsigned char *real = lua_touserdata(L, -1);
-  for (int kind = 0; kind < 3; kind++) {
-    /* zeros; the record of an array without the rest; the record in a larger userdata */
-    size_t n = kind == 2 ? size + 8 : size;
+  for (int kind = 0; kind < 4; kind++) {
+    /* zeros; the record of an array without the rest; the record in a larger userdata; all of
+     * an array's userdata, tag included, at the start of a larger one (only its size tells) */
+    size_t n = kind >= 2 ? size + 8 : size;
     unsigned char *fake = lua_newuserdata(L, n);
     memset(fake, 0, n);
-    if (kind > 0) memcpy(fake, real, size - 8);
+    if (kind > 0) memcpy(fake, real, kind == 3 ? size : size - 8);
     halua_array view;
     CHECK_ERR(halua_to_array(L, -1, &view), HALUA_ETYPE, "to_array", "a userdata, expected an array");
     lua_pushvalue(L, -1);
@@ -128,6 +129,30 @@ static void test_foreign_userdata(lua_State *L) {
   }
   CHECK(halua_to_array(L, -1, &(halua_array){0}) == HALUA_OK);   /* the real one still is */
   lua_settop(L, top);
+
+  /* a value given the array metatable (as debug.setmetatable can) holding a copy of a wrapped
+   * array's record: its finalizer must not release the host's buffer, which the real array
+   * still holds */
+  float buf[4] = {1, 2, 3, 4};
+  int64_t shape[1] = {4};
+  releases = 0;
+  CHECK(halua_push_array(L, buf, HALUA_FLOAT32, 1, shape, NULL, count_release, NULL) == HALUA_OK);
+  CHECK(halua_setglobal(L, "W") == HALUA_OK);
+  CHECK(halua_dostring(L, "return W", "=w", 1) == HALUA_OK);
+  unsigned char *copy = lua_newuserdata(L, lua_objlen(L, -1));
+  memcpy(copy, lua_touserdata(L, -2), lua_objlen(L, -2) - 8);   /* (all but the tag) */
+  memset(copy + lua_objlen(L, -2) - 8, 0, 8);
+  luaL_getmetatable(L, "halua.array");
+  lua_setmetatable(L, -2);
+  lua_settop(L, top);
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  CHECK(releases == 0);
+  CHECK(eval(L, "return W:sum():item()") == 10);
+  CHECK(halua_dostring(L, "W = nil", "=drop", 0) == HALUA_OK);
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  CHECK(releases == 1);
 }
 
 static void test_zero_copy(lua_State *L) {

@@ -21,11 +21,14 @@ describe("errors", function()
     for _, v in ipairs {newproxy(), io.stdout} do
       local saved = debug.getmetatable(v)
       debug.setmetatable(v, mt)
-      fails("^halua: add: argument 1 is a userdata, expected an array or a number", function() return v + 1 end)
-      fails("^halua: mul: argument 2 is a userdata, expected an array or a number", hl.mul, a, v)
-      fails("^halua: len: argument 1 is a userdata, expected an array", function() return #v end)
-      fails("^halua: no field or method 'shape' on an array", function() return v.shape end)
+      local ok, err = pcall(function()   -- (io.stdout gets its own metatable back whatever happens)
+        fails("^halua: add: argument 1 is a userdata, expected an array or a number", function() return v + 1 end)
+        fails("^halua: mul: argument 2 is a userdata, expected an array or a number", hl.mul, a, v)
+        fails("^halua: len: argument 1 is a userdata, expected an array", function() return #v end)
+        fails("^halua: no field or method 'shape' on an array", function() return v.shape end)
+      end)
       debug.setmetatable(v, saved)
+      assert(ok, err)
     end
     -- and its finalizer leaves such a value alone when it is collected
     debug.setmetatable(newproxy(), mt)
