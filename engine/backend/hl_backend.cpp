@@ -627,22 +627,22 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
   }
   const hl_runtime_hooks *hooks = hl_backend_hooks();
   if (!hooks) return hl_error("%s: internal: the runtime has not started", k->name.c_str());
-  uint64_t outer_run = hooks->run_begin();   /* a loop runs once per run of its pipeline */
-  bool outer_failed = hl_stage_run_begin();   /* (a loop's body runs inside its loop's stage) */
-  hl_interrupt_enter();
+  /* a run of its own: its loops run once for it, its extern stages report failures in it (a
+   * loop's body runs inside its loop's stage: hl_interrupt.h) */
+  hl_run outer;
+  hl_run_enter(&outer);
   int rc = k->plan ? run_parts(k, bufs, &ctx) : k->aot ? k->aot((void **)argv) : k->entry(argv);
   if (k->cuda)   /* (only CUDA pipelines copy inputs to the host: hl_host_reads.h) */
     for (int j = 0; j < k->nparams; j++) hl_input_host_copy_release(&bufs[j]);
   /* Ctrl-C while it ran (between parallel tasks, it stopped it): the call fails, its results
    * are not taken (hl_interrupt.h) */
   bool interrupted = hl_interrupted();
-  hl_interrupt_leave();
-  bool failed = hl_stage_run_end(outer_failed);
-  hooks->run_end(outer_run);
+  hl_run ended = hl_run_leave(&outer);
+  if (ended.kept) hooks->release_kept(ended.id);   /* the results its loops kept for it */
   if (interrupted) return hl_error("interrupted");
   /* the stage's message, or the run's: with Halide's asserts compiled out, a runtime failure
    * (a device allocation, a copy) may leave rc 0 but always reports through record_error */
-  if (failed) return -1;
+  if (ended.stage_failed) return -1;
   if (rc != 0 || !ctx.message.empty()) {
     std::string m = ctx.message;
     while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();

@@ -29,9 +29,9 @@ typedef struct hl_loop_info {
 /* What the backend asks of the runtime above it, which fills this table at start-up
  * (hl_runtime_start): the backend never calls up by name. */
 typedef struct hl_runtime_hooks {
-  /* a pipeline run's bracket: a loop runs once per run of its pipeline (hl_kernel_run) */
-  uint64_t (*run_begin)(void);
-  void (*run_end)(uint64_t previous);
+  /* frees what compiled loops kept for the pipeline run `run` (hl_interrupt.h's record says
+   * whether they kept any), once the run has ended (hl_kernel_run) */
+  void (*release_kept)(uint64_t run);
   /* compiled loops: the description, and the region of result k that starts at mins (sym: the
    * values of a polymorphic program's symbols, NULL in a program of fixed sizes) */
   int (*loop_info)(int id, hl_loop_info *out);

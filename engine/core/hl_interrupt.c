@@ -1,12 +1,19 @@
 #define _POSIX_C_SOURCE 200809L
 #include "hl_interrupt.h"
+#include "hl_tls.h"
 #include <signal.h>
 #include <stddef.h>
 
 /* set by the handler, read and cleared by any thread: lock-free atomics (signal-safe) */
 static int pending;
 static int runs;                    /* outermost pipeline runs going on, on every thread */
-static _Thread_local int depth;     /* this thread's, nested */
+static uint64_t next_run = 1;       /* the next run's id */
+/* this thread's: its run's record, and how deep the work Ctrl-C stops is nested */
+typedef struct {
+  hl_run run;
+  int depth;
+} thread_runs;
+static _Thread_local thread_runs mine;
 static struct sigaction replaced;   /* the handler ours passes the signal on to */
 
 static void on_sigint(int sig) {
@@ -31,12 +38,34 @@ void hl_interrupt_install(void) {
   sigaction(SIGINT, &ours, NULL);
 }
 
-void hl_interrupt_enter(void) {
-  if (depth++ == 0 && __atomic_fetch_add(&runs, 1, __ATOMIC_RELAXED) == 0) __atomic_store_n(&pending, 0, __ATOMIC_RELAXED);
+static void enter(int *depth) {
+  if ((*depth)++ == 0 && __atomic_fetch_add(&runs, 1, __ATOMIC_RELAXED) == 0) __atomic_store_n(&pending, 0, __ATOMIC_RELAXED);
 }
 
-void hl_interrupt_leave(void) {
-  if (--depth == 0) __atomic_fetch_sub(&runs, 1, __ATOMIC_RELAXED);
+static void leave(int *depth) {
+  if (--*depth == 0) __atomic_fetch_sub(&runs, 1, __ATOMIC_RELAXED);
 }
+
+void hl_interrupt_enter(void) { enter(&mine.depth); }
+void hl_interrupt_leave(void) { leave(&mine.depth); }
+
+void hl_run_enter(hl_run *outer) {
+  thread_runs *m = &mine;
+  HL_TLS_KEEP(m);
+  *outer = m->run;
+  m->run = (hl_run){.id = __atomic_fetch_add(&next_run, 1, __ATOMIC_RELAXED)};
+  enter(&m->depth);
+}
+
+hl_run hl_run_leave(const hl_run *outer) {
+  thread_runs *m = &mine;
+  HL_TLS_KEEP(m);
+  hl_run ended = m->run;
+  m->run = *outer;
+  leave(&m->depth);
+  return ended;
+}
+
+hl_run *hl_run_current(void) { return &mine.run; }
 
 int hl_interrupted(void) { return __atomic_load_n(&pending, __ATOMIC_RELAXED) != 0; }

@@ -3,7 +3,6 @@
 #include "hl_device.h"
 #include "hl_error.h"
 #include "hl_interrupt.h"
-#include "hl_tls.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,9 +94,6 @@ const hl_loop *hl_loop_get(int id) {
 
 /* ---- pipeline runs ---- */
 
-static _Thread_local uint64_t current_run;
-static uint64_t next_run = 1;
-
 static void release_all(hl_array *a, int n) {
   for (int k = 0; k < n; k++) hl_array_release(&a[k]);
 }
@@ -121,22 +117,10 @@ static int grow_kept(void) {
   return 0;
 }
 
-uint64_t hl_run_begin(void) {
-  uint64_t previous = current_run;
-  current_run = __atomic_fetch_add(&next_run, 1, __ATOMIC_RELAXED);
-  return previous;
-}
-
-void hl_run_end(uint64_t previous) {
-  uint64_t *run = &current_run;
-  HL_TLS_KEEP(run);   /* (hl_tls.h) */
-  if (!nkept) {   /* (most runs: no loop's results are kept, and the list is already freed) */
-    *run = previous;
-    return;
-  }
+void hl_loop_release_kept(uint64_t run) {
   int w = 0;
   for (int k = 0; k < nkept; k++) {
-    if (kept[k].run == current_run) {
+    if (kept[k].run == run) {
       release_all(kept[k].results, kept[k].n);
       free(kept[k].results);
     } else {
@@ -149,7 +133,6 @@ void hl_run_end(uint64_t previous) {
     kept = NULL;
     cap_kept = 0;
   }
-  current_run = previous;
 }
 
 /* a program's inputs: its arguments, then per capture the loop input it reads or its own array */
@@ -333,10 +316,11 @@ int hl_loop_result(int id, int k, int nin, const hl_array *const *in, const int6
   pthread_mutex_unlock(&registry);
   if (!l || k < 0 || k >= l->nresults || nin != l->ninputs) return hl_error("loop: bad loop call (%d, %d)", id, k);
   if (make_ready(l, 1)) return -1;
-  if (!current_run) return hl_error("loop: internal: a loop's result asked for outside a pipeline run");
+  uint64_t run = hl_run_current()->id;
+  if (!run) return hl_error("loop: internal: a loop's result asked for outside a pipeline run");
   kept_results *e = NULL;
   for (int j = 0; j < nkept && !e; j++)
-    if (kept[j].id == id && kept[j].run == current_run) e = &kept[j];
+    if (kept[j].id == id && kept[j].run == run) e = &kept[j];
   if (!e) {
     hl_array *results = calloc((size_t)l->nresults, sizeof *results);
     if (!results) return hl_error("out of memory running a loop");
@@ -347,7 +331,8 @@ int hl_loop_result(int id, int k, int nin, const hl_array *const *in, const int6
       return -1;
     }
     e = &kept[nkept++];
-    *e = (kept_results){.id = id, .n = l->nresults, .run = current_run, .results = results};
+    *e = (kept_results){.id = id, .n = l->nresults, .run = run, .results = results};
+    hl_run_current()->kept = 1;   /* (after run_loop: its runs are over, this one is current again) */
   }
   /* the region asked for (consumers may need part of a result) */
   const hl_array *r = &e->results[k];

@@ -62,8 +62,8 @@ int hl_loop_bounds(const hl_loop *l, const int64_t *sym, int64_t *lo, int64_t *h
  * 0, or -1 when the sizes give it no whole extent. */
 int hl_loop_shape(const hl_loop *l, int result, int k, const int64_t *sym, int64_t *shape);
 
-/* Pipeline runs: hl_kernel_run brackets each run so a loop runs once per run of its pipeline.
- * A loop's results are kept per thread for the run that asked for them, and freed when it ends. */
-uint64_t hl_run_begin(void);
-void hl_run_end(uint64_t previous);
+/* A loop runs once per run of its pipeline (hl_interrupt.h's record of the run): its results are
+ * kept per thread for the run that asked for them, and freed when it ends (hl_kernel_run calls
+ * this, through the runtime's hooks, for a run whose record says results were kept). */
+void hl_loop_release_kept(uint64_t run);
 #endif

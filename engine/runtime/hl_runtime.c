@@ -36,8 +36,7 @@ static int loop_info(int id, hl_loop_info *out) {
 }
 
 static const hl_runtime_hooks hooks = {
-    .run_begin = hl_run_begin,
-    .run_end = hl_run_end,
+    .release_kept = hl_loop_release_kept,
     .loop_info = loop_info,
     .loop_id = hl_program_loop_id,
     .loop_result = hl_loop_result,

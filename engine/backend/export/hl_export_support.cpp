@@ -16,8 +16,6 @@ int hl_stage_failed(int status, const char *what) {
 }
 
 bool hl_stage_run_failed() { return false; }
-bool hl_stage_run_begin() { return false; }
-bool hl_stage_run_end(bool) { return false; }
 
 /* Calls an exported pipeline through its argv entry point. desc describes each of the n arrays
  * (inputs, embedded captures, outputs) as: type code, bits, rank, then the shape in numpy's

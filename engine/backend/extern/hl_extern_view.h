@@ -17,11 +17,8 @@ int hl_stage_failed(int status, const char *what);
  * stages after it return at once rather than work on what the failed one left (a loop could run
  * long on it). Extern stages run on the pipeline's own thread (they are computed at root). */
 bool hl_stage_run_failed();
-/* A pipeline run's bracket (hl_kernel_run): begin clears the failure flag and gives the enclosing
- * run's, end says whether this run failed and puts the enclosing run's back. (The engine's are in
- * hl_extern_state.cpp; exported libraries have their own, hl_export_support.cpp.) */
-bool hl_stage_run_begin();
-bool hl_stage_run_end(bool outer);
+/* (The engine's two are in hl_extern_state.cpp, on the record of the pipeline run that
+ * hl_kernel_run enters; exported libraries have their own, hl_export_support.cpp.) */
 
 /* An input of a host stage in a CUDA pipeline may hold its newest values in device memory:
  * Halide leaves the copy to the extern stage. 0 on success. */
