@@ -155,12 +155,14 @@ static void gather(const hl_array *a, char *dst) {
   }
   int last = a->ndim - 1;
   int64_t idx[HL_MAX_DIMS] = {0};
-  int64_t inner = a->shape[last], step = a->strides[last] * (int64_t)es;
+  int64_t inner = a->shape[last];
   for (int64_t done = 0; done < n; done += inner) {
     int64_t off = 0;
     for (int k = 0; k < last; k++) off += idx[k] * a->strides[k];
-    const char *p = src + off * (int64_t)es;
-    for (int64_t i = 0; i < inner; i++, p += step, dst += es) memcpy(dst, p, es);
+    /* each element's address from its offset: a pointer stepped on past the last element of a
+     * row (a wrapped host buffer's stride may be far larger than the row) can leave the address
+     * space, which is undefined even unread (found by fuzz/embed_fuzz.c) */
+    for (int64_t i = 0; i < inner; i++, dst += es) memcpy(dst, src + (off + i * a->strides[last]) * (int64_t)es, es);
     for (int k = last - 1; k >= 0 && ++idx[k] == a->shape[k]; k--) idx[k] = 0;
   }
 }
