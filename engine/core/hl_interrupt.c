@@ -1,6 +1,5 @@
 #define _POSIX_C_SOURCE 200809L
 #include "hl_interrupt.h"
-#include "hl_tls.h"
 #include <signal.h>
 #include <stddef.h>
 
@@ -51,7 +50,6 @@ void hl_interrupt_leave(void) { leave(&mine.depth); }
 
 void hl_run_enter(hl_run *outer) {
   thread_runs *m = &mine;
-  HL_TLS_KEEP(m);
   *outer = m->run;
   m->run = (hl_run){.id = __atomic_fetch_add(&next_run, 1, __ATOMIC_RELAXED)};
   enter(&m->depth);
@@ -59,7 +57,6 @@ void hl_run_enter(hl_run *outer) {
 
 hl_run hl_run_leave(const hl_run *outer) {
   thread_runs *m = &mine;
-  HL_TLS_KEEP(m);
   hl_run ended = m->run;
   m->run = *outer;
   leave(&m->depth);
