@@ -46,11 +46,6 @@ static const hl_array *arg_of(lua_State *L, int idx, arg_sig *s) {
   return a;
 }
 
-static int same(const arg_sig *x, const arg_sig *y) {
-  return x->dtype == y->dtype && x->device == y->device && x->ndim == y->ndim &&
-         memcmp(x->shape, y->shape, sizeof(int64_t) * (size_t)x->ndim) == 0;
-}
-
 /* call_memo() -> a new, empty memo */
 static int l_call_memo(lua_State *L) {
   call_memo *m = lua_newuserdata(L, sizeof *m);
@@ -109,11 +104,12 @@ static int l_call_memo_add(lua_State *L) {
   int nargs = lua_gettop(L) - 2;
   if (nargs > MEMO_MAX_ARGS) return 0;
   memo_entry e = {.used = 1, .nargs = nargs, .program = p};
+  const hl_array *arrays[MEMO_MAX_ARGS];
   for (int k = 0; k < nargs; k++)
-    if (!arg_of(L, k + 3, &e.args[k])) return 0;
+    if (!(arrays[k] = arg_of(L, k + 3, &e.args[k]))) return 0;
   for (int i = 0; i < MEMO_ENTRIES; i++) {   /* known already (a call the memo sent on: a moved argument) */
     int match = m->e[i].used && m->e[i].nargs == nargs && m->e[i].program == p;
-    for (int k = 0; match && k < nargs; k++) match = same(&e.args[k], &m->e[i].args[k]);
+    for (int k = 0; match && k < nargs; k++) match = fits(arrays[k], e.args[k].device, &m->e[i].args[k]);
     if (match) {
       lua_pushinteger(L, i + 1);
       return 1;
