@@ -586,30 +586,9 @@ static int run_parts(hl_kernel *k, halide_buffer_t *bufs, RunContext *ctx) {
   return rc;
 }
 
-extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_array *const *outputs) {
-  enum { ONSTACK = 8 };
-  int nb = k->nparams + k->noutputs;
-  /* as many buffer descriptors as this call passes, and not constructed here: their constructors
-   * zero them (128 of each had zeroed 23 kB per call, a quarter of an eager op's time; the 8 x 8
-   * dimension records on the stack, 1 kB, were still 2% of one), and to_buffer constructs each
-   * one the call uses */
-  alignas(halide_buffer_t) unsigned char small_bufs[sizeof(halide_buffer_t) * ONSTACK];
-  alignas(halide_dimension_t) unsigned char small_dims[sizeof(halide_dimension_t) * ONSTACK * HL_MAX_DIMS];
-  const void *small_argv[ONSTACK + 1];
-  std::vector<halide_buffer_t> big_bufs;
-  std::vector<halide_dimension_t> big_dims;
-  std::vector<const void *> big_argv;
-  halide_buffer_t *bufs = reinterpret_cast<halide_buffer_t *>(small_bufs);
-  halide_dimension_t *dims = reinterpret_cast<halide_dimension_t *>(small_dims);
-  const void **argv = small_argv;
-  if (nb > ONSTACK) {
-    big_bufs.resize((size_t)nb);
-    big_dims.resize((size_t)nb * HL_MAX_DIMS);
-    big_argv.resize((size_t)nb + 1);
-    bufs = big_bufs.data();
-    dims = big_dims.data();
-    argv = big_argv.data();
-  }
+/* k's run on its buffers (bufs: its parameters', then its outputs'; argv: their addresses after
+ * a slot for the context), which the callers below make */
+static int run_buffers(hl_kernel *k, halide_buffer_t *bufs, const void **argv) {
   RunContext ctx;
   hl_device_handlers(ctx.handlers);
   ctx.handlers.custom_error = record_error;
@@ -618,13 +597,6 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
   ctx.handlers.custom_free = scratch_free;
   JITUserContext *pctx = &ctx;
   argv[0] = &pctx;
-  for (int j = 0; j < nb; j++) {
-    bool in = j < k->nparams;
-    const hl_array *a = in ? inputs[j] : outputs[j - k->nparams];
-    int rank = in ? k->param_ranks[j] : k->output_ranks[j - k->nparams];
-    if (to_buffer(a, rank, &bufs[j], dims + (size_t)j * HL_MAX_DIMS, k->name.c_str())) return -1;
-    argv[j + 1] = &bufs[j];
-  }
   const hl_runtime_hooks *hooks = hl_backend_hooks();
   if (!hooks) return hl_error("%s: internal: the runtime has not started", k->name.c_str());
   /* a run of its own: its loops run once for it, its extern stages report failures in it (a
@@ -649,6 +621,66 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
     return hl_error("%s: the pipeline failed (%d): %s", k->name.c_str(), rc, m.c_str());
   }
   return 0;
+}
+
+extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_array *const *outputs) {
+  enum { ONSTACK = 8 };
+  int nb = k->nparams + k->noutputs;
+  /* as many buffer descriptors as this call passes, and not constructed here: their constructors
+   * zero them (128 of each had zeroed 23 kB per call, a quarter of an eager op's time; the 8 x 8
+   * dimension records on the stack, 1 kB, were still 2% of one), and to_buffer constructs each
+   * one the call uses */
+  alignas(halide_buffer_t) unsigned char small_bufs[sizeof(halide_buffer_t) * ONSTACK];
+  alignas(halide_dimension_t) unsigned char small_dims[sizeof(halide_dimension_t) * ONSTACK * HL_MAX_DIMS];
+  const void *small_argv[ONSTACK + 1];
+  std::vector<halide_buffer_t> big_bufs;
+  std::vector<halide_dimension_t> big_dims;
+  std::vector<const void *> big_argv;
+  halide_buffer_t *bufs = reinterpret_cast<halide_buffer_t *>(small_bufs);
+  halide_dimension_t *dims = reinterpret_cast<halide_dimension_t *>(small_dims);
+  const void **argv = small_argv;
+  if (nb > ONSTACK) {
+    big_bufs.resize((size_t)nb);
+    big_dims.resize((size_t)nb * HL_MAX_DIMS);
+    big_argv.resize((size_t)nb + 1);
+    bufs = big_bufs.data();
+    dims = big_dims.data();
+    argv = big_argv.data();
+  }
+  for (int j = 0; j < nb; j++) {
+    bool in = j < k->nparams;
+    const hl_array *a = in ? inputs[j] : outputs[j - k->nparams];
+    int rank = in ? k->param_ranks[j] : k->output_ranks[j - k->nparams];
+    if (to_buffer(a, rank, &bufs[j], dims + (size_t)j * HL_MAX_DIMS, k->name.c_str())) return -1;
+    argv[j + 1] = &bufs[j];
+  }
+  return run_buffers(k, bufs, argv);
+}
+
+extern "C" int hl_kernel_run_flat(hl_kernel *k, int64_t count, const hl_dtype *dtypes, void *const *data, unsigned broadcast) {
+  enum { MAX = HL_FLAT_MAX_BUFFERS };
+  int nb = k->nparams + k->noutputs;
+  if (nb > MAX || count > INT32_MAX || k->cuda)
+    return hl_error("%s: internal: a flat run of %d buffers of %lld elements", k->name.c_str(), nb, (long long)count);
+  /* (constructed one by one below, as hl_kernel_run's) */
+  alignas(halide_buffer_t) unsigned char buf_bytes[sizeof(halide_buffer_t) * MAX];
+  alignas(halide_dimension_t) unsigned char dim_bytes[sizeof(halide_dimension_t) * MAX];
+  const void *argv[MAX + 1];
+  halide_buffer_t *bufs = reinterpret_cast<halide_buffer_t *>(buf_bytes);
+  halide_dimension_t *dims = reinterpret_cast<halide_dimension_t *>(dim_bytes);
+  for (int j = 0; j < nb; j++) {
+    int rank = j < k->nparams ? k->param_ranks[j] : k->output_ranks[j - k->nparams];
+    if (rank != 1 || hl_dtype_is_complex(dtypes[j]))
+      return hl_error("%s: internal: a flat run of a rank-%d %s buffer", k->name.c_str(), rank, hl_dtype_name(dtypes[j]));
+    halide_buffer_t *b = new (&bufs[j]) halide_buffer_t();
+    b->host = static_cast<uint8_t *>(data[j]);
+    b->type = hl_buffer_type(dtypes[j]);
+    b->dimensions = 1;
+    /* (a one-element run's stride is unit, as to_buffer gives it) */
+    b->dim = new (&dims[j]) halide_dimension_t(0, (int32_t)count, (broadcast >> j & 1) && count > 1 ? 0 : 1);
+    argv[j + 1] = b;
+  }
+  return run_buffers(k, bufs, argv);
 }
 
 extern "C" int hl_kernel_export(const hl_graph *g, int ncaptures, const hl_array *captures, const char *dir, const char *name) {

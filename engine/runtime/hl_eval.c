@@ -310,19 +310,18 @@ int hl_eager_elemwise_lane(int prim, int nin, const hl_array *const *in, hl_arra
     return 0;
   const hl_array *a = in[0];
   int64_t n = hl_shape_size(a->ndim, a->shape);
-  if (n == 0) return 0;
+  if (n == 0 || n > INT32_MAX) return 0;   /* (the general path says why a run is too long) */
   hl_eager_lane_key key = {.prim = prim, .nin = nin};
-  hl_array v[HL_LANE_MAX_IN + 1];
-  const hl_array *vin[HL_LANE_MAX_IN];
+  hl_dtype dtypes[HL_LANE_MAX_IN + 1];
+  void *data[HL_LANE_MAX_IN + 1];
   for (int k = 0; k < nin; k++) {
     const hl_array *x = in[k];
     if (hl_array_device(x) != HL_DEVICE_CPU) return 0;   /* (operands on two devices: the general path's error) */
     int broadcast = all_strides_zero(x) && n > 1;
     if (!broadcast && !hl_array_is_contiguous(x)) return 0;
-    key.dtype[k] = x->dtype;
+    key.dtype[k] = dtypes[k] = x->dtype;
     key.broadcast |= (uint32_t)broadcast << k;
-    flat_view(x, n, broadcast, &v[k]);
-    vin[k] = &v[k];
+    data[k] = hl_array_data(x);
   }
   hl_dtype dtype;
   int refresh;
@@ -330,8 +329,15 @@ int hl_eager_elemwise_lane(int prim, int nin, const hl_array *const *in, hl_arra
   if (!kern) {
     hl_type tin[HL_LANE_MAX_IN], ty;
     static const hl_attrs none;
-    for (int k = 0; k < nin; k++) tin[k] = (hl_type){.dtype = v[k].dtype, .ndim = 1, .shape = {n}};
+    hl_array v[HL_LANE_MAX_IN + 1];
+    const hl_array *vin[HL_LANE_MAX_IN];
+    for (int k = 0; k < nin; k++) {
+      tin[k] = (hl_type){.dtype = dtypes[k], .ndim = 1, .shape = {n}};
+      flat_view(in[k], n, key.broadcast >> k & 1, &v[k]);
+      vin[k] = &v[k];
+    }
     if (hl_infer(prim, nin, tin, &none, &ty)) return 0;   /* (the general path says why, with the operands' shapes) */
+    if (hl_dtype_is_complex(ty.dtype)) return 0;          /* (bound as (re, im) pairs: the general path) */
     dtype = ty.dtype;
     flat_view(&(hl_array){.dtype = dtype}, n, 0, &v[nin]);
     if (!(kern = eager_kernel(prim, nin, vin, NULL, &v[nin], refresh))) return -1;
@@ -339,9 +345,9 @@ int hl_eager_elemwise_lane(int prim, int nin, const hl_array *const *in, hl_arra
   }
   int rc = hl_array_alloc(out, dtype, a->ndim, a->shape);
   if (!rc) {
-    flat_view(out, n, 0, &v[nin]);
-    hl_array *vout = &v[nin];
-    if ((rc = hl_kernel_run(kern, vin, &vout))) hl_array_release(out);
+    dtypes[nin] = dtype;
+    data[nin] = hl_array_data(out);
+    if ((rc = hl_kernel_run_flat(kern, n, dtypes, data, key.broadcast))) hl_array_release(out);
   }
   hl_kernel_release(kern);
   return rc ? -1 : 1;
