@@ -953,7 +953,9 @@ int hl_program_run(hl_program *p, int nargs, const hl_array *const *args, hl_arr
   if (nargs != p->nargs) return hl_error("jit: %d arguments for a program of %d", nargs, p->nargs);
   if (nin > HL_MAX_PROGRAM_ARRAYS) return hl_error("jit: at most %d arrays in", HL_MAX_PROGRAM_ARRAYS);
   if (hl_program_place_captures(p)) return -1;
-  const hl_array *small[ONSTACK], **in = small;
+  /* (zeroed: with no inputs GCC, inlining the callee, takes the array passed unwritten to a const
+   * pointer for one read uninitialised) */
+  const hl_array *small[ONSTACK] = {NULL}, **in = small;
   if (nin > ONSTACK && !(in = malloc(sizeof *in * (size_t)nin))) return hl_error("out of memory");
   for (int k = 0; k < nin; k++) in[k] = k < nargs ? args[k] : &p->captures[k - nargs];
   int rc = hl_program_run_inputs(p, nin, in, outs);
