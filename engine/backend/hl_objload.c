@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -218,6 +219,27 @@ static uintptr_t sec_addr(const loader *ld, const obj *o, size_t i) {
   return (uintptr_t)ld->map + ld->area_base[(int)o->sec_area[i]] + o->sec_off[i];
 }
 
+/* The library this loader is part of (the engine's), opened again for dlsym: NULL where it is the
+ * program itself (objload_test), which RTLD_DEFAULT searches first anyway. */
+static void *own_library;
+static void find_own_library(void) {
+  Dl_info self;
+  if (dladdr((const void *)&find_own_library, &self) && self.dli_fname)
+    own_library = dlopen(self.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+}
+
+/* A name the image calls out to, in the process: first in the engine library and what it links
+ * (its extern stages, libm), then anywhere. The engine binds its own calls to its own functions
+ * (-Bsymbolic-functions, CMakeLists.txt), so a pipeline's calls into it must reach the same copy:
+ * where a process holds two (a host's libhalua and Lua's halua_core), RTLD_DEFAULT alone would
+ * give the first loaded, whose state (the run's record, its error text) the caller never reads. */
+static void *process_symbol(const char *name) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, find_own_library);
+  void *p = own_library ? dlsym(own_library, name) : NULL;
+  return p ? p : dlsym(RTLD_DEFAULT, name);
+}
+
 static const sym_def *find_def(const sym_def *defs, size_t n, const char *name) {
   for (size_t i = 0; i < n; i++)
     if (strcmp(defs[i].name, name) == 0) return &defs[i];
@@ -306,7 +328,7 @@ static int resolve(loader *ld) {
       if (!undefined) continue;
       /* the scope's definition, else the process's */
       d = ld->scope ? find_def(ld->scope->defs, ld->scope->ndefs, name) : NULL;
-      void *p = d ? (void *)d->addr : *name ? dlsym(RTLD_DEFAULT, name) : NULL;
+      void *p = d ? (void *)d->addr : *name ? process_symbol(name) : NULL;
       o->addr[i] = (uintptr_t)p;
       /* (a missing one fails the load where a relocation uses it: assemblers list some unused) */
       o->external[i] = p || bind == STB_WEAK ? EXTERNAL : MISSING;

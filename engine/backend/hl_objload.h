@@ -33,7 +33,8 @@ typedef struct hl_objimage hl_objimage;
 /* Loads n objects (objs[i] of sizes[i] bytes, each starting on 8 bytes: their tables are read in
  * place; read-only to the loader and not kept) as one image. A symbol they call is looked for in
  * the image, then in `scope` (an image loaded before, or NULL: Halide's runtime for a pipeline),
- * then in the process. NULL with the reason in why (cap bytes) when an object is malformed or
+ * then in the library this loader is part of (the engine's) and what it links, then anywhere in
+ * the process. NULL with the reason in why (cap bytes) when an object is malformed or
  * asks for what the loader does not do, or a symbol it calls is nowhere. Destructors
  * (.fini_array) are not run: an image lives until it is freed or the process ends. */
 hl_objimage *hl_objload(const unsigned char *const *objs, const size_t *sizes, size_t n, const hl_objimage *scope, char *why,
