@@ -654,7 +654,7 @@ static void op_misc(input *in) {
   case 1: {
     int v = (int)i64(in);
     const char *name = halua_dtype_name((halua_dtype)v);
-    CHECK((name != NULL) == (v >= 0 && v <= 8));
+    CHECK((name != NULL) == (v >= HALUA_BOOL && v <= HALUA_COMPLEX128));
     break;
   }
   case 2:   /* halua again in the same state: the same module table */
