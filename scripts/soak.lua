@@ -9,7 +9,10 @@
 --                                               compiled-kernel cache's bound (HALUA_CACHE_MEM_MB)
 --
 -- Prints "rss N MB" samples (N: the step or pipeline) at 20 points, then one line
--- "soak KIND: N done, RSS A MB after warm-up, B MB at the end, peak C MB, growth D MB".
+-- "soak KIND: N done, RSS A MB after warm-up, B MB at the end, peak C MB, growth D MB". The growth
+-- is the least of the last five samples less the warm-up's: a leak raises every sample, while
+-- a sample that falls before a collection holds that collection's garbage too (several MB when a
+-- loaded machine makes collections slow, and the engine then spaces them: hl_lua_value.c).
 local hl = require "halua"
 
 local kind, count = arg[1], tonumber(arg[2])
@@ -29,6 +32,7 @@ end
 
 -- samples: the first after a tenth of the run (warm-up: compiles, the allocator's first blocks)
 local warm, peak, last
+local recent = {}   -- the last five samples
 local function sample(i)
   if i % math.max(1, math.floor(count / 20)) ~= 0 and i ~= count then return end
   local r = rss_mb()
@@ -37,6 +41,8 @@ local function sample(i)
   if not warm and i >= count / 10 then warm = r end
   if warm then peak = math.max(peak or r, r) end
   last = r
+  recent[#recent + 1] = r
+  if #recent > 5 then table.remove(recent, 1) end
 end
 
 if kind == "train" then
@@ -90,4 +96,4 @@ else
                       info.mem_limit / 2 ^ 20, info.evictions))
 end
 print(string.format("soak %s: %d done, RSS %.1f MB after warm-up, %.1f MB at the end, peak %.1f MB, growth %.1f MB",
-                    kind, count, warm, last, peak, peak - warm))
+                    kind, count, warm, last, peak, math.max(0, math.min(unpack(recent)) - warm)))
