@@ -106,10 +106,15 @@ static void new_mark_in(lua_State *L) {
   lua_rawseti(L, -2, 1);
 }
 
-/* whether a cycle of L's collector finished since its mark was made (then a new one is made) */
-static bool cycle_finished(lua_State *L) {
+/* pushes L's weak table of marks (nil in a state the binding did not open) */
+static void push_marks(lua_State *L) {
   lua_pushlightuserdata(L, (void *)&cycle_mark_key);
   lua_rawget(L, LUA_REGISTRYINDEX);
+}
+
+/* whether a cycle of L's collector finished since its mark was made (then a new one is made) */
+static bool cycle_finished(lua_State *L) {
+  push_marks(L);
   bool finished = false;
   if (lua_istable(L, -1)) {
     lua_rawgeti(L, -1, 1);
@@ -122,8 +127,7 @@ static bool cycle_finished(lua_State *L) {
 }
 
 static void new_cycle_mark(lua_State *L) {
-  lua_pushlightuserdata(L, (void *)&cycle_mark_key);
-  lua_rawget(L, LUA_REGISTRYINDEX);
+  push_marks(L);
   if (lua_istable(L, -1)) new_mark_in(L);
   lua_pop(L, 1);
 }
