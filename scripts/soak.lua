@@ -31,7 +31,7 @@ local function rss_mb()
 end
 
 -- samples: the first after a tenth of the run (warm-up: compiles, the allocator's first blocks)
-local warm, peak, last
+local warm, peak
 local recent = {}   -- the last five samples
 local function sample(i)
   if i % math.max(1, math.floor(count / 20)) ~= 0 and i ~= count then return end
@@ -40,7 +40,6 @@ local function sample(i)
   io.stdout:flush()
   if not warm and i >= count / 10 then warm = r end
   if warm then peak = math.max(peak or r, r) end
-  last = r
   recent[#recent + 1] = r
   if #recent > 5 then table.remove(recent, 1) end
 end
@@ -96,4 +95,4 @@ else
                       info.mem_limit / 2 ^ 20, info.evictions))
 end
 print(string.format("soak %s: %d done, RSS %.1f MB after warm-up, %.1f MB at the end, peak %.1f MB, growth %.1f MB",
-                    kind, count, warm, last, peak, math.max(0, math.min(unpack(recent)) - warm)))
+                    kind, count, warm, recent[#recent], peak, math.max(0, math.min(unpack(recent)) - warm)))
