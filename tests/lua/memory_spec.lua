@@ -12,6 +12,19 @@ local function rss_mb()
   return rss * 4096 / 2 ^ 20, pages
 end
 
+-- runs Lua source in a new luajit process, after the environment settings in `env`; its output
+local function run_script(src, env)
+  local script = os.tmpname()
+  local f = assert(io.open(script, "w"))
+  f:write(src)
+  f:close()
+  local p = io.popen((env or "") .. " luajit " .. script .. " 2>&1")
+  local out = p:read("*a")
+  p:close()
+  os.remove(script)
+  return out
+end
+
 describe("memory", function()
   it("stays bounded over 10,000 iterations of 1 MB temporaries", function()
     local x = hl.ones({256 * 1024}) + 0
@@ -34,9 +47,7 @@ describe("memory", function()
   -- collected every 32 MiB (more where the Lua heap is large: the test runs in its own process,
   -- whose Lua heap is halua's alone) and their blocks reused: the loop's memory stops growing
   it("collects results every 32 MiB and reuses their blocks", function()
-    local script = os.tmpname()
-    local f = assert(io.open(script, "w"))
-    f:write([[
+    local out = run_script([[
       local hl = require "halua"
       hl.default_device("cpu")   -- (host blocks: device results are paced by their own rule, cuda_spec)
       local statm = function()
@@ -56,11 +67,6 @@ describe("memory", function()
       end
       print(string.format("%d %.1f", peak, statm() - rss0))
     ]])
-    f:close()
-    local p = io.popen("luajit " .. script .. " 2>&1")
-    local out = p:read("*a")
-    p:close()
-    os.remove(script)
     local peak, grew = out:match("(%d+) (%-?[%d.]+)%s*$")
     assert(peak, "the loop failed: " .. out)
     peak, grew = tonumber(peak), tonumber(grew)
@@ -72,9 +78,7 @@ describe("memory", function()
   -- caches; a collection that takes long (a large Lua heap) makes that rule wait, never more than
   -- a third of the time going to collections
   local function small_results_peak(lua_heap_entries)
-    local script = os.tmpname()
-    local f = assert(io.open(script, "w"))
-    f:write(string.format([[
+    local out = run_script(string.format([[
       local hl = require "halua"
       hl.default_device("cpu")
       local keep = {}
@@ -89,11 +93,6 @@ describe("memory", function()
       end
       print(string.format("%%d %%d", peak, #keep))
     ]], lua_heap_entries))
-    f:close()
-    local p = io.popen("luajit " .. script .. " 2>&1")
-    local out = p:read("*a")
-    p:close()
-    os.remove(script)
     local peak = out:match("(%d+) %d+%s*$")
     assert(peak, "the loop failed: " .. out)
     return tonumber(peak)
@@ -113,9 +112,7 @@ describe("memory", function()
     -- each result is a 200-byte userdata and 32 bytes of array: Lua's incremental collector
     -- finishes a cycle every few thousand ops, long before 2 MiB of arrays, and each cycle
     -- moves the early rule's mark, so the loop asks for no full collection of its own
-    local script = os.tmpname()
-    local f = assert(io.open(script, "w"))
-    f:write([[
+    local out = run_script([[
       local hl = require "halua"
       hl.default_device("cpu")
       local a, b = hl.ones({8}) + 0, hl.ones({8}) + 0
@@ -132,11 +129,6 @@ describe("memory", function()
       for i = 1, 8000 do local r = x * 2 end   -- 32 MB of 4 KB results: the early rule's
       print(string.format("%d %d %d", small, peak, hl.core.collections() - c0))
     ]])
-    f:close()
-    local p = io.popen("luajit " .. script .. " 2>&1")
-    local out = p:read("*a")
-    p:close()
-    os.remove(script)
     local small, peak, larger = out:match("(%d+) (%d+) (%d+)%s*$")
     assert(small, "the loop failed: " .. out)
     assert.are.equal(0, tonumber(small))
@@ -204,9 +196,7 @@ end)
 -- process, with the disk cache off: every kernel is then JIT-compiled, about 0.75 MB apiece.
 describe("the compiled-kernel cache's memory", function()
   local function script_run(env, body)
-    local script = os.tmpname()
-    local f = assert(io.open(script, "w"))
-    f:write([[
+    return run_script([[
       local hl = require "halua"
       local function rss()
         local h = io.open("/proc/self/statm") h:read("*n") local r = h:read("*n") h:close()
@@ -220,13 +210,7 @@ describe("the compiled-kernel cache's memory", function()
           if math.abs(v - math.tanh(i * k + 1)) > 1e-6 then error("wrong value for k = " .. k) end
         end
       end
-    ]] .. body)
-    f:close()
-    local p = io.popen(env .. " HALUA_CACHE_DIR=off luajit " .. script .. " 2>&1")
-    local out = p:read("*a")
-    p:close()
-    os.remove(script)
-    return out
+    ]] .. body, env .. " HALUA_CACHE_DIR=off")
   end
 
   it("reports its size and bound in hl.cache_info()", function()
