@@ -11,63 +11,127 @@ static size_t heap_bytes;   /* updated with __atomic builtins: storage is shared
 static size_t device_bytes;      /* the part of heap_bytes in device memory */
 static uint64_t device_blocks;   /* device allocations made, ever */
 
-/* Freed large blocks are kept for reuse: a fresh large allocation is a new mapping whose every page
+/* Halide may read a little past the end of a buffer in vector tails: pad allocations. */
+enum { ALIGN = 64, PAD = 64 };
+
+/* Large blocks are whole 2 MiB pages of a mapping of their own, on 2 MiB boundaries and asking
+ * for transparent huge pages (the kernels here give them only on request): with 4 KiB pages a
+ * matmul's speed depended on where its operands landed, varying 2x between runs from TLB
+ * misses. Under AddressSanitizer they come from aligned_alloc, which it watches. */
+enum { HUGE_MIN = 1 << 21 };
+#if defined(__has_feature)   /* clang says so here; GCC defines __SANITIZE_ADDRESS__ */
+#if __has_feature(address_sanitizer)
+#define HL_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(HL_ASAN)
+enum { MAPPED_BLOCKS = 0 };
+#else
+enum { MAPPED_BLOCKS = 1 };
+#endif
+static size_t huge_rounded(size_t n) { return (n + HUGE_MIN - 1) / HUGE_MIN * HUGE_MIN; }
+
+static void *huge_alloc(size_t rounded) {
+  char *p;
+  if (MAPPED_BLOCKS) {
+    /* map 2 MiB more than asked, then unmap what lies before the first 2 MiB boundary and
+     * after the block (pieces of a mapping unmap on their own: the cache splits blocks) */
+    char *m = mmap(NULL, rounded + HUGE_MIN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    p = (char *)(((uintptr_t)m + HUGE_MIN - 1) & ~(uintptr_t)(HUGE_MIN - 1));
+    if (p > m) munmap(m, (size_t)(p - m));
+    munmap(p + rounded, (size_t)(m + HUGE_MIN - p));
+  } else if (!(p = aligned_alloc(HUGE_MIN, rounded))) {
+    return NULL;
+  }
+#ifdef MADV_HUGEPAGE
+  madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
+static void huge_free(void *p, size_t rounded) {
+  if (MAPPED_BLOCKS) munmap(p, rounded);
+  else free(p);
+}
+
+/* Freed large blocks are kept for reuse: a fresh large allocation is new memory whose every page
  * faults on first touch, which costs more than the kernels that write it. Where page tables are
  * virtualised (the 2-vCPU benchmark machines) that first touch costs about 10 us per 4 KiB even
  * inside a transparent huge page, so a 1024x1024 matmul into fresh memory ran at a third of its
  * speed. Arrays die only when Lua's GC collects them: the cache holds a whole collection's
  * worth of blocks (the GC runs after every 32 MiB or more of new arrays, hl_lua.c), so a loop's
- * outputs are written into memory the loop has used before. */
+ * outputs are written into memory the loop has used before.
+ * A block under 2 MiB (from aligned_alloc) serves its own size only. A mapped block serves any
+ * request of its size or less, in whole 2 MiB pages, and what it has left stays in the cache:
+ * when the sizes a program makes change (the next row of a benchmark, another batch size), the
+ * memory the last ones had touched is reused. Keeping only exact sizes, a 1024x1024 matmul after
+ * rows of 64 MiB arrays took fresh pages for its results until the next collection, and ran at
+ * half its speed (0.35-0.42 s of system time in its page faults, 16 calls) in slow hours.
+ * Pages freed into the cache are neither merged nor returned until the cache is full. */
 enum { CACHE_SLOTS = 256, CACHE_MIN = 1 << 18 };
 static const size_t cache_max_bytes = (size_t)1 << 30;
-static struct { void *data; size_t padded; } block_cache[CACHE_SLOTS];
+static struct { void *data; size_t size; } block_cache[CACHE_SLOTS];
 static size_t cached_bytes;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void *cache_take(size_t padded) {
+/* a cached block of `size` bytes: size is the padded size under 2 MiB, else whole 2 MiB pages */
+static size_t cached_size(size_t padded) { return padded >= HUGE_MIN ? huge_rounded(padded) : padded; }
+
+static void *cache_take(size_t size) {
   void *p = NULL;
+  int best = -1;
   pthread_mutex_lock(&cache_lock);
-  for (int i = 0; i < CACHE_SLOTS; i++)
-    if (block_cache[i].data && block_cache[i].padded == padded) {
-      p = block_cache[i].data;
-      block_cache[i].data = NULL;
-      cached_bytes -= padded;
+  for (int i = 0; i < CACHE_SLOTS; i++) {
+    size_t have = block_cache[i].size;
+    if (!block_cache[i].data || have < size) continue;
+    if (have == size) {
+      best = i;
       break;
     }
+    /* a larger mapped block, the smallest of them */
+    if (MAPPED_BLOCKS && size >= HUGE_MIN && (best < 0 || have < block_cache[best].size)) best = i;
+  }
+  if (best >= 0) {
+    p = block_cache[best].data;
+    cached_bytes -= size;
+    if (block_cache[best].size > size) {   /* the rest stays, in the same slot */
+      block_cache[best].data = (char *)p + size;
+      block_cache[best].size -= size;
+    } else {
+      block_cache[best].data = NULL;
+    }
+  }
   pthread_mutex_unlock(&cache_lock);
   return p;
 }
 
-static int cache_put(void *data, size_t padded) {
+static int cache_put(void *data, size_t size) {
   int kept = 0;
   pthread_mutex_lock(&cache_lock);
-  if (cached_bytes + padded <= cache_max_bytes)
+  if (cached_bytes + size <= cache_max_bytes)
     for (int i = 0; i < CACHE_SLOTS && !kept; i++)
       if (!block_cache[i].data) {
         block_cache[i].data = data;
-        block_cache[i].padded = padded;
-        cached_bytes += padded;
+        block_cache[i].size = size;
+        cached_bytes += size;
         kept = 1;
       }
   pthread_mutex_unlock(&cache_lock);
   return kept;
 }
 
-
-/* Halide may read a little past the end of a buffer in vector tails: pad allocations. */
-enum { ALIGN = 64, PAD = 64 };
-
-/* Large blocks on 2 MiB boundaries, asking for transparent huge pages (the kernels here give them
- * only on request): with 4 KiB pages a matmul's speed depended on where its operands landed,
- * varying 2x between runs from TLB misses. */
-enum { HUGE_MIN = 1 << 21 };
-static void *huge_alloc(size_t padded) {
-  size_t rounded = (padded + HUGE_MIN - 1) / HUGE_MIN * HUGE_MIN;
-  void *p = aligned_alloc(HUGE_MIN, rounded);
-#ifdef MADV_HUGEPAGE
-  if (p) madvise(p, rounded, MADV_HUGEPAGE);
-#endif
+/* a new large block of `size` (cached_size): from the cache, else fresh */
+static void *large_alloc(size_t size) {
+  void *p = cache_take(size);
+  if (!p) p = size >= HUGE_MIN ? huge_alloc(size) : aligned_alloc(ALIGN, size);
   return p;
+}
+
+static void large_free(void *p, size_t size) {
+  if (cache_put(p, size)) return;
+  if (size >= HUGE_MIN) huge_free(p, size);
+  else free(p);
 }
 
 /* Small arrays (eager ops on a few elements, the REPL's scalars) are one block each: the
@@ -79,16 +143,7 @@ static void *huge_alloc(size_t padded) {
 enum { SMALL_HEADER = 128, SMALL_MAX = 4096 };
 static const size_t small_keep_bytes = (size_t)4 << 20;
 _Static_assert(sizeof(hl_storage) <= SMALL_HEADER, "the record fits before the data");
-#if defined(__has_feature)   /* clang says so here; GCC defines __SANITIZE_ADDRESS__ */
-#if __has_feature(address_sanitizer)
-#define HL_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(HL_ASAN)
-enum { SMALL_LISTS = 0 };
-#else
-enum { SMALL_LISTS = 1 };
-#endif
+enum { SMALL_LISTS = MAPPED_BLOCKS };   /* (both off under AddressSanitizer) */
 typedef struct {
   void *head[SMALL_MAX / ALIGN + 1];   /* each block's first word links to the next */
   size_t kept;
@@ -156,8 +211,7 @@ hl_storage *hl_storage_new(size_t nbytes) {
     return s;
   }
   hl_storage *s = malloc(sizeof *s);
-  void *data = s && padded >= CACHE_MIN ? cache_take(padded) : NULL;
-  if (s && !data) data = padded >= HUGE_MIN ? huge_alloc(padded) : aligned_alloc(ALIGN, padded);
+  void *data = !s ? NULL : padded >= CACHE_MIN ? large_alloc(cached_size(padded)) : aligned_alloc(ALIGN, padded);
   if (!data) {
     free(s);
     hl_error("out of memory allocating %zu bytes", nbytes);
@@ -222,7 +276,8 @@ void hl_storage_release(hl_storage *s) {
       small_free_block(s, padded);
       return;
     }
-    if (padded < CACHE_MIN || !cache_put(s->data, padded)) free(s->data);
+    if (padded >= CACHE_MIN) large_free(s->data, cached_size(padded));
+    else free(s->data);
   }
   free(s);
 }
@@ -232,27 +287,17 @@ size_t hl_device_heap_bytes(void) { return __atomic_load_n(&device_bytes, __ATOM
 uint64_t hl_device_blocks_made(void) { return __atomic_load_n(&device_blocks, __ATOMIC_RELAXED); }
 
 /* ---- scratch memory for pipelines' own buffers (Halide's custom_malloc) ----
- * Large scratch blocks come from the same 2 MiB-aligned huge pages and are kept for reuse:
- * with malloc's scattered 4 KiB pages, matmul's packed panels hit different cache sets in each
+ * Large scratch blocks are large blocks like arrays' (above), from the same cache: with
+ * malloc's scattered 4 KiB pages, matmul's packed panels hit different cache sets in each
  * process and ran at half speed in some. A header before the block records its size. */
-enum { SCRATCH_HEADER = 64, SCRATCH_LARGE = 1 << 16, SCRATCH_SLOTS = 16 };
-static struct { void *block; size_t size; } scratch_free[SCRATCH_SLOTS];
-static pthread_mutex_t scratch_lock = PTHREAD_MUTEX_INITIALIZER;
+enum { SCRATCH_HEADER = 64, SCRATCH_LARGE = 1 << 16 };
 
 void *hl_scratch_alloc(size_t n) {
   size_t total = n + 2 * SCRATCH_HEADER;   /* Halide may read a little past either end */
-  char *block = NULL;
+  char *block;
   if (total >= SCRATCH_LARGE) {
-    size_t rounded = (total + HUGE_MIN - 1) / HUGE_MIN * HUGE_MIN;
-    pthread_mutex_lock(&scratch_lock);
-    for (int i = 0; i < SCRATCH_SLOTS && !block; i++)
-      if (scratch_free[i].block && scratch_free[i].size == rounded) {
-        block = scratch_free[i].block;
-        scratch_free[i].block = NULL;
-      }
-    pthread_mutex_unlock(&scratch_lock);
-    if (!block) block = huge_alloc(rounded);
-    total = rounded;
+    total = huge_rounded(total);
+    block = large_alloc(total);
   } else {
     block = aligned_alloc(SCRATCH_HEADER, (total + SCRATCH_HEADER - 1) / SCRATCH_HEADER * SCRATCH_HEADER);
   }
@@ -265,16 +310,6 @@ void hl_scratch_free(void *p) {
   if (!p) return;
   char *block = (char *)p - SCRATCH_HEADER;
   size_t total = *(size_t *)block;
-  if (total >= SCRATCH_LARGE) {
-    pthread_mutex_lock(&scratch_lock);
-    for (int i = 0; i < SCRATCH_SLOTS; i++)
-      if (!scratch_free[i].block) {
-        scratch_free[i].block = block;
-        scratch_free[i].size = total;
-        block = NULL;
-        break;
-      }
-    pthread_mutex_unlock(&scratch_lock);
-  }
-  free(block);
+  if (total >= SCRATCH_LARGE) large_free(block, total);
+  else free(block);
 }

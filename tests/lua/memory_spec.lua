@@ -74,6 +74,36 @@ describe("memory", function()
     -- after the first collections every result lands in a reused block
     assert.is_true(grew < 16, "RSS grew by " .. grew .. " MB")
   end)
+  -- a freed large block serves smaller arrays, in whole 2 MiB pages: when the sizes a program
+  -- makes change, it writes into memory it has touched before instead of new pages
+  it("reuses a freed large array's memory for smaller arrays", function()
+    local out = run_script([[
+      local hl = require "halua"
+      hl.default_device("cpu")
+      local statm = function()
+        local h = io.open("/proc/self/statm") h:read("*n") local rss = h:read("*n") h:close()
+        return rss * 4096 / 2 ^ 20
+      end
+      local base = hl.zeros({2 ^ 20}) + 0
+      local big = hl.zeros({16 * 2 ^ 20}) + 1   -- 64 MiB, every page written
+      big = nil
+      collectgarbage()
+      collectgarbage()
+      local rss0 = statm()
+      local keep = {}
+      for i = 1, 8 do keep[i] = base + i end   -- eight results of 4 MiB, alive together
+      local grew = statm() - rss0
+      local ok = true
+      for i = 1, 8 do ok = ok and hl.min(keep[i]):item() == i and hl.max(keep[i]):item() == i end
+      print(string.format("%s %.1f", tostring(ok), grew))
+    ]])
+    local ok, grew = out:match("(%a+) (%-?[%d.]+)%s*$")
+    assert(ok, "the script failed: " .. out)
+    -- each result whole and its own (the pieces of one block do not overlap)
+    assert.are.equal("true", ok)
+    -- 32 MiB of new results, in pages the 64 MiB array had touched
+    assert.is_true(tonumber(grew) < 8, "RSS grew by " .. grew .. " MB")
+  end)
   -- small results are collected after every 2 MiB of them, so a loop reuses blocks still in the
   -- caches; a collection that takes long (a large Lua heap) makes that rule wait, never more than
   -- a third of the time going to collections
