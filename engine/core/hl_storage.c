@@ -44,10 +44,21 @@ static void *huge_alloc(size_t rounded) {
   } else if (!(p = aligned_alloc(HUGE_MIN, rounded))) {
     return NULL;
   }
-#ifdef MADV_HUGEPAGE
-  madvise(p, rounded, MADV_HUGEPAGE);
-#endif
   return p;
+}
+
+/* Which 2 MiB pages of a large block ask for huge pages: those that hold an array's data. The
+ * page after an array whose size is a whole number of 2 MiB pages (2, 4, 64 MiB...) holds only
+ * its pad, which is written (hl_storage_new) and read: as a huge page it took 2 MiB of memory
+ * for 64 bytes, half again a 4 MiB array's. Now it takes 4 KiB pages. A cached block keeps how
+ * many of its bytes are advised huge (the rest advised not), so that a block reused for arrays
+ * of one size makes no system call. */
+static void advise(char *p, size_t from, size_t to, int huge) {
+#if defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+  if (to > from) madvise(p + from, to - from, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+#else
+  (void)p, (void)from, (void)to, (void)huge;
+#endif
 }
 
 static void huge_free(void *p, size_t rounded) {
@@ -68,17 +79,20 @@ static void huge_free(void *p, size_t rounded) {
  * memory the last ones had touched is reused. Keeping only exact sizes, a 1024x1024 matmul after
  * rows of 64 MiB arrays took fresh pages for its results until the next collection, and ran at
  * half its speed (0.35-0.42 s of system time in its page faults, 16 calls) in slow hours.
- * Pages freed into the cache are neither merged nor returned until the cache is full. */
+ * Pieces in the cache are not merged again. They go back to the system when the cache is full,
+ * or all at once when an allocation fails (cache_drain). */
 enum { CACHE_SLOTS = 256, CACHE_MIN = 1 << 18 };
 static const size_t cache_max_bytes = (size_t)1 << 30;
-static struct { void *data; size_t size; } block_cache[CACHE_SLOTS];
+static struct { void *data; size_t size, huge; } block_cache[CACHE_SLOTS];   /* huge: see advise */
 static size_t cached_bytes;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* a cached block of `size` bytes: size is the padded size under 2 MiB, else whole 2 MiB pages */
 static size_t cached_size(size_t padded) { return padded >= HUGE_MIN ? huge_rounded(padded) : padded; }
+/* the bytes of an array's block advised huge: the 2 MiB pages its data reaches (advise) */
+static size_t huge_pages(size_t nbytes, size_t padded) { return padded >= HUGE_MIN ? huge_rounded(nbytes) : 0; }
 
-static void *cache_take(size_t size) {
+static void *cache_take(size_t size, size_t *huge) {
   void *p = NULL;
   int best = -1;
   pthread_mutex_lock(&cache_lock);
@@ -94,10 +108,13 @@ static void *cache_take(size_t size) {
   }
   if (best >= 0) {
     p = block_cache[best].data;
+    size_t had = block_cache[best].huge;
+    *huge = had < size ? had : size;
     cached_bytes -= size;
     if (block_cache[best].size > size) {   /* the rest stays, in the same slot */
       block_cache[best].data = (char *)p + size;
       block_cache[best].size -= size;
+      block_cache[best].huge = had > size ? had - size : 0;
     } else {
       block_cache[best].data = NULL;
     }
@@ -106,7 +123,7 @@ static void *cache_take(size_t size) {
   return p;
 }
 
-static int cache_put(void *data, size_t size) {
+static int cache_put(void *data, size_t size, size_t huge) {
   int kept = 0;
   pthread_mutex_lock(&cache_lock);
   if (cached_bytes + size <= cache_max_bytes)
@@ -114,6 +131,7 @@ static int cache_put(void *data, size_t size) {
       if (!block_cache[i].data) {
         block_cache[i].data = data;
         block_cache[i].size = size;
+        block_cache[i].huge = huge;
         cached_bytes += size;
         kept = 1;
       }
@@ -121,17 +139,50 @@ static int cache_put(void *data, size_t size) {
   return kept;
 }
 
-/* a new large block of `size` (cached_size): from the cache, else fresh */
-static void *large_alloc(size_t size) {
-  void *p = cache_take(size);
-  if (!p) p = size >= HUGE_MIN ? huge_alloc(size) : aligned_alloc(ALIGN, size);
+/* a block that is not cached: mapped pages from 2 MiB, aligned_alloc's below */
+static void *fresh_block(size_t size) { return size >= HUGE_MIN ? huge_alloc(size) : aligned_alloc(ALIGN, size); }
+static void block_free(void *p, size_t size) {
+  if (size >= HUGE_MIN) huge_free(p, size);
+  else free(p);
+}
+
+/* gives every cached block back to the system (an allocation failed: the memory may be here) */
+static void cache_drain(void) {
+  struct { void *data; size_t size; } all[CACHE_SLOTS];
+  int n = 0;
+  pthread_mutex_lock(&cache_lock);
+  for (int i = 0; i < CACHE_SLOTS; i++)
+    if (block_cache[i].data) {
+      all[n].data = block_cache[i].data;
+      all[n++].size = block_cache[i].size;
+      block_cache[i].data = NULL;
+    }
+  cached_bytes = 0;
+  pthread_mutex_unlock(&cache_lock);
+  for (int i = 0; i < n; i++) block_free(all[i].data, all[i].size);
+}
+
+/* a new large block of `size` (cached_size) whose first `huge` bytes ask for huge pages (0 under
+ * 2 MiB): from the cache, else fresh (after emptying the cache, if the system has no more) */
+static void *large_alloc(size_t size, size_t huge) {
+  size_t had = SIZE_MAX;   /* SIZE_MAX: a fresh block (cache_take sets it for a cached one) */
+  char *p = cache_take(size, &had);
+  if (!p && !(p = fresh_block(size))) {
+    cache_drain();
+    p = fresh_block(size);
+  }
+  if (!p || size < HUGE_MIN) return p;
+  if (had == SIZE_MAX) {   /* fresh */
+    advise(p, 0, huge, 1);
+    advise(p, huge, size, 0);
+  } else if (had != huge) {
+    advise(p, had < huge ? had : huge, had < huge ? huge : had, had < huge);
+  }
   return p;
 }
 
-static void large_free(void *p, size_t size) {
-  if (cache_put(p, size)) return;
-  if (size >= HUGE_MIN) huge_free(p, size);
-  else free(p);
+static void large_free(void *p, size_t size, size_t huge) {
+  if (!cache_put(p, size, huge)) block_free(p, size);
 }
 
 /* Small arrays (eager ops on a few elements, the REPL's scalars) are one block each: the
@@ -211,7 +262,7 @@ hl_storage *hl_storage_new(size_t nbytes) {
     return s;
   }
   hl_storage *s = malloc(sizeof *s);
-  void *data = !s ? NULL : padded >= CACHE_MIN ? large_alloc(cached_size(padded)) : aligned_alloc(ALIGN, padded);
+  void *data = !s ? NULL : padded >= CACHE_MIN ? large_alloc(cached_size(padded), huge_pages(nbytes, padded)) : aligned_alloc(ALIGN, padded);
   if (!data) {
     free(s);
     hl_error("out of memory allocating %zu bytes", nbytes);
@@ -276,7 +327,7 @@ void hl_storage_release(hl_storage *s) {
       small_free_block(s, padded);
       return;
     }
-    if (padded >= CACHE_MIN) large_free(s->data, cached_size(padded));
+    if (padded >= CACHE_MIN) large_free(s->data, cached_size(padded), huge_pages(s->nbytes, padded));
     else free(s->data);
   }
   free(s);
@@ -297,7 +348,7 @@ void *hl_scratch_alloc(size_t n) {
   char *block;
   if (total >= SCRATCH_LARGE) {
     total = huge_rounded(total);
-    block = large_alloc(total);
+    block = large_alloc(total, total);
   } else {
     block = aligned_alloc(SCRATCH_HEADER, (total + SCRATCH_HEADER - 1) / SCRATCH_HEADER * SCRATCH_HEADER);
   }
@@ -310,6 +361,6 @@ void hl_scratch_free(void *p) {
   if (!p) return;
   char *block = (char *)p - SCRATCH_HEADER;
   size_t total = *(size_t *)block;
-  if (total >= SCRATCH_LARGE) large_free(block, total);
+  if (total >= SCRATCH_LARGE) large_free(block, total, total);
   else free(block);
 }

@@ -25,6 +25,25 @@ local function run_script(src, env)
   return out
 end
 
+-- what the scripts below start with: halua on the CPU (host blocks: device results are paced by
+-- their own rule, cuda_spec) and statm(), the process's RSS in MiB
+local SCRIPT_HEAD = [[
+  local hl = require "halua"
+  hl.default_device("cpu")
+  local statm = function()
+    local h = io.open("/proc/self/statm") h:read("*n") local rss = h:read("*n") h:close()
+    return rss * 4096 / 2 ^ 20
+  end
+]]
+
+-- runs a script that ends by printing whether its values were right and how much its RSS grew
+local function values_and_growth(src)
+  local out = run_script(SCRIPT_HEAD .. src)
+  local ok, grew = out:match("(%a+) (%-?[%d.]+)%s*$")
+  assert(ok, "the script failed: " .. out)
+  return ok == "true", tonumber(grew)
+end
+
 describe("memory", function()
   it("stays bounded over 10,000 iterations of 1 MB temporaries", function()
     local x = hl.ones({256 * 1024}) + 0
@@ -47,13 +66,7 @@ describe("memory", function()
   -- collected every 32 MiB (more where the Lua heap is large: the test runs in its own process,
   -- whose Lua heap is halua's alone) and their blocks reused: the loop's memory stops growing
   it("collects results every 32 MiB and reuses their blocks", function()
-    local out = run_script([[
-      local hl = require "halua"
-      hl.default_device("cpu")   -- (host blocks: device results are paced by their own rule, cuda_spec)
-      local statm = function()
-        local h = io.open("/proc/self/statm") h:read("*n") local rss = h:read("*n") h:close()
-        return rss * 4096 / 2 ^ 20
-      end
+    local out = run_script(SCRIPT_HEAD .. [[
       local m = hl.ones({1024, 1024}) + 0
       local f = hl.jit(function(a) return a * 2 end)   -- 4 MiB results
       collectgarbage()
@@ -77,13 +90,7 @@ describe("memory", function()
   -- a freed large block serves smaller arrays, in whole 2 MiB pages: when the sizes a program
   -- makes change, it writes into memory it has touched before instead of new pages
   it("reuses a freed large array's memory for smaller arrays", function()
-    local out = run_script([[
-      local hl = require "halua"
-      hl.default_device("cpu")
-      local statm = function()
-        local h = io.open("/proc/self/statm") h:read("*n") local rss = h:read("*n") h:close()
-        return rss * 4096 / 2 ^ 20
-      end
+    local ok, grew = values_and_growth([[
       local base = hl.zeros({2 ^ 20}) + 0
       local big = hl.zeros({16 * 2 ^ 20}) + 1   -- 64 MiB, every page written
       big = nil
@@ -97,12 +104,61 @@ describe("memory", function()
       for i = 1, 8 do ok = ok and hl.min(keep[i]):item() == i and hl.max(keep[i]):item() == i end
       print(string.format("%s %.1f", tostring(ok), grew))
     ]])
-    local ok, grew = out:match("(%a+) (%-?[%d.]+)%s*$")
-    assert(ok, "the script failed: " .. out)
     -- each result whole and its own (the pieces of one block do not overlap)
-    assert.are.equal("true", ok)
+    assert.is_true(ok)
     -- 32 MiB of new results, in pages the 64 MiB array had touched
-    assert.is_true(tonumber(grew) < 8, "RSS grew by " .. grew .. " MB")
+    assert.is_true(grew < 8, "RSS grew by " .. grew .. " MB")
+  end)
+  -- an array of whole 2 MiB pages (2, 4, 64 MiB...) keeps its pad past the last element in a
+  -- 4 KiB page, where a huge page would take 2 MiB more memory for it
+  it("keeps arrays of 2 MiB in about 2 MiB of memory each", function()
+    local ok, grew = values_and_growth([[
+      local base = hl.zeros({512, 1024}) + 0   -- 2 MiB of float32
+      collectgarbage()
+      local rss0 = statm()
+      local keep = {}
+      for i = 1, 40 do keep[i] = base + i end
+      local grew = statm() - rss0
+      local ok = hl.sum(keep[40]):item() == 40 * 512 * 1024 and hl.sum(keep[1]):item() == 512 * 1024
+      print(string.format("%s %.1f", tostring(ok), grew))
+    ]])
+    assert.is_true(ok)
+    -- 80 MiB of arrays: 160 MiB when each pad took a huge page of its own
+    assert.is_true(grew < 100, "40 arrays of 2 MiB grew RSS by " .. grew .. " MB")
+  end)
+  -- freed blocks wait in the engine's cache; an allocation the system refuses empties the cache
+  -- and tries again, so the memory of arrays already gone is never what a new one lacks
+  it("gives its cached blocks back when the system has no memory for a new array", function()
+    local out = run_script(SCRIPT_HEAD .. [[
+      local ffi = require "ffi"
+      ffi.cdef [=[
+        struct hl_test_rlimit { unsigned long cur, max; };
+        int getrlimit(int resource, struct hl_test_rlimit *r);
+        int setrlimit(int resource, const struct hl_test_rlimit *r);
+      ]=]
+      local RLIMIT_AS = 9   -- (Linux)
+      local vsz = function()
+        local h = io.open("/proc/self/statm") local pages = h:read("*n") h:close()
+        return pages * 4096
+      end
+      local one = hl.ones({1}) + 0
+      local a = one:broadcast_to({100 * 2 ^ 20}) + 1   -- 400 MiB, then freed into the cache
+      assert(hl.sum(a):item() == 200 * 2 ^ 20)
+      a = nil
+      collectgarbage()
+      collectgarbage()
+      -- address space for 300 MiB more: a 500 MiB array fits only once the 400 are given back
+      local r = ffi.new("struct hl_test_rlimit")
+      assert(ffi.C.getrlimit(RLIMIT_AS, r) == 0)
+      r.cur = vsz() + 300 * 2 ^ 20
+      assert(ffi.C.setrlimit(RLIMIT_AS, r) == 0)
+      local ok, b = pcall(function() return one:broadcast_to({125 * 2 ^ 20}) + 2 end)
+      print(tostring(ok), ok and hl.sum(b):item() or b)
+    ]])
+    local ok, value = out:match("(%a+)\t([^\n]*)%s*$")
+    assert(ok, "the script failed: " .. out)
+    assert.are.equal("true", ok, value)
+    assert.are.equal(3 * 125 * 2 ^ 20, tonumber(value))
   end)
   -- small results are collected after every 2 MiB of them, so a loop reuses blocks still in the
   -- caches; a collection that takes long (a large Lua heap) makes that rule wait, never more than
