@@ -335,11 +335,15 @@ struct Lowerer {
     return select(equals(b, 0), zero, fr);
   }
   Expr float_mod(Expr a, Expr b) const {
-    /* fmod in double keeps the remainder exact for float32; then move it to b's sign */
+    /* fmod in double keeps the remainder exact for float32; then move it to b's sign. A zero
+     * remainder is a zero of b's sign, as NumPy makes it (fmod gives a's: -4 % 2 was -0.0 under
+     * jit, and rsqrt of it -inf). Built from its bits: eager kernels compile without signed
+     * zeros, where a select between -0.0 and 0.0 may fold to either. */
     Expr ad = cast(Float(64), a), bd = cast(Float(64), b);
     Expr r = libm("fmod", {ad, bd});
     Expr z = make_zero(Float(64));
-    Expr fixed = select(r != z && ((r < z) != (bd < z)), r + bd, r);
+    Expr sign = reinterpret(UInt(64), bd) & Internal::make_const(UInt(64), (uint64_t)1 << 63);
+    Expr fixed = select(r == z, reinterpret(Float(64), sign), r != z && ((r < z) != (bd < z)), r + bd, r);
     return cast(a.type(), fixed);
   }
   /* NumPy's divmod: the quotient comes from the remainder, so inf // x is NaN, and the
@@ -353,7 +357,9 @@ struct Lowerer {
     div = select(fix, div - one, div);
     Expr fd = floor(div);
     fd = select(div - fd > half, fd + one, fd);
-    Expr q = select(div != z, fd, z * (ad / bd));   /* a zero keeps the sign of a / b */
+    /* a zero has the sign of a / b, from the bits (see float_mod) */
+    Expr sign = (reinterpret(UInt(64), ad) ^ reinterpret(UInt(64), bd)) & Internal::make_const(UInt(64), (uint64_t)1 << 63);
+    Expr q = select(div != z, fd, reinterpret(Float(64), sign));
     return cast(a.type(), select(bd == z, ad / bd, q));
   }
   static Expr int_pow(Expr a, Expr e) {

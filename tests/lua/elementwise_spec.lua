@@ -312,6 +312,29 @@ suite("integer corner cases", function(case)
   local f = hl.array({-7.5, 7.5, 0, -0.0, 1 / 0, -1 / 0, 5, -5}, "float64")
   local g = hl.array({2, -2, 3, 3, 2, 2, 1 / 0, 1 / 0}, "float64")
   case("mod float64 signs, zeros and infinities", function() return hl.mod(f, g) end, "np.mod(a, b)", {f, g}, {dtype = "float64"})
+  -- a zero remainder has the divisor's sign (1 / it tells the zeros apart), eager and jitted,
+  -- float64 and float32 (which computes in float64)
+  local zf = hl.array({-0.0, 0.0, -4, 4, 6, -6, -7.5, 7.5}, "float64")
+  local zg = hl.array({2, -2, 2, -2, 3, -3, 2.5, -2.5}, "float64")
+  local zero_sign = "1 / np.mod(a, b)"
+  case("mod float64: the sign of a zero remainder", function() return 1 / hl.mod(zf, zg) end, zero_sign, {zf, zg}, {dtype = "float64"})
+  case("mod float64 under jit: the sign of a zero remainder", function() return hl.jit(function(x, y) return 1 / (x % y) end)(zf, zg) end,
+       zero_sign, {zf, zg}, {dtype = "float64"})
+  local zf32, zg32 = zf:astype("float32"), zg:astype("float32")
+  case("mod float32: the sign of a zero remainder", function() return 1 / hl.mod(zf32, zg32) end, zero_sign, {zf32, zg32}, {dtype = "float32"})
+  case("mod float32 under jit: the sign of a zero remainder", function() return hl.jit(function(x, y) return 1 / hl.mod(x, y) end)(zf32, zg32) end,
+       zero_sign, {zf32, zg32}, {dtype = "float32"})
+  -- and a zero quotient the sign of a / b
+  local qa = hl.array({0.0, -0.0, 1, -1, 0.0, -0.0, 1, -1}, "float64")
+  local qb = hl.array({2, 2, 3, 3, -2, -2, -3, -3}, "float64")
+  local quotient_sign = "1 / np.floor_divide(a, b)"
+  for _, dt in ipairs {"float64", "float32"} do
+    local x, y = qa:astype(dt), qb:astype(dt)
+    case("floor_divide " .. dt .. ": the sign of a zero quotient", function() return 1 / hl.floor_divide(x, y) end,
+         quotient_sign, {x, y}, {dtype = dt})
+    case("floor_divide " .. dt .. " under jit: the sign of a zero quotient",
+         function() return hl.jit(function(u, v) return 1 / hl.floor_divide(u, v) end)(x, y) end, quotient_sign, {x, y}, {dtype = dt})
+  end
   case("floor_divide float64 signs, zeros and infinities", function() return hl.floor_divide(f, g) end, "np.floor_divide(a, b)", {f, g}, {dtype = "float64"})
 end)
 
