@@ -620,8 +620,6 @@ function B:binary(x)
   -- pipeline may contract or reassociate them; pow and atan2 are transcendental
   local ulps = (op == "pow" or op == "atan2") and 4 or (op == "maximum" or op == "minimum") and 0 or 1
   np = wrap(np, c)
-  -- a zero remainder or quotient is 0.0 in halua where NumPy gives it a sign (README)
-  if FLOAT[c] and (op == "mod" or op == "floor_divide") then np = wrap("(" .. np .. " + 0.0)", c) end
   return self:emit(c, shape, lo, hi, nan, lua, P(np, c, ulps))
 end
 
