@@ -860,6 +860,44 @@ struct Lowerer {
     L.funcs[i](v) = fit(prod(v), n.type.dtype);
   }
 
+  /* A reshape keeps the row-major order, so its output and input axes fall into groups whose
+   * extents multiply to the same size (axes split or merged), and an input index needs only the
+   * output indices of its own group: through one flat index over every axis, a tile (a reshape of
+   * a broadcast) divided the vectorised index by the tile's extent. Such a gather can have all
+   * its lanes at one address, and then Halide 14's FlattenNestedRamps divides by zero (fixed in
+   * Halide 17): a jitted pad of a tile crashed the process. Static shapes only; false (the flat
+   * index) where an extent is 0. */
+  template <typename Num>
+  static bool reshape_by_groups(const hl_type &out, const hl_type &in, const std::vector<Var> &v, Num num, bool wide,
+                                std::vector<Expr> &ia) {
+    int r = out.ndim, rin = in.ndim;
+    for (int a = 0; a < r; a++)
+      if (out.shape[a] <= 0) return false;
+    for (int a = 0; a < rin; a++)
+      if (in.shape[a] <= 0) return false;
+    int a = r - 1, b = rin - 1;   /* the innermost axes not yet in a group */
+    while (a >= 0 || b >= 0) {
+      /* the next group: axes taken from whichever side has the smaller product, until equal */
+      int a_end = a, b_end = b;
+      int64_t po = 1, pi = 1;
+      do {
+        if (a >= 0 && (po <= pi || b < 0)) po *= out.shape[a--];
+        else if (b >= 0) pi *= in.shape[b--];
+        else return false;   /* (sizes that do not match: not a reshape) */
+      } while (po != pi);
+      Expr flat = num(0);
+      for (int k = a + 1; k <= a_end; k++) flat = flat * num((int)out.shape[k]) + num(v[r - 1 - k]);
+      Expr inner = num(1);
+      for (int k = b_end; k > b; k--) {
+        Expr c = is_const_one(inner) ? flat : flat / inner;
+        if (k > b + 1) c = c % num((int)in.shape[k]);   /* (the group's outermost axis needs no bound) */
+        ia[rin - 1 - k] = wide ? cast(Int(32), c) : c;
+        inner = inner * num((int)in.shape[k]);
+      }
+    }
+    return true;
+  }
+
   void view(int i) {
     const hl_node &n = node(i);
     int src = input(n, 0);
@@ -895,6 +933,7 @@ struct Lowerer {
        * polymorphic program's reshapes are checked to stay below when it runs: hl_sym_bind) */
       bool wide = hl_graph_sized(g) && hl_shape_size(r, n.type.shape) > INT32_MAX;
       auto num = [&](Expr x) { return wide ? cast(Int(64), x) : x; };
+      if (!g->sym && reshape_by_groups(n.type, in.type, v, num, wide, ia)) break;
       Expr flat = num(0);
       for (int a = 0; a < r; a++) flat = flat * num(traced_extent(i, a)) + num(v[r - 1 - a]);
       Expr inner = num(1);

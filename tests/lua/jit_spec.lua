@@ -882,6 +882,12 @@ local function assert_jit_matches_eager(what, g, x)
   local err, scale = hl.max(hl.abs(got - want)):item(), hl.max(hl.abs(want)):item()
   assert.is_true(err <= 1e-5 * (1 + scale), string.format("%s: %s, expected %s", what, tostring(got), tostring(want)))
 end
+-- the same, element for element (any dtype: bool included)
+local function assert_jit_equals_eager(g, x)
+  local got, want = hl.jit(g)(x), g(x)
+  assert.are.same(want.shape, got.shape)
+  assert.is_true(hl.all(hl.eq(got, want)):item(), tostring(got) .. "\nexpected\n" .. tostring(want))
+end
 
 describe("a guarded vector tail of one element reading a buffer the pipeline allocates", function()
   -- Halide 14's simplifier took a masked-off load past an allocation's end for code that never
@@ -966,6 +972,30 @@ describe("a guarded vector of a flipped read, starting before the buffer", funct
   end
 end)
 
+describe("a padded tile, whose gathered lanes are all one address", function()
+  -- tile is a reshape of a broadcast; read through one flat index, the pad's clamped coordinates
+  -- divided by the tile's extent put every lane of a vector at one address, and Halide 14's
+  -- FlattenNestedRamps divided by zero: the process died of SIGFPE while compiling (found by
+  -- fuzz/programs.lua, seed 5205). Reshapes now index by groups of axes (hl_lower.cpp).
+  for _, case in ipairs {
+    {shape = {2, 1}, reps = {2}, pad = {{1, 2}, {1, 1}}},
+    {shape = {2, 1}, reps = {1, 3}, pad = {{0, 1}, {2, 0}}},
+    {shape = {3, 2}, reps = {2, 2}, pad = {{1, 1}, {1, 1}}},
+    {shape = {1, 3}, reps = {3, 1}, pad = {{2, 0}, {0, 2}}},
+  } do
+    it(string.format("[%d,%d] tiled by {%s}", case.shape[1], case.shape[2], table.concat(case.reps, ", ")), function()
+      local a = hl.linspace(-1, 1, case.shape[1] * case.shape[2]):reshape(case.shape)
+      for _, g in ipairs {
+        function(x) return hl.pad(hl.gt(hl.tile(x, case.reps), 0), case.pad, 1) end,
+        function(x) return hl.pad(hl.tile(x, case.reps), case.pad, 7) end,
+        function(x) return hl.pad(hl["repeat"](x, 2, 2) * 2, case.pad, -1) end,
+      } do
+        assert_jit_equals_eager(g, a)
+      end
+    end)
+  end
+end)
+
 describe("a transposed output whose inner axis has one element", function()
   -- [1, n] to [n, 1] of a materialised value (exp(a) used twice): the transposing tiles' loop
   -- nest was dropped by Halide 14's loop partitioning, and the output held uninitialised memory
@@ -978,9 +1008,7 @@ describe("a transposed output whose inner axis has one element", function()
         function(x) local v = hl.log(x * 3 + 4) return hl.ge(v, v):astype("int32").T end,
         function(x) local v = hl.exp(x):astype("float64") return hl.transpose(v + v) end,
       } do
-        local got, want = hl.jit(g)(a), g(a)
-        assert.are.same(want.shape, got.shape)
-        assert.is_true(hl.all(hl.eq(got, want)):item(), tostring(got) .. "\nexpected\n" .. tostring(want))
+        assert_jit_equals_eager(g, a)
       end
     end)
   end
