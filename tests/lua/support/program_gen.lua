@@ -482,7 +482,7 @@ end
 
 local BINARY = {
   add = {"np.add", "+"}, sub = {"np.subtract", "-"}, mul = {"np.multiply", "*"}, div = {"np.true_divide", "/"},
-  pow = {"np.power", "^"}, mod = {"np.mod", "%"}, maximum = {"np.maximum"}, minimum = {"np.minimum"},
+  pow = {"np.power", "^"}, mod = {"np.mod", "%"}, maximum = {"maximum"}, minimum = {"minimum"},
   atan2 = {"np.arctan2"}, floor_divide = {"np.floor_divide"},
   eq = {"np.equal"}, ne = {"np.not_equal"}, lt = {"np.less"}, le = {"np.less_equal"}, gt = {"np.greater"},
   ge = {"np.greater_equal"}, logical_and = {"np.logical_and"}, logical_or = {"np.logical_or"},
@@ -664,8 +664,8 @@ function B:clip(x)
   if a and rng:chance(0.15) then b = nil end
   local e = cast(x.name, x.dtype, c)
   local lo, hi = x.lo, x.hi
-  if a then e = "np.maximum(" .. e .. ", " .. NPT[c] .. "(" .. py_num(a) .. "))"; lo, hi = math.max(lo, a), math.max(hi, a) end
-  if b then e = "np.minimum(" .. e .. ", " .. NPT[c] .. "(" .. py_num(b) .. "))"; lo, hi = math.min(lo, b), math.min(hi, b) end
+  if a then e = "maximum(" .. e .. ", " .. NPT[c] .. "(" .. py_num(a) .. "))"; lo, hi = math.max(lo, a), math.max(hi, a) end
+  if b then e = "minimum(" .. e .. ", " .. NPT[c] .. "(" .. py_num(b) .. "))"; lo, hi = math.min(lo, b), math.min(hi, b) end
   local lua = self:call("clip", x.name, (a and lua_num(a) or "nil") .. (b and ", " .. lua_num(b) or ""))
   return self:emit(c, copy(x.shape), lo, hi, x.nan, lua, wrap(e, c))
 end
@@ -1138,7 +1138,7 @@ function B:nn(x)
   local X = x.name
   if op == "relu" then
     return self:emit(dt, copy(x.shape), math.max(0, x.lo), math.max(0, x.hi), x.nan, "hl.nn.relu(" .. X .. ")",
-                     wrap("np.maximum(" .. X .. ", " .. NPT[dt] .. "(0))", dt))
+                     wrap("maximum(" .. X .. ", " .. NPT[dt] .. "(0))", dt))
   elseif op == "sigmoid" then
     -- 0.5 * tanh(0.5 * x) + 0.5, each step rounded
     local e = P(wrap("np.multiply(" .. NPT[dt] .. "(0.5), " .. X .. ")", dt), dt, 1)
