@@ -269,9 +269,8 @@ struct Lowerer {
       Expr r = floor(x), d = x - r, half = Internal::make_const(ty, 0.5), one = make_one(ty);
       Expr even = floor(r * half) * Internal::make_const(ty, 2) == r;
       Expr res = select(d > half, r + one, d < half, r, even, r, r + one);
-      /* -0.4 rounds to -0: x's sign bit on a zero (Halide's simplifier folds x * 0 to +0) */
-      Expr signed_zero = reinterpret(ty, reinterpret(UInt(64), x) & Internal::make_const(UInt(64), (uint64_t)1 << 63));
-      return select(res == make_zero(ty), signed_zero, res);
+      /* -0.4 rounds to -0: x's sign bit on a zero */
+      return select(res == make_zero(ty), signed_zero(bits64(x)), res);
     }
     case HL_P_RECIPROCAL: return make_one(ty) / x;
     case HL_P_EXP: return f32 ? hl_vmath_exp(x) : exp(x);
@@ -297,6 +296,14 @@ struct Lowerer {
     }
     throw CompileError(std::string("halua: internal: no lowering for ") + hl_prims[prim].name);
   }
+
+  /* a float64 zero with the sign bit of `bits` (a float64's bits, as UInt(64)): from the bits,
+   * since Halide's simplifier folds x * 0 to +0 and kernels compiled without signed zeros may
+   * fold a select between -0.0 and 0.0 either way */
+  static Expr signed_zero(Expr bits) {
+    return reinterpret(Float(64), bits & Internal::make_const(UInt(64), (uint64_t)1 << 63));
+  }
+  static Expr bits64(Expr x) { return reinterpret(UInt(64), x); }
 
   /* b == v. A constant b is compared here: Halide 14's simplifier folds c0 == c1 through
    * c0 - c1, which overflows for INT_MAX == -1 ("Signed integer overflow occurred during
@@ -337,13 +344,11 @@ struct Lowerer {
   Expr float_mod(Expr a, Expr b) const {
     /* fmod in double keeps the remainder exact for float32; then move it to b's sign. A zero
      * remainder is a zero of b's sign, as NumPy makes it (fmod gives a's: -4 % 2 was -0.0 under
-     * jit, and rsqrt of it -inf). Built from its bits: eager kernels compile without signed
-     * zeros, where a select between -0.0 and 0.0 may fold to either. */
+     * jit, and rsqrt of it -inf). */
     Expr ad = cast(Float(64), a), bd = cast(Float(64), b);
     Expr r = libm("fmod", {ad, bd});
     Expr z = make_zero(Float(64));
-    Expr sign = reinterpret(UInt(64), bd) & Internal::make_const(UInt(64), (uint64_t)1 << 63);
-    Expr fixed = select(r == z, reinterpret(Float(64), sign), r != z && ((r < z) != (bd < z)), r + bd, r);
+    Expr fixed = select(r == z, signed_zero(bits64(bd)), (r < z) != (bd < z), r + bd, r);
     return cast(a.type(), fixed);
   }
   /* NumPy's divmod: the quotient comes from the remainder, so inf // x is NaN, and the
@@ -357,9 +362,7 @@ struct Lowerer {
     div = select(fix, div - one, div);
     Expr fd = floor(div);
     fd = select(div - fd > half, fd + one, fd);
-    /* a zero has the sign of a / b, from the bits (see float_mod) */
-    Expr sign = (reinterpret(UInt(64), ad) ^ reinterpret(UInt(64), bd)) & Internal::make_const(UInt(64), (uint64_t)1 << 63);
-    Expr q = select(div != z, fd, reinterpret(Float(64), sign));
+    Expr q = select(div != z, fd, signed_zero(bits64(ad) ^ bits64(bd)));   /* a zero has the sign of a / b */
     return cast(a.type(), select(bd == z, ad / bd, q));
   }
   static Expr int_pow(Expr a, Expr e) {
