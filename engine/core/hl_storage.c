@@ -61,11 +61,6 @@ static void advise(char *p, size_t from, size_t to, int huge) {
 #endif
 }
 
-static void huge_free(void *p, size_t rounded) {
-  if (MAPPED_BLOCKS) munmap(p, rounded);
-  else free(p);
-}
-
 /* Freed large blocks are kept for reuse: a fresh large allocation is new memory whose every page
  * faults on first touch, which costs more than the kernels that write it. Where page tables are
  * virtualised (the 2-vCPU benchmark machines) that first touch costs about 10 us per 4 KiB even
@@ -142,7 +137,7 @@ static int cache_put(void *data, size_t size, size_t huge) {
 /* a block that is not cached: mapped pages from 2 MiB, aligned_alloc's below */
 static void *fresh_block(size_t size) { return size >= HUGE_MIN ? huge_alloc(size) : aligned_alloc(ALIGN, size); }
 static void block_free(void *p, size_t size) {
-  if (size >= HUGE_MIN) huge_free(p, size);
+  if (MAPPED_BLOCKS && size >= HUGE_MIN) munmap(p, size);
   else free(p);
 }
 
@@ -175,8 +170,10 @@ static void *large_alloc(size_t size, size_t huge) {
   if (had == SIZE_MAX) {   /* fresh */
     advise(p, 0, huge, 1);
     advise(p, huge, size, 0);
-  } else if (had != huge) {
-    advise(p, had < huge ? had : huge, had < huge ? huge : had, had < huge);
+  } else if (had < huge) {
+    advise(p, had, huge, 1);
+  } else if (had > huge) {
+    advise(p, huge, had, 0);
   }
   return p;
 }
