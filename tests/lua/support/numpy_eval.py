@@ -29,20 +29,18 @@ class BF16:
 def bf16(x):
     return BF16(x)
 
-def maximum(a, b):
-    """np.maximum under one rule for ties of -0.0 and 0.0, halua's in every dtype: the second
-    operand. NumPy's float32 and float64 loops give the second, its float16 loop the first."""
-    a, b = np.asarray(a), np.asarray(b)
-    if np.result_type(a, b) == np.float16:
-        return np.maximum(a.astype(np.float32), b.astype(np.float32)).astype(np.float16)
-    return np.maximum(a, b)
+def ties_to_second(f):
+    """np.maximum or np.minimum under one rule for a tie of -0.0 and 0.0, halua's in every dtype:
+    the second operand. NumPy's float32 and float64 loops give the second, its float16 loop the
+    first, so float16 goes through float32 (exact: the result is one of the operands)."""
+    def g(a, b):
+        a, b = np.asarray(a), np.asarray(b)
+        if np.result_type(a, b) == np.float16:
+            return f(a.astype(np.float32), b.astype(np.float32)).astype(np.float16)
+        return f(a, b)
+    return g
 
-def minimum(a, b):
-    """np.minimum under the same rule as maximum"""
-    a, b = np.asarray(a), np.asarray(b)
-    if np.result_type(a, b) == np.float16:
-        return np.minimum(a.astype(np.float32), b.astype(np.float32)).astype(np.float16)
-    return np.minimum(a, b)
+maximum, minimum = ties_to_second(np.maximum), ties_to_second(np.minimum)
 
 def lse(a, axis=None, keepdims=False):
     """logsumexp in float64, stably (max subtracted, 0 where the max is not finite); an empty
