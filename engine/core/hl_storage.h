@@ -32,7 +32,9 @@ hl_storage *hl_storage_wrap(void *data, size_t nbytes, hl_release_fn release, vo
 void hl_storage_retain(hl_storage *s);
 void hl_storage_release(hl_storage *s);
 
-/* Bytes of engine storage alive now (ours, not wrapped). The Lua layer steps its GC on this. */
+/* Bytes of engine storage alive now (ours, not wrapped). The Lua layer steps its GC on this.
+ * Exact for the arrays the calling thread made and freed; each other thread's host arrays may
+ * be counted up to 64 KiB off (hl_storage.c counts them per thread). */
 size_t hl_heap_bytes(void);
 /* The part of it in device memory, and the device allocations made so far (the GC paces
  * device results on their own: hl_lua_value.c). */
