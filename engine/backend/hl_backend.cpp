@@ -51,6 +51,7 @@ struct hl_kernel_part {
 
 struct hl_kernel {
   std::atomic<int> refs{1};   /* hl_kernel_retain/release: the cache's entry and each user */
+  std::atomic<bool> used{false};   /* an eager memo ran it since the cache last asked (hl_kernel_note_use) */
   size_t bytes = 0;           /* the memory it keeps (hl_kernel_bytes) */
   Pipeline pipeline;
   std::vector<Argument> args;
@@ -62,6 +63,11 @@ struct hl_kernel {
   void *so = nullptr;           /* its image (hl_aot_load), unloaded with the kernel */
   int nparams = 0, noutputs = 0;
   std::vector<int> param_ranks, output_ranks;
+  /* whether hl_kernel_run_flat can run it (every buffer real and rank 1, at most
+   * HL_FLAT_MAX_BUFFERS), and its buffers' dtypes and Halide types, found once (set_meta) */
+  bool flat = false;
+  hl_dtype flat_dtypes[HL_FLAT_MAX_BUFFERS];
+  halide_type_t flat_types[HL_FLAT_MAX_BUFFERS];
   double compile_ms = 0;
   /* where compile_ms went: halua's lowering and schedule, Halide's lowering to a module, LLVM
    * (optimisation and code generation: to an object, or the JIT's), linking and loading */
@@ -160,9 +166,22 @@ void set_meta(hl_kernel *k, const hl_graph *g, const char *name) {
   hl_aot_describe(k->so, k->name);   /* (HALUA_PERF_MAP=1: its code named for perf) */
   k->nparams = g->nparams;
   k->noutputs = g->noutputs;
+  std::vector<const hl_type *> types;   /* the parameters', then the outputs' */
   for (int i = 0; i < g->nnodes; i++)
-    if (g->nodes[i].prim == HL_P_PARAM) k->param_ranks.push_back(g->nodes[i].type.ndim);
-  for (int j = 0; j < g->noutputs; j++) k->output_ranks.push_back(g->nodes[g->outputs[j]].type.ndim);
+    if (g->nodes[i].prim == HL_P_PARAM) {
+      k->param_ranks.push_back(g->nodes[i].type.ndim);
+      types.push_back(&g->nodes[i].type);
+    }
+  for (int j = 0; j < g->noutputs; j++) {
+    k->output_ranks.push_back(g->nodes[g->outputs[j]].type.ndim);
+    types.push_back(&g->nodes[g->outputs[j]].type);
+  }
+  k->flat = types.size() <= HL_FLAT_MAX_BUFFERS;
+  for (size_t j = 0; j < types.size() && k->flat; j++) {
+    k->flat = types[j]->ndim == 1 && !hl_dtype_is_complex(types[j]->dtype);
+    k->flat_dtypes[j] = types[j]->dtype;
+    k->flat_types[j] = hl_buffer_type(types[j]->dtype);
+  }
 }
 
 
@@ -661,7 +680,7 @@ extern "C" int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_arr
 extern "C" int hl_kernel_run_flat(hl_kernel *k, int64_t count, const hl_dtype *dtypes, void *const *data, unsigned broadcast) {
   enum { MAX = HL_FLAT_MAX_BUFFERS };
   int nb = k->nparams + k->noutputs;
-  if (nb > MAX || count > INT32_MAX || k->cuda)
+  if (!k->flat || count > INT32_MAX || k->cuda)
     return hl_error("%s: internal: a flat run of %d buffers of %lld elements", k->name.c_str(), nb, (long long)count);
   /* (constructed one by one below, as hl_kernel_run's) */
   alignas(halide_buffer_t) unsigned char buf_bytes[sizeof(halide_buffer_t) * MAX];
@@ -670,12 +689,12 @@ extern "C" int hl_kernel_run_flat(hl_kernel *k, int64_t count, const hl_dtype *d
   halide_buffer_t *bufs = reinterpret_cast<halide_buffer_t *>(buf_bytes);
   halide_dimension_t *dims = reinterpret_cast<halide_dimension_t *>(dim_bytes);
   for (int j = 0; j < nb; j++) {
-    /* (a complex buffer was compiled as the rank-2 float array of its pairs: this refuses it too) */
-    int rank = j < k->nparams ? k->param_ranks[j] : k->output_ranks[j - k->nparams];
-    if (rank != 1) return hl_error("%s: internal: a flat run of a rank-%d buffer", k->name.c_str(), rank);
+    if (dtypes[j] != k->flat_dtypes[j])
+      return hl_error("%s: internal: a flat run passes %s for %s", k->name.c_str(), hl_dtype_name(dtypes[j]),
+                      hl_dtype_name(k->flat_dtypes[j]));
     halide_buffer_t *b = new (&bufs[j]) halide_buffer_t();
     b->host = static_cast<uint8_t *>(data[j]);
-    b->type = hl_buffer_type(dtypes[j]);
+    b->type = k->flat_types[j];
     b->dimensions = 1;
     /* (a one-element run's stride is unit, as to_buffer gives it) */
     b->dim = new (&dims[j]) halide_dimension_t(0, (int32_t)count, (broadcast >> j & 1) && count > 1 ? 0 : 1);
@@ -806,6 +825,11 @@ extern "C" const char *hl_kernel_ptx(hl_kernel *k, const hl_graph *g) {
 }
 
 extern "C" void hl_kernel_retain(hl_kernel *k) { k->refs.fetch_add(1, std::memory_order_relaxed); }
+/* (a load first: a hot kernel's line stays shared between the threads running it) */
+extern "C" void hl_kernel_note_use(hl_kernel *k) {
+  if (!k->used.load(std::memory_order_relaxed)) k->used.store(true, std::memory_order_relaxed);
+}
+extern "C" int hl_kernel_take_use(hl_kernel *k) { return k->used.exchange(false, std::memory_order_relaxed); }
 
 extern "C" void hl_kernel_release(hl_kernel *k) {
   if (!k || k->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;

@@ -24,8 +24,8 @@ char *hl_kernel_disk_signature(const hl_graph *g);
 hl_kernel *hl_kernel_load(const hl_graph *g, const char *name, const void *file, size_t size);
 /* Run with one array per PARAM and one contiguous, allocated array per output. */
 int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_array *const *outputs);
-/* The same for a kernel whose parameters and outputs are all rank 1 and real, of count elements
- * each, on the host: data holds each one's first element (the parameters', then the outputs'),
+/* The same for a kernel whose parameters and outputs are all rank 1 and real (at most
+ * HL_FLAT_MAX_BUFFERS of them), of count elements each, on the host: data holds each one's first element (the parameters', then the outputs'),
  * dtypes their dtypes, and bit j of broadcast says that buffer j is one value read at every
  * index. What an eager elementwise op runs (hl_eval.c): no views to make and read back. */
 enum { HL_FLAT_MAX_BUFFERS = 8 };
@@ -52,6 +52,10 @@ const char *hl_kernel_ptx(hl_kernel *k, const hl_graph *g);
  * holds one reference. */
 void hl_kernel_retain(hl_kernel *k);
 void hl_kernel_release(hl_kernel *k);
+/* Marks k used (by an eager op that found it in its memo, not through the cache), and reads and
+ * clears the mark: the cache's eviction gives a marked kernel a second chance (hl_cache.c). */
+void hl_kernel_note_use(hl_kernel *k);
+int hl_kernel_take_use(hl_kernel *k);
 /* The memory the kernel keeps, in bytes (measured when it was made): the cache's bound counts it. */
 size_t hl_kernel_bytes(const hl_kernel *k);
 /* The bytes of every kernel not yet freed: cached, or held by programs only. */

@@ -1296,6 +1296,7 @@ static void set_number(lua_State *L, const char *field, double v) {
 }
 
 static int l_cache_info(lua_State *L) {
+  hl_eager_memo_count_hits();
   hl_cache_stats s = hl_cache_info();
   lua_createtable(L, 0, 12);
   set_number(L, "entries", (double)s.entries);

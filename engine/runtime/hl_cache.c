@@ -38,7 +38,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;   /* the index, the rec
 static pthread_mutex_t compile_lock = PTHREAD_MUTEX_INITIALIZER;
 static hl_cache_stats stats;
 static unsigned long generation;   /* hl_cache_generation: atomic, moved under `lock` */
-static long memo_hits;             /* hl_cache_count_hit: atomic, added to stats.hits */
+static long memo_hits;             /* hl_cache_count_hits: atomic, added to stats.hits */
 static _Thread_local hl_key scratch;   /* reused: eager ops build a key per call */
 static _Thread_local hl_thread_exit scratch_exit;   /* frees it when its thread ends */
 static void free_scratch(void *k) { hl_key_free(k); }
@@ -222,9 +222,18 @@ struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name) {
   stats.mem_bytes += e->bytes;
   if (!loaded) stats.compile_ms += hl_kernel_compile_ms(k);
   /* over the bound: the least recently used entries go (never the new one); a kernel that a
-   * jitted function or a running op still holds is freed when they let it go */
-  while (stats.mem_bytes > mem_limit && oldest != e) {
-    entry *old = oldest;
+   * jitted function or a running op still holds is freed when they let it go. Eager ops find
+   * their kernels in their threads' memos (hl_eager_memo.h) without passing here, and mark them
+   * used: an entry whose kernel is marked goes to the front instead, once, and its mark is
+   * cleared (the "clock" approximation of least recently used). */
+  long second_chances = stats.entries;
+  while (stats.mem_bytes > mem_limit && stats.entries > 1) {
+    entry *old = oldest != e ? oldest : e->newer;
+    if (second_chances-- > 0 && hl_kernel_take_use(old->kernel)) {
+      unlink_recency(old);
+      push_newest(old);
+      continue;
+    }
     remove_locked(old);
     old->next = evicted;
     evicted = old;
@@ -257,7 +266,7 @@ struct hl_kernel *hl_cache_get(const hl_graph *g, const char *name) {
 
 unsigned long hl_cache_generation(void) { return __atomic_load_n(&generation, __ATOMIC_ACQUIRE); }
 
-void hl_cache_count_hit(void) { __atomic_add_fetch(&memo_hits, 1, __ATOMIC_RELAXED); }
+void hl_cache_count_hits(long n) { __atomic_add_fetch(&memo_hits, n, __ATOMIC_RELAXED); }
 
 hl_cache_stats hl_cache_info(void) {
   pthread_once(&limit_once, read_limit);

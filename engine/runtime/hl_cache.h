@@ -27,8 +27,8 @@ hl_cache_stats hl_cache_info(void);
 /* Moves whenever an entry leaves the cache (evicted or cleared): a lookup remembered elsewhere
  * (the eager ops' memo, hl_eager_memo.h) stands while it has not moved. */
 unsigned long hl_cache_generation(void);
-/* Counts a lookup answered from such a memory as a hit (cache_info's hits). */
-void hl_cache_count_hit(void);
+/* Counts n lookups answered from such a memory as hits (cache_info's hits). */
+void hl_cache_count_hits(long n);
 /* Empties the cache, freeing every kernel no program holds; with disk, also removes the disk
  * cache's entries. */
 int hl_cache_clear(int disk);

@@ -6,12 +6,10 @@
 #include <string.h>
 
 enum { NSLOTS = 64 };   /* direct-mapped by the signature's hash */
-enum { REFRESH_EVERY = 64 };   /* every so many uses of a slot or lane, the cache's lookup instead (hl_eager_memo.h) */
 
 typedef struct {
   hl_eager_sig sig;
   struct hl_kernel *kernel;   /* one reference, the slot's; NULL when empty */
-  unsigned uses;
 } slot;
 _Static_assert(sizeof(hl_eager_sig) % sizeof(uint64_t) == 0, "a signature hashes as whole words");
 
@@ -20,14 +18,23 @@ typedef struct {
   hl_eager_lane_key key;
   hl_dtype dtype;
   struct hl_kernel *kernel;   /* one reference, the lane's; NULL when empty */
-  unsigned uses;
 } lane;
 
 typedef struct {
   slot slots[NSLOTS];
   lane lanes[NLANES];
   unsigned long generation;   /* the cache's (hl_cache_generation) when the slots were filled */
+  long hits;                  /* lookups answered here and not yet added to the cache's hits */
 } memo;
+
+/* The cache counts a memo's hits a batch at a time: one locked add per hit had been one per
+ * eager op. */
+enum { HITS_STEP = 256 };
+static void count_hit(memo *m) {
+  if (++m->hits < HITS_STEP) return;
+  hl_cache_count_hits(m->hits);
+  m->hits = 0;
+}
 
 static _Thread_local memo mine;
 
@@ -43,7 +50,12 @@ static void forget(memo *m) {
     m->lanes[s].kernel = NULL;
   }
 }
-static void forget_at_exit(void *m) { forget(m); }
+static void forget_at_exit(void *p) {
+  memo *m = p;
+  forget(m);
+  hl_cache_count_hits(m->hits);
+  m->hits = 0;
+}
 
 int hl_eager_sig_make(hl_eager_sig *sig, int prim, int nin, const hl_array *const *in, const int *stride,
                       const hl_attrs *attrs, const hl_array *out) {
@@ -93,9 +105,9 @@ struct hl_kernel *hl_eager_memo_find(const hl_eager_sig *sig) {
   if (stale(m)) return NULL;
   slot *s = slot_of(m, sig);
   if (!s->kernel || memcmp(&s->sig, sig, sizeof *sig) != 0) return NULL;
-  if (++s->uses % REFRESH_EVERY == 0) return NULL;
+  hl_kernel_note_use(s->kernel);
   hl_kernel_retain(s->kernel);
-  hl_cache_count_hit();
+  count_hit(m);
   return s->kernel;
 }
 
@@ -108,7 +120,15 @@ void hl_eager_memo_put(const hl_eager_sig *sig, struct hl_kernel *k) {
   s->kernel = k;
 }
 
-void hl_eager_memo_forget(void) { forget(&mine); }
+void hl_eager_memo_forget(void) {
+  forget(&mine);
+  mine.hits = 0;   /* (the cache was cleared, its counts with it) */
+}
+
+void hl_eager_memo_count_hits(void) {
+  hl_cache_count_hits(mine.hits);
+  mine.hits = 0;
+}
 
 static lane *lane_of(memo *m, const hl_eager_lane_key *key) {
   unsigned h = (unsigned)key->prim * 31u + (unsigned)key->nin * 7u + key->broadcast * 131u;
@@ -123,19 +143,14 @@ static int same_key(const hl_eager_lane_key *a, const hl_eager_lane_key *b) {
   return 1;
 }
 
-struct hl_kernel *hl_eager_lane_find(const hl_eager_lane_key *key, hl_dtype *dtype, int *refresh) {
-  *refresh = 0;
+struct hl_kernel *hl_eager_lane_find(const hl_eager_lane_key *key, hl_dtype *dtype) {
   memo *m = &mine;
   HL_TLS_KEEP(m);
   if (stale(m)) return NULL;
   lane *l = lane_of(m, key);
   if (!l->kernel || !same_key(&l->key, key)) return NULL;
-  if (++l->uses % REFRESH_EVERY == 0) {
-    *refresh = 1;
-    return NULL;
-  }
-  hl_kernel_retain(l->kernel);
-  hl_cache_count_hit();
+  hl_kernel_note_use(l->kernel);
+  count_hit(m);
   *dtype = l->dtype;
   return l->kernel;
 }

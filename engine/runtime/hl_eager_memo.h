@@ -22,14 +22,17 @@ typedef struct {
  * be remembered, -1 when it cannot (too many operands). */
 int hl_eager_sig_make(hl_eager_sig *sig, int prim, int nin, const hl_array *const *in, const int *stride,
                       const hl_attrs *attrs, const hl_array *out);
-/* The remembered kernel, retained for the caller, or NULL. Every 64th use of a slot answers NULL
- * once, so that the caller's lookup in the cache keeps a hot kernel recent there (the cache evicts
- * the least recently used, and a memo hit does not tell it). */
+/* The remembered kernel, retained for the caller, or NULL. A hit marks the kernel used, which
+ * keeps a hot kernel in the cache (hl_kernel_note_use: the cache evicts the least recently used,
+ * and a memo hit does not pass through it). */
 struct hl_kernel *hl_eager_memo_find(const hl_eager_sig *sig);
 /* Remembers k (the memo takes its own reference). */
 void hl_eager_memo_put(const hl_eager_sig *sig, struct hl_kernel *k);
 /* Lets go of this thread's remembered kernels (after hl_cache_clear, so that they are freed). */
 void hl_eager_memo_forget(void);
+/* Adds the hits this thread's memo has answered to the cache's count (hl_cache_count_hits),
+ * which takes them in batches: before hl_cache_info, for a count that is exact for the thread. */
+void hl_eager_memo_count_hits(void);
 
 /* The memo's lane for the bulk of eager arithmetic: an elementwise primitive without attributes
  * over operands of one shape that are each contiguous or one value broadcast (all strides 0),
@@ -40,8 +43,10 @@ typedef struct {
   int32_t prim, nin, dtype[HL_LANE_MAX_IN];
   uint32_t broadcast;   /* bit k: operand k is one value broadcast */
 } hl_eager_lane_key;
-/* The kernel (retained for the caller) and the result's dtype, or NULL: not remembered, or, every
- * 64th use, to be looked up again where the cache sees it (*refresh set), as hl_eager_memo_find. */
-struct hl_kernel *hl_eager_lane_find(const hl_eager_lane_key *key, hl_dtype *dtype, int *refresh);
+/* The kernel and the result's dtype, or NULL; marked used as hl_eager_memo_find's. The kernel is
+ * lent, not retained (a retain and its release were two locked instructions per op): it stays
+ * valid until this thread's next lane put or memo lookup, so the caller runs it before any other
+ * eager op (a lane kernel is one elementwise primitive: its run makes none). */
+struct hl_kernel *hl_eager_lane_find(const hl_eager_lane_key *key, hl_dtype *dtype);
 void hl_eager_lane_put(const hl_eager_lane_key *key, struct hl_kernel *k, hl_dtype dtype);
 #endif

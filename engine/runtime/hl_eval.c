@@ -243,15 +243,13 @@ static int stride_class(const hl_array *a) {
 }
 
 /* The cached shape-generic kernel of prim over views `in` into the view `out`, retained for the
- * caller: the thread's memo's, else the cache's (compiled or loaded there). `refresh` passes the
- * memo by, so that the cache sees the use. */
-static struct hl_kernel *eager_kernel(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, const hl_array *out,
-                                      int refresh) {
+ * caller: the thread's memo's, else the cache's (compiled or loaded there). */
+static struct hl_kernel *eager_kernel(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, const hl_array *out) {
   int stride[HL_MEMO_MAX_IN];
   for (int k = 0; k < nin && k < HL_MEMO_MAX_IN; k++) stride[k] = stride_class(in[k]);
   hl_eager_sig sig;
   int memo = hl_eager_sig_make(&sig, prim, nin, in, stride, attrs, out) == 0;
-  struct hl_kernel *kern = memo && !refresh ? hl_eager_memo_find(&sig) : NULL;
+  struct hl_kernel *kern = memo ? hl_eager_memo_find(&sig) : NULL;
   if (kern) return kern;
   hl_graph *g = &eager_graph;
   hl_thread_exit_add(&eager_graph_exit, free_eager_graph, g);
@@ -278,7 +276,7 @@ static struct hl_kernel *eager_kernel(int prim, int nin, const hl_array *const *
 
 /* Run prim on views `in` into the allocated view `out` through a cached shape-generic kernel. */
 static int run_single(int prim, int nin, const hl_array *const *in, const hl_attrs *attrs, hl_array *out) {
-  struct hl_kernel *kern = eager_kernel(prim, nin, in, attrs, out, 0);
+  struct hl_kernel *kern = eager_kernel(prim, nin, in, attrs, out);
   if (!kern) return -1;
   int rc = hl_kernel_run(kern, in, &out);
   hl_kernel_release(kern);
@@ -324,8 +322,7 @@ int hl_eager_elemwise_lane(int prim, int nin, const hl_array *const *in, hl_arra
     data[k] = hl_array_data(x);
   }
   hl_dtype dtype;
-  int refresh;
-  struct hl_kernel *kern = hl_eager_lane_find(&key, &dtype, &refresh);
+  struct hl_kernel *kern = hl_eager_lane_find(&key, &dtype);   /* (lent by the lane) */
   if (!kern) {
     hl_type tin[HL_LANE_MAX_IN], ty;
     static const hl_attrs none;
@@ -340,8 +337,9 @@ int hl_eager_elemwise_lane(int prim, int nin, const hl_array *const *in, hl_arra
     if (hl_dtype_is_complex(ty.dtype)) return 0;          /* (bound as (re, im) pairs: the general path) */
     dtype = ty.dtype;
     flat_view(&(hl_array){.dtype = dtype}, n, 0, &v[nin]);
-    if (!(kern = eager_kernel(prim, nin, vin, NULL, &v[nin], refresh))) return -1;
+    if (!(kern = eager_kernel(prim, nin, vin, NULL, &v[nin]))) return -1;
     hl_eager_lane_put(&key, kern, dtype);
+    hl_kernel_release(kern);   /* (the lane's reference keeps it: lent from here on, as a hit's) */
   }
   int rc = hl_array_alloc(out, dtype, a->ndim, a->shape);
   if (!rc) {
@@ -349,7 +347,6 @@ int hl_eager_elemwise_lane(int prim, int nin, const hl_array *const *in, hl_arra
     data[nin] = hl_array_data(out);
     if ((rc = hl_kernel_run_flat(kern, n, dtypes, data, key.broadcast))) hl_array_release(out);
   }
-  hl_kernel_release(kern);
   return rc ? -1 : 1;
 }
 
