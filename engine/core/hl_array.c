@@ -44,15 +44,6 @@ void hl_array_copy_ref(hl_array *dst, const hl_array *src) {
   if (dst->storage) hl_storage_retain(dst->storage);
 }
 
-int hl_array_is_contiguous(const hl_array *a) {
-  int64_t n = 1;
-  for (int i = a->ndim - 1; i >= 0; i--) {
-    if (a->shape[i] != 1 && a->strides[i] != n) return 0;
-    n *= a->shape[i];
-  }
-  return 1;
-}
-
 int64_t hl_array_elem_offset(const hl_array *a, int64_t flat) {
   int64_t off = 0;
   for (int i = a->ndim - 1; i >= 0; i--) {

@@ -28,13 +28,21 @@ int hl_array_alloc_on(hl_array *out, int device, hl_dtype dtype, int ndim, const
 int hl_array_device(const hl_array *a);   /* 0 host, 1 CUDA; a tracer's is its graph's */
 void hl_array_release(hl_array *a);            /* drops the storage reference */
 void hl_array_copy_ref(hl_array *dst, const hl_array *src);   /* dst shares src's storage */
-int hl_array_is_contiguous(const hl_array *a);
 /* whether a and b have one shape (inline: an eager op asks for each operand, and a call to
  * memcmp for a few extents costs more than comparing them) */
 static inline int hl_same_shape(const hl_array *a, const hl_array *b) {
   if (a->ndim != b->ndim) return 0;
   for (int d = 0; d < a->ndim; d++)
     if (a->shape[d] != b->shape[d]) return 0;
+  return 1;
+}
+/* (inline: an eager op asks for each operand) */
+static inline int hl_array_is_contiguous(const hl_array *a) {
+  int64_t n = 1;
+  for (int i = a->ndim - 1; i >= 0; i--) {
+    if (a->shape[i] != 1 && a->strides[i] != n) return 0;
+    n *= a->shape[i];
+  }
   return 1;
 }
 static inline void *hl_array_data(const hl_array *a) {

@@ -90,10 +90,54 @@ static hl_dtype input_rule(int prim, hl_dtype t) {
   }
 }
 
+/* A Lua number as an operand of the lane (below): its value in the arrays' dtype, viewed at
+ * their shape with every stride 0, in bytes of its own that nothing retains. */
+typedef struct {
+  hl_array view;
+  hl_storage storage;
+  _Alignas(64) unsigned char bytes[64];   /* (zero past the value: vector tails may read on) */
+} number_operand;
+
+/* Whether the operands are host arrays outside any trace, of one shape and one dtype that the
+ * primitive takes as it is, and numbers that leave that dtype as it is (then in[] holds the
+ * arrays and views of the numbers, made in nums[]): most eager arithmetic, which then needs no
+ * promotion, casts, number arrays or broadcasting, only the lane's own checks. The general path
+ * below gives such operands the same kernel and values, at twice the engine's instructions. */
+static int plain_operands(int prim, int nin, const hl_operand *ops, const hl_array **in, number_operand *nums) {
+  const hl_array *a = NULL;
+  for (int k = 0; k < nin && !a; k++) a = ops[k].array;
+  if (prim == HL_P_SELECT || !a || hl_dtype_is_complex(a->dtype) || input_rule(prim, a->dtype) != a->dtype) return 0;
+  for (int k = 0; k < nin; k++) {
+    const hl_array *x = ops[k].array;
+    if (x) {
+      if (x->graph || !x->storage || x->storage->device != HL_DEVICE_CPU || x->dtype != a->dtype || !hl_same_shape(x, a))
+        return 0;
+      in[k] = x;
+      continue;
+    }
+    if (ops[k].is_bool || hl_dtype_promote_weak(a->dtype, ops[k].number) != a->dtype) return 0;
+    number_operand *c = &nums[k];
+    memset(c->bytes, 0, sizeof c->bytes);
+    c->storage = (hl_storage){.refcount = 1, .data = c->bytes, .nbytes = hl_dtype_size(a->dtype), .borrowed = 1};
+    c->view = (hl_array){.dtype = a->dtype, .storage = &c->storage};
+    hl_array_set(&c->view, 0, ops[k].number);   /* (as hl_eager_scalar converts it; rank 0 until set) */
+    c->view.ndim = a->ndim;
+    memcpy(c->view.shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+    in[k] = &c->view;
+  }
+  return 1;
+}
+
 int hl_op_elemwise(int prim, int nin, const hl_operand *ops, const hl_attrs *attrs, hl_array *out) {
   enum { MAXO = 4 };
   const char *name = hl_prims[prim].name;
   if (nin > MAXO) return hl_error("%s: too many operands", name);
+  const hl_array *plain[MAXO] = {0};
+  number_operand nums[MAXO];
+  if (!attrs && plain_operands(prim, nin, ops, plain, nums)) {
+    int rc = hl_eager_elemwise_lane(prim, nin, plain, out);
+    if (rc) return rc < 0 ? -1 : 0;
+  }
   int first = prim == HL_P_SELECT ? 1 : 0;   /* where's condition takes no part in promotion */
   /* the dtype all value operands share: arrays promote; Lua numbers are weak */
   int have = 0;

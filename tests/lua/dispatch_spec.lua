@@ -60,9 +60,16 @@ describe("the eager kernel memo", function()
   it("counts its answers as cache hits", function()
     local a = hl.array({1, 2, 3})
     local _ = a + a
+    _ = a * a
+    _ = hl.exp(a)
     local h0 = hl.cache_info().hits
     for _ = 1, 50 do _ = a + a end
     assert.are.equal(h0 + 50, hl.cache_info().hits)
+    -- the memo adds its hits to the cache's count in batches: exact for this thread at any count
+    for _ = 1, 1000 do _ = a * a end
+    assert.are.equal(h0 + 1050, hl.cache_info().hits)
+    for _ = 1, 257 do _ = hl.exp(a) end
+    assert.are.equal(h0 + 1050 + 257, hl.cache_info().hits)
   end)
 
   it("runs on after hl.cache_clear(), compiling or loading again", function()
@@ -100,6 +107,29 @@ describe("the eager kernel memo", function()
     for i = 1, 20000 do x = x * 0.5 + i end
     -- x_n = x_{n-1} / 2 + n converges to 2n - 2 + 2^-k terms: at n = 20000, 39998 (float32)
     close(x:totable(), {39998, 39998, 39998, 39998, 39998, 39998, 39998, 39998}, 1e-6)
+  end)
+end)
+
+describe("the engine's count of its arrays' bytes", function()
+  it("is exact for the arrays this thread made and freed, small and large", function()
+    -- (counted per thread and added to the process's count in steps: hl_storage.c)
+    collectgarbage()
+    collectgarbage()
+    local h0 = hl.core.heap_bytes()
+    local keep = {}
+    for k = 1, 20 do keep[k] = hl.zeros({k}) + 1 end              -- 4 to 80 bytes each
+    keep[21] = hl.zeros({100000}) + 1                              -- 400,000 bytes
+    collectgarbage()
+    collectgarbage()
+    assert.are.equal(h0 + 4 * 210 + 400000, hl.core.heap_bytes())
+    keep[21] = nil
+    collectgarbage()
+    collectgarbage()
+    assert.are.equal(h0 + 4 * 210, hl.core.heap_bytes())
+    keep = nil
+    collectgarbage()
+    collectgarbage()
+    assert.are.equal(h0, hl.core.heap_bytes())
   end)
 end)
 
@@ -171,6 +201,50 @@ describe("Lua numbers in eager ops", function()
     local val, dr = hl.value_and_grad(function(a) local y = a * 4; local w = a * 5; return hl.sum(y + w) end)(row)
     assert.are.equal(540, val:item())
     close(dr:totable(), {9, 9, 9})
+  end)
+  it("give the general path's values and dtypes on the lane, in every dtype, position and size", function()
+    -- contiguous operands take the lane with the number viewed in place (hl_frontend.c,
+    -- plain_operands); the same op on a strided view takes the general path: they must agree
+    -- element for element, for numbers that keep the dtype and numbers that change it
+    local shapes = {{0}, {1}, {5}, {2, 3}, {0, 3}}
+    local numbers = {2, -3, 0.5, 300, 1e10, -0.0, 1 / 0, 0 / 0}
+    for _, dt in ipairs({"float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8", "bool"}) do
+      for _, shape in ipairs(shapes) do
+        local n = 1
+        for _, e in ipairs(shape) do n = n * e end
+        local vals = {}
+        for k = 1, n do vals[k] = (k * 7) % 11 - (dt == "uint8" and 0 or 4) end
+        local x = hl.reshape(hl.array(vals, dt), shape)
+        local strided = hl.transpose(hl.transpose(x) + 0)   -- the same values, a strided view
+        if #shape == 1 and n > 0 then   -- every other element of a twice as long array
+          local twice = {}
+          for k = 1, n do twice[2 * k - 1], twice[2 * k] = vals[k], 99 end
+          strided = hl.array(twice, dt)[{{1, 2 * n - 1, 2}}]
+        end
+        for _, v in ipairs(numbers) do
+          local cases = {
+            {"x * v", function(a) return a * v end}, {"v - x", function(a) return v - a end},
+            {"x + v", function(a) return a + v end}, {"max(v, x)", function(a) return hl.maximum(v, a) end},
+          }
+          for _, c in ipairs(cases) do
+            local what = string.format("%s, %s, shape {%s}, v = %s", c[1], dt, table.concat(shape, ","), tostring(v))
+            local ok1, fast = pcall(c[2], x)
+            local ok2, general = pcall(c[2], strided)
+            assert.are.equal(ok2, ok1, what)
+            if ok1 then
+              assert.are.equal(general.dtype, fast.dtype, what)
+              assert.are.same(general.shape, fast.shape, what)
+              local g, f = flat(general:totable()), flat(fast:totable())
+              for k = 1, #g do
+                -- (NaN compares unequal: both NaN is agreement; -0.0 against 0.0 is told apart by 1/x)
+                local same = g[k] == f[k] and (g[k] ~= 0 or 1 / g[k] == 1 / f[k]) or (g[k] ~= g[k] and f[k] ~= f[k])
+                assert(same, string.format("%s element %d: %s, expected %s", what, k, tostring(f[k]), tostring(g[k])))
+              end
+            end
+          end
+        end
+      end
+    end
   end)
   it("keep a long loop of new numbers right (the reused blocks rewritten every op)", function()
     local x = hl.zeros({8}) + 0
