@@ -607,7 +607,11 @@ static void schedule_in_rows(hl_lowered &L, int i, const Target &t, int vec, int
     const hl_node &src = g->nodes[hl_node_inputs(g, &n)[0]];
     if (hl_dtype_is_float(src.type.dtype))
       schedule_inner_reduction(L, i, red, n.type.ndim, L.helpers[i].defined() ? t.natural_vector_size(red.output_types()[0]) : vec, false);
+    /* with spare elements past its row, as the value's below: a guarded vector tail of one
+     * live lane reading the row (a float32 tanh of row sums 5 long, read twice by a where) lost
+     * its last element otherwise, bind_whole's Halide 14 fault (the program fuzzer, seed 5302) */
     red.compute_at(at, row);
+    if (red.dimensions() > 0) red.align_storage(red.args()[0], kSpare);
     return;
   }
   int r = n.type.ndim;

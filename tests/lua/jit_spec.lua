@@ -927,6 +927,28 @@ describe("a guarded vector tail of one element reading a buffer the pipeline all
   end)
 end)
 
+describe("a row reduction computed per row, read by a guarded vector tail of one live lane", function()
+  -- A value read twice (tanh of row sums, by a where) is computed row by row with the row
+  -- reductions it reads (hl_row_groups.cpp); a row of w + 1 elements, w the vector's lanes, left
+  -- its last element unwritten, garbage in the result (fuzz/programs.lua, seed 5302): the
+  -- reduction's row, allocated without spare elements, met the Halide 14 fault bind_whole
+  -- describes. Rows of 5, 9 and 17 (4, 8 and 16 lanes and one), 6 and 13 for contrast.
+  for _, n in ipairs {5, 9, 17, 6, 13} do
+    it(string.format("[4,%d,2]", n), function()
+      local x = (hl.sin(hl.arange(4 * n * 2) * 0.37) * 0.5 + 0.7):reshape({4, n, 2})
+      for _, red in ipairs {"sum", "prod", "max"} do
+        for _, op in ipairs {"tanh", "exp", "log", "sin"} do
+          assert_jit_matches_eager(op .. " of " .. red, function(u)
+            local s = hl[red](u, -1)
+            local v = hl[op](s)
+            return hl.where(v, v, s)
+          end, x)
+        end
+      end
+    end)
+  end
+end)
+
 describe("a strided read at a constant start: the imaginary parts of a buffer the pipeline allocates", function()
   -- With declared bounds the last vector of a stage shifts inwards to a constant start; Halide 14
   -- turned a stride-2 read there (the imaginary parts after the real ones) into an aligned load
