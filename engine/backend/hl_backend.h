@@ -25,8 +25,8 @@ hl_kernel *hl_kernel_load(const hl_graph *g, const char *name, const void *file,
 /* Run with one array per PARAM and one contiguous, allocated array per output. */
 int hl_kernel_run(hl_kernel *k, const hl_array *const *inputs, hl_array *const *outputs);
 /* The same for a kernel whose parameters and outputs are all rank 1 and real (at most
- * HL_FLAT_MAX_BUFFERS of them), of count elements each, on the host: data holds each one's first element (the parameters', then the outputs'),
- * dtypes their dtypes, and bit j of broadcast says that buffer j is one value read at every
+ * HL_FLAT_MAX_BUFFERS of them), of count elements each, on the host: data holds each one's first
+ * element (the parameters', then the outputs'), dtypes their dtypes, and bit j of broadcast says that buffer j is one value read at every
  * index. What an eager elementwise op runs (hl_eval.c): no views to make and read back. */
 enum { HL_FLAT_MAX_BUFFERS = 8 };
 int hl_kernel_run_flat(hl_kernel *k, int64_t count, const hl_dtype *dtypes, void *const *data, unsigned broadcast);

@@ -254,9 +254,9 @@ static hl_storage *small_new(thread_state *l, size_t padded) {
   return s;
 }
 
+/* (the caller counted the freed bytes, heap_count, which registered thread_end) */
 static void small_free_block(thread_state *l, hl_storage *s, size_t padded) {
   if (SMALL_LISTS && l->kept + SMALL_HEADER + padded <= small_keep_bytes) {
-    hl_thread_exit_add(&l->exit, thread_end, l);
     *(void **)s = l->head[padded / ALIGN];
     l->head[padded / ALIGN] = s;
     l->kept += SMALL_HEADER + padded;

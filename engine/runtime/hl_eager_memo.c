@@ -30,10 +30,12 @@ typedef struct {
 /* The cache counts a memo's hits a batch at a time: one locked add per hit had been one per
  * eager op. */
 enum { HITS_STEP = 256 };
-static void count_hit(memo *m) {
-  if (++m->hits < HITS_STEP) return;
+static void add_hits(memo *m) {
   hl_cache_count_hits(m->hits);
   m->hits = 0;
+}
+static void count_hit(memo *m) {
+  if (++m->hits == HITS_STEP) add_hits(m);
 }
 
 static _Thread_local memo mine;
@@ -51,10 +53,8 @@ static void forget(memo *m) {
   }
 }
 static void forget_at_exit(void *p) {
-  memo *m = p;
-  forget(m);
-  hl_cache_count_hits(m->hits);
-  m->hits = 0;
+  forget(p);
+  add_hits(p);
 }
 
 int hl_eager_sig_make(hl_eager_sig *sig, int prim, int nin, const hl_array *const *in, const int *stride,
@@ -125,10 +125,7 @@ void hl_eager_memo_forget(void) {
   mine.hits = 0;   /* (the cache was cleared, its counts with it) */
 }
 
-void hl_eager_memo_count_hits(void) {
-  hl_cache_count_hits(mine.hits);
-  mine.hits = 0;
-}
+void hl_eager_memo_count_hits(void) { add_hits(&mine); }
 
 static lane *lane_of(memo *m, const hl_eager_lane_key *key) {
   unsigned h = (unsigned)key->prim * 31u + (unsigned)key->nin * 7u + key->broadcast * 131u;

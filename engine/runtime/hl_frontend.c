@@ -121,6 +121,8 @@ static int plain_operands(int prim, int nin, const hl_operand *ops, const hl_arr
     c->storage = (hl_storage){.refcount = 1, .data = c->bytes, .nbytes = hl_dtype_size(a->dtype), .borrowed = 1};
     c->view = (hl_array){.dtype = a->dtype, .storage = &c->storage};
     hl_array_set(&c->view, 0, ops[k].number);   /* (as hl_eager_scalar converts it; rank 0 until set) */
+    /* the arrays' shape, strides 0 (not hl_broadcast_view, which takes a reference that nothing
+     * here would release: a locked instruction per number) */
     c->view.ndim = a->ndim;
     memcpy(c->view.shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
     in[k] = &c->view;
